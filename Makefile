@@ -1,0 +1,51 @@
+# Two commands matter: `make run` and `make test`. Everything else is set up on demand.
+PYTHON ?= python3
+UV_VERSION := 0.13.9
+TOOLS := .tools
+UV := $(TOOLS)/bin/uv
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.synced
+
+export UV_PROJECT_ENVIRONMENT := $(VENV)
+export SSL_CERT_FILE ?= /etc/ssl/certs/ca-certificates.crt
+
+.PHONY: run test setup lint typecheck bench chat doctor migrate clean
+
+$(UV):
+	$(PYTHON) -m venv $(TOOLS)
+	$(TOOLS)/bin/pip install --quiet uv==$(UV_VERSION)
+
+$(STAMP): $(UV) pyproject.toml uv.lock
+	$(UV) sync --locked --extra dev --python $(PYTHON)
+	@touch $(STAMP)
+
+setup: $(STAMP)
+
+migrate: setup
+	$(PY) -m gateway db upgrade
+
+run: migrate
+	$(PY) -m gateway run
+
+chat: migrate
+	$(PY) -m gateway chat
+
+doctor: setup
+	$(PY) -m gateway doctor
+
+lint: setup
+	$(PY) -m ruff check agent gateway tests bench migrations
+	$(PY) -m ruff format --check agent gateway tests bench migrations
+
+typecheck: setup
+	$(PY) -m mypy
+
+test: setup lint typecheck
+	$(PY) -m pytest -q
+
+bench: setup
+	$(PY) -m bench
+
+clean:
+	rm -rf $(VENV) $(TOOLS) .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,214 @@
+"""The pluggable context engine: when to compress, how, and what it reports.
+
+The built-in engine is `compressor` (`agent.context_compressor.ContextCompressor`). Other engines are
+found by name in the `chat_gateway.context_engines` entry-point group and are only ever used when
+`context.engine` names them explicitly.
+
+An engine instance serves one session. Its durable state (`EngineState`) is loaded from and saved to
+the session row by the caller, so engines hold no I/O of their own: the summarizer and token counter
+are injected.
+"""
+
+from __future__ import annotations
+
+import logging
+from abc import ABC, abstractmethod
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from enum import StrEnum
+from importlib.metadata import entry_points
+from typing import Any, Protocol
+
+from agent.types import Message, Role
+from agent.usage import Usage
+
+logger = logging.getLogger(__name__)
+
+ENTRY_POINT_GROUP = "chat_gateway.context_engines"
+BUILTIN_ENGINE = "compressor"
+
+TokenCounter = Callable[[Message], int]
+
+
+class Outcome(StrEnum):
+    OK = "ok"
+    DEGRADED = "degraded"
+    ABORTED = "aborted"
+
+
+@dataclass(frozen=True, slots=True)
+class CompressionConfig:
+    """Seed 000's `compression` section, already validated by the gateway's settings."""
+
+    enabled: bool = True
+    threshold: float = 0.50
+    target_ratio: float = 0.20
+    protect_last_n: int = 20
+
+    @property
+    def clamped_target_ratio(self) -> float:
+        return min(0.80, max(0.10, self.target_ratio))
+
+
+@dataclass(slots=True)
+class EngineState:
+    """What an engine remembers about one session between turns (persisted as JSON on the session)."""
+
+    previous_summary: str | None = None
+    compression_count: int = 0
+    last_prompt_tokens: int | None = None
+    ineffective_auto_compactions: int = 0
+    auto_disabled: bool = False
+    awaiting_effect: bool = False
+    """True right after an automatic compaction until the next API-reported prompt size arrives."""
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any] | None) -> EngineState:
+        if not data:
+            return cls()
+        known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
+        return cls(**known)
+
+
+@dataclass(frozen=True, slots=True)
+class SummaryRequest:
+    """Everything a summarizer may need; standalone summarizers use `middle`, prefix-reusing ones `history`."""
+
+    middle: Sequence[Message]
+    previous_summary: str | None
+    focus: str | None
+    max_tokens: int
+    instructions: str
+    """The full summarization prompt text (template, previous summary, focus) built by the compressor."""
+    history: Sequence[Message] = ()
+    middle_start: int = 0
+    middle_end: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class SummaryResponse:
+    text: str
+    model: str
+    usage: Usage = field(default_factory=Usage)
+    latency_s: float = 0.0
+
+
+class Summarizer(Protocol):
+    """One auxiliary-LLM call. Raises `agent.errors.SummarizerError` (abort=True for auth/quota/network)."""
+
+    def __call__(self, request: SummaryRequest) -> Awaitable[SummaryResponse]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class CompressionResult:
+    """What `compress` did. The caller archives `removed_indices` and persists the new window atomically."""
+
+    messages: list[Message]
+    """The new active window: head, the summary message (if any), tail."""
+    origin: tuple[int | None, ...]
+    """For each message in `messages`, its index in the input, or None for the new summary message."""
+    removed_indices: tuple[int, ...]
+    """Input indices that are no longer in the window (to archive; nothing is deleted)."""
+    pruned_indices: tuple[int, ...]
+    """Input indices kept in the window whose old tool output was replaced by the cleared marker."""
+    outcome: Outcome
+    reason: str
+    tokens_before: int
+    tokens_after: int
+    summary: str | None = None
+    summary_role: Role | None = None
+    system_note: str | None = None
+    """Text to append to the system prompt (set on a session's first compression only)."""
+    summarizer_model: str | None = None
+    summary_usage: Usage | None = None
+    stubbed_tool_ids: tuple[str, ...] = ()
+    """tool_use ids whose results were lost and got a stub result."""
+
+    @property
+    def changed(self) -> bool:
+        return self.outcome is not Outcome.ABORTED and bool(self.removed_indices or self.pruned_indices)
+
+
+class ContextEngine(ABC):
+    """Decides when the session's context must shrink and shrinks it."""
+
+    name: str = "abstract"
+
+    def __init__(
+        self,
+        *,
+        context_length: int,
+        config: CompressionConfig,
+        summarizer: Summarizer,
+        count_tokens: TokenCounter,
+        state: EngineState | None = None,
+    ) -> None:
+        self.context_length = context_length
+        self.config = config
+        self.summarizer = summarizer
+        self.count_tokens = count_tokens
+        self.state = state if state is not None else EngineState()
+
+    @property
+    def threshold_tokens(self) -> int:
+        return int(self.context_length * self.config.threshold)
+
+    @abstractmethod
+    def should_compress(self, prompt_tokens: int | None = None) -> bool:
+        """True when an automatic compaction should run now (uses the last reported size when None)."""
+
+    @abstractmethod
+    async def compress(
+        self, messages: Sequence[Message], *, focus: str | None = None, force: bool = False
+    ) -> CompressionResult:
+        """Shrink `messages` (the session's active window, system prompt excluded)."""
+
+    def update_from_usage(self, usage: Usage) -> None:
+        """Record the API-reported prompt size (input + cache read + cache write) of the latest call."""
+        self.state.last_prompt_tokens = usage.prompt_tokens
+
+    def tool_schemas(self) -> list[dict[str, Any]]:
+        """Extra tools this engine exposes to the model (none by default)."""
+        return []
+
+    async def handle_tool(self, name: str, tool_input: dict[str, Any]) -> str:
+        raise KeyError(f"engine {self.name!r} has no tool {name!r}")
+
+    def status(self) -> dict[str, Any]:
+        last = self.state.last_prompt_tokens
+        return {
+            "engine": self.name,
+            "last_prompt_tokens": last,
+            "threshold_tokens": self.threshold_tokens,
+            "context_length": self.context_length,
+            "usage_percent": round(100.0 * last / self.context_length, 1) if last is not None else None,
+            "compression_count": self.state.compression_count,
+            "auto_disabled": self.state.auto_disabled,
+        }
+
+
+EngineFactory = Callable[..., ContextEngine]
+
+
+class UnknownEngineError(LookupError):
+    pass
+
+
+def resolve_engine(name: str) -> type[ContextEngine] | EngineFactory:
+    """The engine class for `name`: the built-in compressor, or a plugin named explicitly."""
+    if name == BUILTIN_ENGINE:
+        from agent.context_compressor import ContextCompressor
+
+        return ContextCompressor
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        if ep.name == name:
+            loaded = ep.load()
+            if not callable(loaded):
+                raise UnknownEngineError(f"context engine plugin {name!r} is not callable")
+            logger.info("context engine plugin %s loaded from %s", name, ep.value)
+            return loaded  # type: ignore[no-any-return]
+    available = sorted({BUILTIN_ENGINE, *(ep.name for ep in entry_points(group=ENTRY_POINT_GROUP))})
+    raise UnknownEngineError(f"unknown context engine {name!r}; available: {', '.join(available)}")

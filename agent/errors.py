@@ -1,0 +1,73 @@
+"""The agent's error hierarchy. Library exceptions (anthropic.*) are translated into these in `llm.py`.
+
+    AgentError
+    ├── LLMError                      a call to the model failed
+    │   ├── LLMAuthError              bad or missing API key / permission (not retryable)
+    │   ├── LLMBadRequestError        the request was rejected as invalid (not retryable)
+    │   │   └── ContextOverflowError  the prompt does not fit the model's window
+    │   ├── LLMRateLimitError         429 after the SDK's retries (carries retry_after)
+    │   ├── LLMOverloadedError        529 after retries
+    │   ├── LLMServerError            5xx after retries
+    │   └── LLMUnavailableError       timeout or connection failure after retries
+    ├── SummarizerError               the summary call failed or returned nothing usable
+    └── ToolError                     a tool raised; reported to the model as an error result
+"""
+
+from __future__ import annotations
+
+
+class AgentError(Exception):
+    """Base of every error raised by the agent package."""
+
+
+class LLMError(AgentError):
+    retryable: bool = False
+
+    def __init__(self, message: str, *, status_code: int | None = None) -> None:
+        super().__init__(message)
+        self.status_code = status_code
+
+
+class LLMAuthError(LLMError):
+    pass
+
+
+class LLMBadRequestError(LLMError):
+    pass
+
+
+class ContextOverflowError(LLMBadRequestError):
+    pass
+
+
+class LLMRateLimitError(LLMError):
+    retryable = True
+
+    def __init__(self, message: str, *, status_code: int | None = 429, retry_after: float | None = None) -> None:
+        super().__init__(message, status_code=status_code)
+        self.retry_after = retry_after
+
+
+class LLMOverloadedError(LLMError):
+    retryable = True
+
+
+class LLMServerError(LLMError):
+    retryable = True
+
+
+class LLMUnavailableError(LLMError):
+    retryable = True
+
+
+class SummarizerError(AgentError):
+    """The summarizer failed. `transient` is False for auth/quota/network faults where compaction must abort."""
+
+    def __init__(self, message: str, *, abort: bool = False, too_small: bool = False) -> None:
+        super().__init__(message)
+        self.abort = abort
+        self.too_small = too_small
+
+
+class ToolError(AgentError):
+    pass

@@ -1,0 +1,1 @@
+"""Chat gateway: platform adapters, storage and the per-chat pipeline."""

@@ -1,0 +1,271 @@
+"""The one `Settings` object, built at start-up from the environment, `.env` and an optional `config.yaml`.
+
+Precedence (highest first): explicit keyword arguments, environment variables, `.env`, `config.yaml`,
+defaults. Nested keys use `__` in the environment (`COMPRESSION__THRESHOLD=0.4`) and nesting in YAML
+(`compression: {threshold: 0.4}`). Nothing else in the project reads the environment.
+
+Invalid values raise `ConfigError` with one line naming the key and what is allowed.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import (
+    AnyHttpUrl,
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+from pydantic_settings import (
+    BaseSettings,
+    NoDecode,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    YamlConfigSettingsSource,
+)
+
+DEFAULT_MODEL = "claude-sonnet-4-6"
+DEFAULT_SUMMARY_MODEL = "claude-haiku-4-5"
+DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./gateway.db"
+
+
+class ConfigError(Exception):
+    """A configuration value is invalid; the message is one line naming the key."""
+
+
+IdSet = Annotated[frozenset[int], NoDecode]
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class CompressionSettings(_Section):
+    enabled: bool = True
+    threshold: float = Field(0.50, gt=0.0, lt=1.0, description="fraction of the window that triggers compaction")
+    target_ratio: float = Field(0.20, ge=0.10, le=0.80, description="share of the threshold kept as tail")
+    protect_last_n: int = Field(20, ge=1, description="minimum number of newest messages always kept")
+    hygiene_threshold: float = Field(0.85, gt=0.0, lt=1.0, description="gateway hygiene fires at this fraction")
+    notify: bool = Field(True, description="add a one-line notice to replies when a compaction happened")
+
+    @model_validator(mode="after")
+    def _hygiene_above_threshold(self) -> CompressionSettings:
+        if self.hygiene_threshold <= self.threshold:
+            raise ValueError(
+                f"compression.hygiene_threshold ({self.hygiene_threshold}) must be above "
+                f"compression.threshold ({self.threshold})"
+            )
+        return self
+
+
+class AuxiliaryModelSettings(_Section):
+    model: str | None = Field(None, description="summary model; default: " + DEFAULT_SUMMARY_MODEL)
+    base_url: AnyHttpUrl | None = None
+
+
+class AuxiliarySettings(_Section):
+    compression: AuxiliaryModelSettings = AuxiliaryModelSettings()
+
+
+class PromptCachingSettings(_Section):
+    enabled: bool = True
+    cache_ttl: Literal["5m", "1h", "auto"] = "5m"
+
+
+class ContextSettings(_Section):
+    engine: str = Field("compressor", min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")
+
+
+class AgentSettings(_Section):
+    max_iterations: int = Field(8, ge=1, le=100)
+    max_output_tokens: int = Field(4096, ge=256)
+    tool_output_max_chars: int = Field(20_000, ge=1_000)
+    system_prompt: str = (
+        "You are a helpful assistant chatting with people in a messaging app. "
+        "Answer concisely and in the language of the latest message."
+    )
+
+
+class LimitsSettings(_Section):
+    user_messages_per_minute: int = Field(20, ge=1)
+    chat_daily_budget_usd: float = Field(5.0, ge=0.0, description="0 disables the budget")
+    unanswered_max_age_s: int = Field(600, ge=0, description="older unanswered turns get an apology on restart")
+
+
+class SchedulerSettings(_Section):
+    enabled: bool = True
+    idle_minutes: int = Field(30, ge=1)
+    proactive_share: float = Field(0.60, gt=0.0, lt=1.0)
+    cache_aware_share: float = Field(0.35, gt=0.0, lt=1.0)
+    archive_retention_days: int = Field(0, ge=0, description="0 keeps archived messages forever")
+
+
+class ObservabilitySettings(_Section):
+    metrics_port: int | None = Field(None, ge=1, le=65535)
+    metrics_host: str = "127.0.0.1"
+
+
+class Settings(BaseSettings):
+    """Everything configurable, validated once at start-up."""
+
+    model_config = SettingsConfigDict(
+        env_file=".env",
+        env_file_encoding="utf-8",
+        env_nested_delimiter="__",
+        case_sensitive=False,
+        extra="ignore",
+        yaml_file="config.yaml",
+        frozen=True,
+    )
+
+    database_url: str = DEFAULT_DATABASE_URL
+    anthropic_api_key: SecretStr | None = None
+    anthropic_base_url: AnyHttpUrl | None = None
+    model: str = Field(DEFAULT_MODEL, min_length=1)
+    model_context_length: int | None = Field(None, ge=1024)
+
+    telegram_bot_token: SecretStr | None = None
+    telegram_base_url: AnyHttpUrl = AnyHttpUrl("https://api.telegram.org/bot")
+    telegram_webhook_url: AnyHttpUrl | None = None
+    telegram_webhook_listen: str = "0.0.0.0"  # noqa: S104 - a webhook must be reachable from outside
+    telegram_webhook_port: int = Field(8443, ge=1, le=65535)
+    telegram_webhook_secret: SecretStr | None = None
+
+    discord_bot_token: SecretStr | None = None
+    discord_api_base_url: AnyHttpUrl = AnyHttpUrl("https://discord.com/api/v10")
+    discord_gateway_url: AnyHttpUrl | None = None
+
+    telegram_admin_ids: IdSet = frozenset()
+    discord_admin_ids: IdSet = frozenset()
+    telegram_allowed_users: IdSet = frozenset()
+    discord_allowed_users: IdSet = frozenset()
+    gateway_allow_all_users: bool = False
+
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = "INFO"
+    spool_dir: Path = Path("./spool")
+
+    compression: CompressionSettings = CompressionSettings()
+    auxiliary: AuxiliarySettings = AuxiliarySettings()
+    prompt_caching: PromptCachingSettings = PromptCachingSettings()
+    context: ContextSettings = ContextSettings()
+    agent: AgentSettings = AgentSettings()
+    limits: LimitsSettings = LimitsSettings()
+    scheduler: SchedulerSettings = SchedulerSettings()
+    observability: ObservabilitySettings = ObservabilitySettings()
+
+    @field_validator(
+        "telegram_admin_ids",
+        "discord_admin_ids",
+        "telegram_allowed_users",
+        "discord_allowed_users",
+        mode="before",
+    )
+    @classmethod
+    def _id_list(cls, value: Any) -> Any:
+        if isinstance(value, int):
+            return frozenset({value})
+        if isinstance(value, str):
+            parts = [p.strip() for p in value.replace(";", ",").split(",") if p.strip()]
+            bad = [p for p in parts if not p.lstrip("-").isdigit()]
+            if bad:
+                raise ValueError(f"expected comma-separated numeric user ids, got {bad[0]!r}")
+            return frozenset(int(p) for p in parts)
+        return value
+
+    @field_validator("log_level", mode="before")
+    @classmethod
+    def _upper(cls, value: Any) -> Any:
+        return value.upper() if isinstance(value, str) else value
+
+    @field_validator("database_url")
+    @classmethod
+    def _database_url(cls, value: str) -> str:
+        allowed = ("sqlite+aiosqlite://", "postgresql+asyncpg://", "postgresql://", "postgres://")
+        if not value.startswith(allowed):
+            raise ValueError("must start with sqlite+aiosqlite:// or postgresql+asyncpg://")
+        if value.startswith(("postgresql://", "postgres://")):
+            value = "postgresql+asyncpg://" + value.split("://", 1)[1]
+        return value
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return (
+            init_settings,
+            env_settings,
+            dotenv_settings,
+            YamlConfigSettingsSource(settings_cls),
+            file_secret_settings,
+        )
+
+    # Derived values -------------------------------------------------------------------------------
+
+    @property
+    def summary_model(self) -> str:
+        return self.auxiliary.compression.model or DEFAULT_SUMMARY_MODEL
+
+    @property
+    def is_postgres(self) -> bool:
+        return self.database_url.startswith("postgresql")
+
+    def platforms_configured(self) -> list[str]:
+        names = []
+        if self.telegram_bot_token is not None:
+            names.append("telegram")
+        if self.discord_bot_token is not None:
+            names.append("discord")
+        return names
+
+
+def _describe(error: Any) -> str:
+    loc = ".".join(str(p) for p in error.get("loc", ()) if not isinstance(p, int))
+    key = loc or "configuration"
+    env_key = key.upper().replace(".", "__")
+    value = error.get("input")
+    shown = "<secret>" if "token" in key or "key" in key or "secret" in key else repr(value)
+    msg = error.get("msg", "invalid value")
+    if isinstance(shown, str) and len(shown) > 80:
+        shown = shown[:77] + "..."
+    return f"invalid configuration: {key} ({env_key}) = {shown}: {msg}"
+
+
+def load_settings(*, yaml_path: Path | None = None, **overrides: Any) -> Settings:
+    """Build and validate settings; raise `ConfigError` with one clear line on the first invalid key."""
+    try:
+        if yaml_path is not None:
+            if not yaml_path.is_file():
+                raise ConfigError(f"invalid configuration: config file {yaml_path} does not exist")
+            return _settings_with_yaml(yaml_path, overrides)
+        return Settings(**overrides)
+    except ValidationError as exc:
+        raise ConfigError(_describe(exc.errors()[0])) from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"invalid configuration: config.yaml is not valid YAML: {exc}") from None
+    except ValueError as exc:  # e.g. a malformed JSON value for a nested key in the environment
+        raise ConfigError(f"invalid configuration: {exc}") from None
+
+
+def _settings_with_yaml(yaml_path: Path, overrides: dict[str, Any]) -> Settings:
+    class _Custom(Settings):
+        model_config = SettingsConfigDict(**{**Settings.model_config, "yaml_file": str(yaml_path)})
+
+    return _Custom(**overrides)
+
+
+def env_value(name: str) -> str | None:
+    """The one sanctioned raw environment read, for process-level plumbing (e.g. a config file path)."""
+    return os.environ.get(name)  # noqa: TID251 - config is the module allowed to read the environment

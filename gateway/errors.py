@@ -1,0 +1,54 @@
+"""The gateway's error hierarchy. Library exceptions are translated into these where they are caught.
+
+    GatewayError
+    ├── StoreError                    the database refused or failed an operation
+    │   ├── DatabaseUnavailableError  connection lost / server down (messages go to the spool)
+    │   └── NothingToUndoError        `/compact undo` with no compaction to restore
+    ├── SendError                     a platform could not deliver a reply
+    │   ├── SendRetryLater            flood control; carries retry_after seconds
+    │   └── SendRejected              the platform rejected the content (e.g. bad markup)
+    ├── PlatformStartError            an adapter could not connect at start-up
+    └── ChatLockTimeout               another turn holds the chat for too long
+"""
+
+from __future__ import annotations
+
+
+class GatewayError(Exception):
+    """Base of every error raised by the gateway package."""
+
+
+class StoreError(GatewayError):
+    pass
+
+
+class DatabaseUnavailableError(StoreError):
+    pass
+
+
+class NothingToUndoError(StoreError):
+    pass
+
+
+class SendError(GatewayError):
+    def __init__(self, message: str, *, chat_id: str | None = None) -> None:
+        super().__init__(message)
+        self.chat_id = chat_id
+
+
+class SendRetryLater(SendError):
+    def __init__(self, message: str, *, retry_after: float, chat_id: str | None = None) -> None:
+        super().__init__(message, chat_id=chat_id)
+        self.retry_after = retry_after
+
+
+class SendRejected(SendError):
+    pass
+
+
+class PlatformStartError(GatewayError):
+    pass
+
+
+class ChatLockTimeout(GatewayError):
+    pass

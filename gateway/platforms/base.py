@@ -1,0 +1,138 @@
+"""The adapter seam: what every platform module provides and the plain values that cross it.
+
+Platform SDK types never leave their adapter module; an adapter turns each update into an
+`IncomingMessage` at once and hands it to the gateway's `MessageHandler`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+from typing import Literal, Protocol, runtime_checkable
+
+
+class ChatKind(StrEnum):
+    PRIVATE = "private"
+    GROUP = "group"
+    CHANNEL = "channel"
+
+
+@dataclass(frozen=True, slots=True)
+class ChatRef:
+    """Where a message came from and where replies go. A forum topic / Discord thread is its own chat."""
+
+    platform: str
+    chat_id: str
+    thread_id: str | None = None
+    kind: ChatKind = ChatKind.PRIVATE
+    title: str | None = None
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return (self.platform, self.chat_id, self.thread_id or "")
+
+
+@dataclass(frozen=True, slots=True)
+class Author:
+    user_id: str
+    display_name: str
+    is_bot: bool = False
+    is_self: bool = False
+    """The message was sent by this bot itself."""
+    is_anonymous_admin: bool = False
+    """Telegram anonymous group admin / message sent on behalf of a chat: no verifiable user."""
+
+
+MediaKind = Literal["photo", "sticker", "voice", "audio", "video", "document", "animation", "other"]
+
+
+@dataclass(frozen=True, slots=True)
+class IncomingMessage:
+    """One message (or slash-command invocation) from a platform, already converted."""
+
+    chat: ChatRef
+    author: Author
+    text: str
+    platform_message_id: str
+    sent_at: datetime
+    mentions_bot: bool = False
+    reply_to_bot: bool = False
+    is_command: bool = False
+    command: str | None = None
+    """Command name without slash or @botname, lower-case (e.g. "compact")."""
+    command_args: str = ""
+    command_target: str | None = None
+    """The @botname a command was addressed to, if any (`/stats@other_bot` is not ours)."""
+    is_edit: bool = False
+    is_forwarded: bool = False
+    forward_origin: str | None = None
+    media: tuple[MediaKind, ...] = ()
+    caption: str | None = None
+    is_interaction: bool = False
+    """Discord slash-command interaction: replies go through the interaction response."""
+    reply_handle: object | None = field(default=None, compare=False, repr=False)
+    """Opaque per-adapter handle (e.g. a pending interaction) passed back to `send`; never inspected outside."""
+
+
+@dataclass(frozen=True, slots=True)
+class Capabilities:
+    max_message_length: int
+    length_unit: Literal["utf16", "chars"]
+    markdown: Literal["telegram_html", "discord_markdown", "plain"]
+    supports_edit: bool
+    supports_typing: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class OutgoingMessage:
+    chat: ChatRef
+    text: str
+    """Markdown-ish text as the model wrote it; the adapter formats and splits for its platform."""
+    reply_to_message_id: str | None = None
+    reply_handle: object | None = field(default=None, compare=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class SentMessage:
+    platform_message_ids: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class CommandSpec:
+    name: str
+    description: str
+    admin_only: bool
+    args_hint: str = ""
+
+
+MessageHandler = Callable[[IncomingMessage], Awaitable[None]]
+
+
+@runtime_checkable
+class PlatformAdapter(Protocol):
+    """What the gateway needs from a platform. Implementations live in one module each."""
+
+    name: str
+    capabilities: Capabilities
+
+    async def start(self, handler: MessageHandler, commands: list[CommandSpec]) -> None:
+        """Connect, register `commands` in the platform's menu, and deliver updates to `handler`."""
+        ...
+
+    async def stop(self) -> None: ...
+
+    async def send(self, message: OutgoingMessage) -> SentMessage:
+        """Format, split to the platform's limits, send; raise `gateway.errors.SendError` when it cannot."""
+        ...
+
+    def typing(self, chat: ChatRef) -> TypingContext:
+        """An async context manager that keeps the typing indicator alive while a turn runs."""
+        ...
+
+
+class TypingContext(Protocol):
+    async def __aenter__(self) -> None: ...
+
+    async def __aexit__(self, *exc: object) -> None: ...
