@@ -88,7 +88,7 @@ def split_text(text: str, limit: int, *, unit: Unit = "chars") -> list[str]:
         # A single line longer than a whole chunk: cut it.
         head, tail = _hard_cut(line, limit - size - sep - reserve, unit)
         if not head:
-            raise ValueError("cannot make progress splitting text")  # pragma: no cover - guarded by limit check
+            raise ValueError("cannot make progress splitting text")  # pragma: no cover
         current.append(head)
         size += sep + measure(head, unit)
         pending[i] = tail
