@@ -1,0 +1,273 @@
+"""The model seam: `LLMClient` (what the loop and summarizer call) and its Anthropic implementation.
+
+`AnthropicClient` lets the SDK retry 408/409/429/5xx and connection failures with its own backoff,
+jitter and retry-after handling, and bounds the whole call (every attempt and every wait) by a
+total time budget. SDK exceptions are translated into `agent.errors` here and nowhere else.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import email.utils
+import json
+import logging
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import anthropic
+from anthropic import APIRequest, AsyncAPIResponse, AsyncCallNext, Middleware
+
+from agent.errors import (
+    ContextOverflowError,
+    LLMAuthError,
+    LLMBadRequestError,
+    LLMError,
+    LLMOverloadedError,
+    LLMRateLimitError,
+    LLMServerError,
+    LLMUnavailableError,
+)
+from agent.types import Block, Message
+from agent.usage import Usage
+
+logger = logging.getLogger(__name__)
+
+# The SDK's backoff without retry-after: 0.5 s x 2^n, capped at 8 s, times a jitter in (0.75, 1].
+_SDK_INITIAL_DELAY_S = 0.5
+_SDK_MAX_DELAY_S = 8.0
+
+_DEADLINE: contextvars.ContextVar[float | None] = contextvars.ContextVar("llm_deadline", default=None)
+
+
+@dataclass(frozen=True, slots=True)
+class LLMRequest:
+    """One Messages API call, already shaped (cache markers, if any, are inside the blocks)."""
+
+    model: str
+    system: Sequence[Block]
+    messages: Sequence[Message]
+    max_tokens: int
+    tools: Sequence[dict[str, Any]] = ()
+    temperature: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class LLMResponse:
+    """The model's answer as plain dicts, plus what the caller needs to account for the call."""
+
+    content: list[Block]
+    stop_reason: str | None
+    usage: Usage
+    model: str
+    latency_s: float = 0.0
+    request_id: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def text(self) -> str:
+        """All text blocks joined (the human-readable reply)."""
+        return "\n".join(str(b.get("text", "")) for b in self.content if b.get("type") == "text")
+
+    @property
+    def tool_uses(self) -> list[Block]:
+        return [b for b in self.content if b.get("type") == "tool_use"]
+
+    def as_message(self) -> Message:
+        return {"role": "assistant", "content": list(self.content)}
+
+
+class LLMClient(Protocol):
+    """Anything that can answer a Messages API request; raises `agent.errors.LLMError` subclasses."""
+
+    async def create(self, request: LLMRequest) -> LLMResponse: ...
+
+
+def retry_after_seconds(headers: Mapping[str, str]) -> float | None:
+    """The server's requested wait (`retry-after-ms`, `retry-after` seconds or HTTP date), if any."""
+    raw_ms = headers.get("retry-after-ms")
+    if raw_ms is not None:
+        try:
+            return max(0.0, float(raw_ms) / 1000.0)
+        except ValueError:
+            pass
+    raw = headers.get("retry-after")
+    if raw is None:
+        return None
+    try:
+        return max(0.0, float(raw))
+    except ValueError:
+        parsed = email.utils.parsedate_tz(raw)
+        if parsed is None:
+            return None
+        return max(0.0, float(email.utils.mktime_tz(parsed) - time.time()))
+
+
+def _is_prompt_too_long(status: int, error_type: str | None, message: str | None) -> bool:
+    # The API reports an over-long prompt as a plain invalid_request_error; no distinct type or
+    # error code exists, so the documented message ("prompt is too long: N tokens > M maximum") is
+    # the only signal. This is the single place in the project where error text is inspected.
+    if status == 413 or error_type == "request_too_large":
+        return True
+    return status == 400 and error_type == "invalid_request_error" and "prompt is too long" in (message or "")
+
+
+def translate_status(
+    status: int, error_type: str | None, message: str | None, headers: Mapping[str, str]
+) -> LLMError:
+    """Map an API error response (after retries) onto the agent's error tree."""
+    text = f"Anthropic API {status} {error_type or ''}: {message or ''}".strip()
+    if status in (401, 403) or error_type in ("authentication_error", "permission_error"):
+        return LLMAuthError(text, status_code=status)
+    if status == 429:
+        return LLMRateLimitError(text, status_code=status, retry_after=retry_after_seconds(headers))
+    if status == 529 or error_type == "overloaded_error":
+        return LLMOverloadedError(text, status_code=status)
+    if _is_prompt_too_long(status, error_type, message):
+        return ContextOverflowError(text, status_code=status)
+    if status >= 500:
+        return LLMServerError(text, status_code=status)
+    return LLMBadRequestError(text, status_code=status)
+
+
+def translate_exception(exc: anthropic.AnthropicError) -> LLMError:
+    """Map an SDK exception onto the agent's error tree."""
+    if isinstance(exc, anthropic.APIStatusError):
+        return translate_status(exc.status_code, exc.type, exc.api_message, exc.response.headers)
+    if isinstance(exc, anthropic.APIConnectionError):  # includes APITimeoutError
+        return LLMUnavailableError(f"Anthropic API unreachable: {exc}")
+    return LLMError(f"Anthropic SDK error: {type(exc).__name__}: {exc}")
+
+
+def _sdk_would_retry(response: Any) -> bool:
+    hint = response.headers.get("x-should-retry")
+    if hint is not None:
+        return bool(hint == "true")
+    status = int(response.status_code)
+    return status in (408, 409, 429) or status >= 500
+
+
+class _BudgetGuard(Middleware):
+    """Runs once per SDK attempt: caps the attempt's timeout to the remaining budget and stops the
+    SDK's retries when the wait it is about to make would overrun the budget."""
+
+    def __init__(self, *, max_retries: int, attempt_timeout_s: float) -> None:
+        self._max_retries = max_retries
+        self._attempt_timeout_s = attempt_timeout_s
+
+    async def handle_async(self, request: APIRequest, call_next: AsyncCallNext) -> AsyncAPIResponse[Any]:
+        deadline = _DEADLINE.get()
+        if deadline is None:
+            return await call_next(request)
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise LLMUnavailableError("Anthropic API: time budget spent before the next attempt")
+        request = request.copy(timeout=min(self._attempt_timeout_s, remaining))
+        response = await call_next(request)
+        http = response.http_response
+        if http.is_success or request.retries_taken >= self._max_retries or not _sdk_would_retry(http):
+            return response
+        wait = retry_after_seconds(http.headers)
+        if wait is None:
+            wait = min(_SDK_INITIAL_DELAY_S * 2.0**request.retries_taken, _SDK_MAX_DELAY_S)
+        if wait < deadline - time.monotonic():
+            return response
+        body: Any = None
+        try:
+            body = json.loads(await http.aread())
+        except ValueError:
+            body = None
+        error = body.get("error") if isinstance(body, dict) else None
+        error = error if isinstance(error, dict) else {}
+        logger.warning(
+            "Anthropic API %s: next retry in %.1fs would exceed the time budget; giving up",
+            http.status_code,
+            wait,
+        )
+        raise translate_status(http.status_code, error.get("type"), error.get("message"), http.headers)
+
+
+def usage_of(raw: Any) -> Usage:
+    """The four token counts of an SDK usage object (missing or null fields count as 0)."""
+    return Usage(
+        input_tokens=int(getattr(raw, "input_tokens", 0) or 0),
+        output_tokens=int(getattr(raw, "output_tokens", 0) or 0),
+        cache_creation_input_tokens=int(getattr(raw, "cache_creation_input_tokens", 0) or 0),
+        cache_read_input_tokens=int(getattr(raw, "cache_read_input_tokens", 0) or 0),
+    )
+
+
+class AnthropicClient:
+    """`LLMClient` over `anthropic.AsyncAnthropic`, with a bounded total time per call."""
+
+    def __init__(
+        self,
+        *,
+        api_key: str,
+        base_url: str | None = None,
+        max_retries: int = 2,
+        timeout_s: float = 60.0,
+        total_timeout_s: float = 90.0,
+    ) -> None:
+        if total_timeout_s <= 0 or timeout_s <= 0:
+            raise ValueError("timeouts must be positive")
+        self._total_timeout_s = total_timeout_s
+        self._sdk = anthropic.AsyncAnthropic(
+            api_key=api_key,
+            base_url=base_url,
+            max_retries=max_retries,
+            timeout=timeout_s,
+            middleware=[_BudgetGuard(max_retries=max_retries, attempt_timeout_s=timeout_s)],
+        )
+
+    async def create(self, request: LLMRequest) -> LLMResponse:
+        kwargs: dict[str, Any] = {
+            "model": request.model,
+            "max_tokens": request.max_tokens,
+            "messages": list(request.messages),
+        }
+        if request.system:
+            kwargs["system"] = list(request.system)
+        if request.tools:
+            kwargs["tools"] = list(request.tools)
+        if request.temperature is not None:
+            kwargs["temperature"] = request.temperature
+        started = time.monotonic()
+        token = _DEADLINE.set(started + self._total_timeout_s)
+        try:
+            async with asyncio.timeout(self._total_timeout_s):
+                message = await self._sdk.messages.create(**kwargs)
+        except TimeoutError as exc:
+            raise LLMUnavailableError(
+                f"Anthropic API gave no answer within {self._total_timeout_s:.0f}s"
+            ) from exc
+        except anthropic.AnthropicError as exc:
+            raise translate_exception(exc) from exc
+        finally:
+            _DEADLINE.reset(token)
+        latency = time.monotonic() - started
+        content = [block.model_dump(mode="json", exclude_none=True) for block in message.content]
+        response = LLMResponse(
+            content=content,
+            stop_reason=message.stop_reason,
+            usage=usage_of(message.usage),
+            model=message.model,
+            latency_s=latency,
+            request_id=getattr(message, "_request_id", None),
+        )
+        logger.debug(
+            "llm call model=%s stop=%s in=%d out=%d cache_read=%d cache_write=%d latency=%.2fs",
+            response.model,
+            response.stop_reason,
+            response.usage.input_tokens,
+            response.usage.output_tokens,
+            response.usage.cache_read_input_tokens,
+            response.usage.cache_creation_input_tokens,
+            latency,
+        )
+        return response
+
+    async def close(self) -> None:
+        await self._sdk.close()
