@@ -1,0 +1,64 @@
+"""The command registry: one list feeding Telegram's menu, Discord's slash commands and `/help`.
+
+Handlers get a `CommandContext` and return the reply text. Admin commands are refused for everyone
+else before the handler runs (fail closed), and refusals change nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from gateway.platforms.base import CommandSpec, IncomingMessage
+
+MAX_ARGS_CHARS = 500
+
+HELP = CommandSpec("help", "What this bot can do and which commands you may use", admin_only=False)
+NEW = CommandSpec("new", "Start a fresh conversation (the old one is kept)", admin_only=False)
+STATS = CommandSpec("stats", "Context, cache and cost statistics for this chat", admin_only=True, args_hint="[all]")
+COMPACT = CommandSpec(
+    "compact", "Compact this chat's context now (optional focus), or undo the last one", admin_only=True,
+    args_hint="[focus | undo]",
+)
+COMMANDS: tuple[CommandSpec, ...] = (HELP, NEW, STATS, COMPACT)
+BY_NAME = {c.name: c for c in COMMANDS}
+
+
+@dataclass(frozen=True, slots=True)
+class CommandContext:
+    message: IncomingMessage
+    chat_pk: int
+    is_admin: bool
+    args: str
+
+
+Handler = Callable[[CommandContext], Awaitable[str]]
+
+
+def help_text(*, is_admin: bool) -> str:
+    lines = ["I'm a chat assistant. In private chats I answer every message; in groups, mention me or reply to me."]
+    lines.append("")
+    lines.append("Commands:")
+    for spec in COMMANDS:
+        if spec.admin_only and not is_admin:
+            continue
+        hint = f" {spec.args_hint}" if spec.args_hint else ""
+        lines.append(f"/{spec.name}{hint} — {spec.description}")
+    return "\n".join(lines)
+
+
+def refusal(spec: CommandSpec) -> str:
+    return f"/{spec.name} is for admins of this bot only. Nothing was changed."
+
+
+def unknown(name: str) -> str:
+    shown = name[:32] + ("…" if len(name) > 32 else "")
+    return f"Unknown command /{shown}. Try /help."
+
+
+def normalise_args(args: str) -> tuple[str, str | None]:
+    """Trimmed args and, when they are unusable, a clear reason."""
+    args = " ".join(args.replace("\x00", " ").split())
+    if len(args) > MAX_ARGS_CHARS:
+        return args[:MAX_ARGS_CHARS], f"the argument is too long ({len(args)} characters; at most {MAX_ARGS_CHARS})"
+    return args, None

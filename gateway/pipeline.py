@@ -1,0 +1,234 @@
+"""One incoming message, start to finish (DESIGN.md "Data flow").
+
+authorize -> command or message -> store (committed before any LLM call) -> should the bot answer?
+-> schedule the chat's turn. Turns run in one task per chat in this process (and under a database
+lock across processes), so a chat never has two turns at once and nothing is answered twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+
+from agent.tokens import estimate_text
+from gateway import commands
+from gateway.auth import Authorizer
+from gateway.commands import CommandContext
+from gateway.errors import GatewayError, SendError
+from gateway.platforms.base import ChatKind, ChatRef, IncomingMessage, OutgoingMessage
+from gateway.rendering import render_incoming, unsupported_media_reply
+from gateway.store.repository import NewMessage, Store
+from gateway.turns import TurnRunner
+
+logger = logging.getLogger(__name__)
+
+SendFn = Callable[[OutgoingMessage], Awaitable[None]]
+CommandHandler = Callable[[CommandContext], Awaitable[str]]
+
+
+@dataclass
+class RateLimiter:
+    """Sliding one-minute window per (platform, user)."""
+
+    per_minute: int
+    clock: Callable[[], float] = time.monotonic
+    _hits: dict[tuple[str, str], deque[float]] = field(default_factory=dict)
+
+    def allow(self, platform: str, user_id: str) -> bool:
+        now = self.clock()
+        q = self._hits.setdefault((platform, user_id), deque())
+        while q and now - q[0] > 60.0:
+            q.popleft()
+        if len(q) >= self.per_minute:
+            return False
+        q.append(now)
+        return True
+
+
+class Pipeline:
+    def __init__(
+        self,
+        *,
+        store: Store,
+        auth: Authorizer,
+        turns: TurnRunner,
+        send: SendFn,
+        command_handlers: dict[str, CommandHandler],
+        rate_limiter: RateLimiter,
+        daily_budget_usd: float,
+    ) -> None:
+        self.store = store
+        self.auth = auth
+        self.turns = turns
+        self.send = send
+        self.command_handlers = command_handlers
+        self.rate_limiter = rate_limiter
+        self.daily_budget_usd = daily_budget_usd
+        self._tasks: dict[tuple[str, str, str], asyncio.Task[None]] = {}
+        self._dirty: set[tuple[str, str, str]] = set()
+
+    # -- entry point ---------------------------------------------------------------------------------
+
+    async def handle(self, msg: IncomingMessage) -> None:
+        """Adapters call this for every update; it never raises (errors are logged with the chat)."""
+        try:
+            await self._handle(msg)
+        except Exception:
+            logger.exception("failed to handle message %s in chat %s:%s", msg.platform_message_id,
+                             msg.chat.platform, msg.chat.chat_id)
+
+    async def _handle(self, msg: IncomingMessage) -> None:
+        platform = msg.chat.platform
+        if msg.author.is_self or msg.author.is_bot:
+            logger.debug("ignoring message from a bot in %s:%s", platform, msg.chat.chat_id)
+            return
+        if not self.auth.is_allowed(platform, msg.author):
+            await self._refuse_unauthorized(msg)
+            return
+        if msg.is_command:
+            await self._command(msg)
+            return
+        await self._message(msg)
+
+    async def _refuse_unauthorized(self, msg: IncomingMessage) -> None:
+        logger.info("unauthorized user %s on %s", msg.author.user_id, msg.chat.platform)
+        if msg.chat.kind is ChatKind.PRIVATE and self.auth.should_tell_unauthorized(
+            msg.chat.platform, msg.author.user_id
+        ):
+            await self._reply(
+                msg,
+                f"Sorry, you are not allowed to use this bot. Your user id is {msg.author.user_id}; "
+                "an admin can add it to the allowed users.",
+            )
+
+    # -- commands ------------------------------------------------------------------------------------
+
+    async def _command(self, msg: IncomingMessage) -> None:
+        name = (msg.command or "").lower()
+        if msg.command_target is not None:
+            return  # addressed to another bot (the adapter only sets a target that is not ours)
+        spec = commands.BY_NAME.get(name)
+        if spec is None:
+            if msg.chat.kind is ChatKind.PRIVATE or msg.mentions_bot:
+                await self._reply(msg, commands.unknown(name))
+            return
+        is_admin = self.auth.is_admin(msg.chat.platform, msg.author)
+        if spec.admin_only and not is_admin:
+            logger.warning("refused /%s from non-admin %s on %s", name, msg.author.user_id, msg.chat.platform)
+            await self._reply(msg, commands.refusal(spec))
+            return
+        args, problem = commands.normalise_args(msg.command_args)
+        if problem is not None:
+            await self._reply(msg, f"/{name}: {problem}.")
+            return
+        chat = await self.store.get_or_create_chat(
+            msg.chat.platform, msg.chat.chat_id, msg.chat.thread_id, kind=msg.chat.kind.value, title=msg.chat.title
+        )
+        handler = self.command_handlers[name]
+        try:
+            text = await handler(CommandContext(message=msg, chat_pk=chat.id, is_admin=is_admin, args=args))
+        except GatewayError as exc:
+            logger.warning("/%s failed in %s:%s: %s", name, msg.chat.platform, msg.chat.chat_id, exc)
+            text = f"/{name} failed: {exc}"
+        await self._reply(msg, text)
+
+    # -- conversation messages -----------------------------------------------------------------------
+
+    def _should_answer(self, msg: IncomingMessage) -> bool:
+        return msg.chat.kind is ChatKind.PRIVATE or msg.mentions_bot or msg.reply_to_bot
+
+    async def _message(self, msg: IncomingMessage) -> None:
+        rendered = render_incoming(msg)
+        if not rendered.text:
+            logger.debug("empty message %s ignored", msg.platform_message_id)
+            return
+        addressed = self._should_answer(msg) and msg.chat.kind is not ChatKind.CHANNEL
+        media_only = bool(rendered.unsupported_media) and not (msg.text or "").strip()
+        needs_reply = addressed and not media_only and not msg.is_edit
+        refusal: str | None = None
+        if needs_reply and not self.rate_limiter.allow(msg.chat.platform, msg.author.user_id):
+            needs_reply, refusal = False, "You're sending messages faster than I can answer. I kept this one; " \
+                "please wait a minute before asking again."
+        chat = await self.store.get_or_create_chat(
+            msg.chat.platform, msg.chat.chat_id, msg.chat.thread_id, kind=msg.chat.kind.value, title=msg.chat.title
+        )
+        if needs_reply and self.daily_budget_usd > 0:
+            spent = await self.store.cost_since(chat.id, datetime.now(UTC) - timedelta(days=1))
+            if spent >= self.daily_budget_usd:
+                needs_reply = False
+                refusal = (
+                    f"This chat has used its daily budget (${self.daily_budget_usd:.2f}). "
+                    "I kept your message and will answer again tomorrow."
+                )
+        session = await self.store.active_session(chat.id)
+        result = await self.store.append_message(
+            session.id,
+            NewMessage(
+                role="user",
+                content=[{"type": "text", "text": rendered.text}],
+                text=rendered.text,
+                author_id=msg.author.user_id,
+                author_name=msg.author.display_name,
+                platform_message_id=msg.platform_message_id,
+                token_estimate=estimate_text(rendered.text) + 4,
+                needs_reply=needs_reply,
+                created_at=msg.sent_at,
+            ),
+        )
+        if not result.created:
+            logger.info("duplicate delivery of %s in %s:%s ignored", msg.platform_message_id,
+                        msg.chat.platform, msg.chat.chat_id)
+            return
+        if addressed and media_only:
+            await self._reply(msg, unsupported_media_reply(rendered.unsupported_media))
+        if refusal is not None:
+            await self._reply(msg, refusal)
+        if needs_reply:
+            self.schedule(msg.chat, chat.id)
+
+    # -- turn scheduling -----------------------------------------------------------------------------
+
+    def schedule(self, chat: ChatRef, chat_pk: int) -> None:
+        """Make sure a turn task runs for the chat; a running one picks the new message up."""
+        key = chat.key
+        self._dirty.add(key)
+        task = self._tasks.get(key)
+        if task is None or task.done():
+            self._tasks[key] = asyncio.create_task(self._chat_loop(chat, chat_pk), name=f"turns:{key}")
+
+    async def _chat_loop(self, chat: ChatRef, chat_pk: int) -> None:
+        key = chat.key
+        try:
+            while key in self._dirty:
+                self._dirty.discard(key)
+                await self.turns.answer_pending(chat, chat_pk)
+        except Exception:
+            logger.exception("turn failed in chat %s:%s", chat.platform, chat.chat_id)
+        finally:
+            if self._tasks.get(key) is asyncio.current_task():
+                del self._tasks[key]
+
+    async def drain(self, timeout: float | None = None) -> None:
+        """Wait for running turns (used at shutdown and in tests)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self._tasks:
+            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+            if remaining == 0.0:
+                return
+            await asyncio.wait(list(self._tasks.values()), timeout=remaining)
+
+    # -- replies -------------------------------------------------------------------------------------
+
+    async def _reply(self, msg: IncomingMessage, text: str) -> None:
+        out = OutgoingMessage(
+            chat=msg.chat, text=text, reply_to_message_id=msg.platform_message_id, reply_handle=msg.reply_handle
+        )
+        try:
+            await self.send(out)
+        except SendError as exc:
+            logger.error("could not send reply to %s:%s: %s", msg.chat.platform, msg.chat.chat_id, exc)

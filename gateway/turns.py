@@ -1,0 +1,293 @@
+"""One chat's turns: under the per-chat lock, hygiene, the agent loop, persistence, the reply.
+
+A turn answers every stored message of the chat that still needs a reply, so messages that arrive
+while a turn runs are answered together in the next one, in order, never interleaved. Everything the
+agent produces is stored before the reply is sent.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from agent.context_engine import CompressionResult, ContextEngine, Outcome
+from agent.errors import (
+    LLMAuthError,
+    LLMBadRequestError,
+    LLMError,
+    LLMOverloadedError,
+    LLMRateLimitError,
+)
+from agent.llm import LLMClient, LLMResponse
+from agent.loop import Entry, LoopConfig, TurnResult, run_turn
+from agent.models import ModelInfo, cost_usd
+from agent.tools.registry import ToolRegistry
+from agent.types import Message
+from gateway.compaction import CompactionReport, compact_session, persist_result
+from gateway.hygiene import decide
+from gateway.platforms.base import ChatRef, OutgoingMessage
+from gateway.store.lock import ChatLocks
+from gateway.store.repository import CallRecord, NewMessage, StoredMessage, Store
+from gateway.window import build_window
+
+logger = logging.getLogger(__name__)
+
+Ref = tuple[int, ...] | None
+SendFn = Callable[[OutgoingMessage], Awaitable[None]]
+EngineFactory = Callable[[dict[str, Any] | None], ContextEngine]
+ToolsFactory = Callable[[int], ToolRegistry]
+"""chat_pk -> the tools for that chat (recall is bound to one chat)."""
+
+
+@dataclass(frozen=True, slots=True)
+class TurnSettings:
+    model: ModelInfo
+    system_prompt: str
+    loop: LoopConfig
+    compression_enabled: bool
+    hygiene_threshold: float
+    notify_compaction: bool
+    cache_ttl: str | None
+
+
+SYSTEM_NOTE = (
+    "[Note: Some earlier conversation turns have been compacted into a summary to save context space.]"
+)
+
+
+def system_prompt_for(base: str, compaction_count: int) -> str:
+    """Byte-stable between compactions: the note appears once the session has been compacted."""
+    return f"{base}\n\n{SYSTEM_NOTE}" if compaction_count > 0 else base
+
+
+def human_error(exc: LLMError) -> str:
+    kept = "Your message is saved; send it again or just say \u201cretry\u201d and I\u2019ll pick it up."
+    if isinstance(exc, LLMRateLimitError | LLMOverloadedError):
+        return f"The assistant is overloaded right now. {kept}"
+    if isinstance(exc, LLMAuthError):
+        return "The assistant is not available: the bot's API key was rejected. An admin needs to fix it. " + kept
+    if isinstance(exc, LLMBadRequestError):
+        return f"The assistant could not process this conversation ({type(exc).__name__}). {kept}"
+    return f"The assistant is unreachable at the moment. {kept}"
+
+
+def notice_for(report: CompactionReport) -> str:
+    if report.outcome is Outcome.OK:
+        return (
+            f"(Context compacted: {report.messages_before}\u2192{report.messages_after} messages, "
+            f"{report.tokens_before:,}\u2192{report.tokens_after:,} tokens.)"
+        )
+    return f"(Context compaction {report.outcome.value}: {report.reason})"
+
+
+class _Hooks:
+    """The agent loop's persistence hooks for one turn."""
+
+    def __init__(self, runner: TurnRunner, *, chat_pk: int, session_pk: int, engine: ContextEngine) -> None:
+        self.runner = runner
+        self.chat_pk = chat_pk
+        self.session_pk = session_pk
+        self.engine = engine
+        self.reports: list[CompactionReport] = []
+
+    async def persist(self, messages: list[Message]) -> list[object]:
+        stored = await self.runner.store.append_messages(
+            self.session_pk,
+            [
+                NewMessage(
+                    role=m["role"],
+                    content=m["content"],
+                    text=_plain(m),
+                    author_id="assistant" if m["role"] == "assistant" else "tool",
+                    author_name="assistant" if m["role"] == "assistant" else "tool",
+                    platform_message_id=None,
+                    token_estimate=self.engine.count_tokens(m),
+                    needs_reply=False,
+                    created_at=datetime.now(UTC),
+                )
+                for m in messages
+            ],
+        )
+        return [(s.id,) for s in stored]
+
+    async def compacted(self, result: CompressionResult, refs: list[object | None], trigger: str) -> list[object | None]:
+        typed: list[Ref] = [r if isinstance(r, tuple) else None for r in refs]
+        new_refs = await persist_result(
+            self.runner.store,
+            session_pk=self.session_pk,
+            result=result,
+            refs=typed,
+            trigger=trigger,
+            duration_s=0.0,
+            engine=self.engine,
+        )
+        kept = [typed[o] for o in result.origin if o is not None]
+        self.reports.append(
+            CompactionReport(
+                trigger=trigger,
+                outcome=result.outcome,
+                reason=result.reason,
+                messages_before=sum(len(r) for r in typed if r),
+                messages_after=sum(len(r) for r in kept if r) + (1 if result.summary else 0),
+                tokens_before=result.tokens_before,
+                tokens_after=result.tokens_after,
+                duration_s=0.0,
+                changed=result.changed,
+            )
+        )
+        return list(new_refs)
+
+    async def usage(self, response: LLMResponse, purpose: str, last_ref: object | None) -> None:
+        last_id = max(last_ref) if isinstance(last_ref, tuple) and last_ref else None
+        model = self.runner.settings.model
+        await self.runner.store.record_call(
+            self.session_pk,
+            self.chat_pk,
+            CallRecord(
+                model=response.model or model.name,
+                purpose=purpose,
+                input_tokens=response.usage.input_tokens,
+                output_tokens=response.usage.output_tokens,
+                cache_creation_tokens=response.usage.cache_creation_input_tokens,
+                cache_read_tokens=response.usage.cache_read_input_tokens,
+                latency_ms=int(response.latency_s * 1000),
+                cost_usd=cost_usd(model, response.usage, ttl=self.runner.settings.cache_ttl or "5m"),
+                cache_ttl=self.runner.settings.cache_ttl,
+            ),
+            last_message_id=last_id,
+            engine_state=self.engine.state.to_json(),
+        )
+
+
+def _plain(message: Message) -> str:
+    from agent.types import text_of
+
+    return text_of(message)
+
+
+class TurnRunner:
+    def __init__(
+        self,
+        *,
+        store: Store,
+        locks: ChatLocks,
+        llm: LLMClient,
+        settings: TurnSettings,
+        make_engine: EngineFactory,
+        make_tools: ToolsFactory,
+        send: SendFn,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    ) -> None:
+        self.store = store
+        self.locks = locks
+        self.llm = llm
+        self.settings = settings
+        self.make_engine = make_engine
+        self.make_tools = make_tools
+        self.send = send
+        self.clock = clock
+
+    async def answer_pending(self, chat: ChatRef, chat_pk: int) -> int:
+        """Answer everything pending in the chat; returns the number of turns run."""
+        turns = 0
+        async with self.locks.hold(chat_pk):
+            while True:
+                session = await self.store.active_session(chat_pk)
+                rows = await self.store.load_window(session.id)
+                pending = [r for r in rows if r.needs_reply and not r.replied]
+                if not pending:
+                    return turns
+                await self._turn(chat, chat_pk, session.id, session.engine_state, rows, pending)
+                turns += 1
+
+    async def _turn(
+        self,
+        chat: ChatRef,
+        chat_pk: int,
+        session_pk: int,
+        engine_state: dict[str, Any] | None,
+        rows: Sequence[StoredMessage],
+        pending: Sequence[StoredMessage],
+    ) -> None:
+        engine = self.make_engine(engine_state)
+        notices: list[str] = []
+        reply_to = pending[-1].platform_message_id
+        try:
+            rows, report = await self._hygiene(session_pk, engine, rows)
+            if report is not None and self.settings.notify_compaction:
+                notices.append(notice_for(report))
+            items = build_window(rows)
+            window = [Entry(message=i.message, ref=i.ids) for i in items]
+            hooks = _Hooks(self, chat_pk=chat_pk, session_pk=session_pk, engine=engine)
+            session = await self.store.active_session(chat_pk)
+            system = system_prompt_for(self.settings.system_prompt, session.compaction_count)
+            started = time.perf_counter()
+            result: TurnResult = await run_turn(
+                llm=self.llm,
+                engine=engine,
+                window=window,
+                system=system,
+                tools=self.make_tools(chat_pk),
+                config=self.settings.loop,
+                dynamic_context=self._dynamic_context(chat, pending),
+                hooks=hooks,
+            )
+            logger.info(
+                "turn chat=%s:%s iterations=%d in %.2fs",
+                chat.platform, chat.chat_id, result.iterations, time.perf_counter() - started,
+            )
+            if self.settings.notify_compaction:
+                notices.extend(notice_for(r) for r in hooks.reports)
+            text = result.reply_text.strip() or "(no reply)"
+        except LLMError as exc:
+            logger.warning(
+                "LLM call failed for chat %s:%s: %s (%s)", chat.platform, chat.chat_id, type(exc).__name__, exc
+            )
+            text = human_error(exc)
+        await self.store.mark_replied([r.id for r in pending])
+        body = "\n\n".join([*notices, text]) if notices else text
+        await self.send(OutgoingMessage(chat=chat, text=body, reply_to_message_id=reply_to))
+
+    async def _hygiene(
+        self, session_pk: int, engine: ContextEngine, rows: Sequence[StoredMessage]
+    ) -> tuple[Sequence[StoredMessage], CompactionReport | None]:
+        inputs = await self.store.hygiene_inputs(session_pk)
+        decision = decide(
+            enabled=self.settings.compression_enabled,
+            message_count=inputs.message_count,
+            last_prompt_tokens=inputs.last_prompt_tokens,
+            tokens_since_call=inputs.tokens_since_call,
+            active_tokens=inputs.active_tokens,
+            context_length=self.settings.model.context_window,
+            threshold=self.settings.hygiene_threshold,
+        )
+        if not decision.fire:
+            return rows, None
+        logger.info("hygiene for session %s: %s", session_pk, decision.reason)
+        items = build_window(rows)
+        report, _ = await compact_session(
+            self.store,
+            engine,
+            session_pk=session_pk,
+            messages=[i.message for i in items],
+            refs=[i.ids for i in items],
+            trigger="hygiene",
+            force=True,
+        )
+        if report.changed:
+            rows = await self.store.load_window(session_pk)
+        return rows, report
+
+    def _dynamic_context(self, chat: ChatRef, pending: Sequence[StoredMessage]) -> dict[str, str]:
+        now = self.clock()
+        ctx = {"date": now.strftime("%Y-%m-%d %H:%M %Z").strip(), "platform": chat.platform}
+        if chat.title:
+            ctx["chat"] = chat.title
+        speakers = list(dict.fromkeys(r.author_name for r in pending if r.author_name))
+        if speakers and chat.kind.value != "private":
+            ctx["speaking"] = ", ".join(speakers)
+        return ctx
