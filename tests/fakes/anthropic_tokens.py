@@ -1,0 +1,147 @@
+"""The fake Anthropic API's model table and its deterministic token model.
+
+The tokenizer is deliberately *not* tiktoken: ``ceil(utf8_bytes / 3.5)`` per piece of text plus fixed
+overheads, so the gateway's estimator has a real, learnable bias to calibrate against.
+
+Costs (all documented, all deterministic):
+- text: ``ceil(utf8_bytes / 3.5)`` + ``BLOCK_OVERHEAD``; the first block of each message also carries
+  ``MESSAGE_OVERHEAD``;
+- tool definition: ``ceil(bytes of its canonical JSON without cache_control / 3.5)`` + ``TOOL_OVERHEAD``;
+- tool_use: name and canonical JSON input as text; tool_result: its content's text (images inside it cost
+  ``IMAGE_TOKENS``); image and document blocks: ``IMAGE_TOKENS`` / their JSON as text.
+The prompt is the sum of its blocks, so the cache model can split it exactly at block boundaries.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+BYTES_PER_TOKEN = 3.5
+BLOCK_OVERHEAD = 3
+MESSAGE_OVERHEAD = 4
+TOOL_OVERHEAD = 12
+IMAGE_TOKENS = 1600
+
+
+@dataclass(frozen=True, slots=True)
+class ModelSpec:
+    """What the fake knows of a model: its canonical id, window, output cap and minimum cacheable prefix."""
+
+    id: str
+    display_name: str
+    context_window: int = 200_000
+    max_output: int = 64_000
+    min_cacheable: int = 1024
+
+
+def default_models() -> dict[str, ModelSpec]:
+    """The current models, keyed by every name the API accepts for them (dated ids are aliases)."""
+    sonnet = ModelSpec("claude-sonnet-4-6", "Claude Sonnet 4.6", min_cacheable=1024)
+    opus = ModelSpec("claude-opus-4-5", "Claude Opus 4.5", min_cacheable=4096)
+    haiku = ModelSpec("claude-haiku-4-5", "Claude Haiku 4.5", min_cacheable=4096)
+    return {
+        sonnet.id: sonnet,
+        opus.id: opus,
+        "claude-opus-4-5-20251101": opus,
+        haiku.id: haiku,
+        "claude-haiku-4-5-20251001": haiku,
+    }
+
+
+def build_models(
+    base: Mapping[str, ModelSpec] | None = None,
+    *,
+    context_windows: Mapping[str, int] | None = None,
+    min_cacheable: Mapping[str, int] | None = None,
+    max_output: Mapping[str, int] | None = None,
+) -> dict[str, ModelSpec]:
+    """The model table with per-model overrides; an override given for any alias applies to the model."""
+    table = dict(base) if base is not None else default_models()
+    for field, overrides in (
+        ("context_window", context_windows),
+        ("min_cacheable", min_cacheable),
+        ("max_output", max_output),
+    ):
+        for name, value in (overrides or {}).items():
+            if name not in table:
+                raise KeyError(f"unknown model in overrides: {name}")
+            canonical = table[name].id
+            for alias, spec in list(table.items()):
+                if spec.id == canonical:
+                    changes: dict[str, Any] = {field: value}
+                    table[alias] = replace(spec, **changes)
+    return table
+
+
+def text_tokens(text: str) -> int:
+    """Tokens of a piece of text: ceil(utf8 bytes / 3.5)."""
+    return math.ceil(len(text.encode("utf-8")) / BYTES_PER_TOKEN)
+
+
+def canonical_json(value: Any) -> str:
+    """Stable JSON (sorted keys, no spaces) used for both token counting and prefix hashing."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def without_cache_control(block: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in block.items() if k != "cache_control"}
+
+
+def _tool_result_tokens(content: Any) -> int:
+    if isinstance(content, str):
+        return text_tokens(content)
+    total = 0
+    if isinstance(content, list):
+        for inner in content:
+            if isinstance(inner, Mapping) and inner.get("type") == "image":
+                total += IMAGE_TOKENS
+            elif isinstance(inner, Mapping) and inner.get("type") == "text":
+                total += text_tokens(str(inner.get("text", "")))
+            else:
+                total += text_tokens(canonical_json(inner))
+    return total
+
+
+def content_block_tokens(block: Mapping[str, Any]) -> int:
+    """Tokens of one content block, including the per-block overhead."""
+    kind = block.get("type")
+    if kind == "text":
+        body = text_tokens(str(block.get("text", "")))
+    elif kind == "image":
+        body = IMAGE_TOKENS
+    elif kind == "tool_use":
+        body = text_tokens(str(block.get("name", ""))) + text_tokens(canonical_json(block.get("input", {})))
+    elif kind == "tool_result":
+        body = _tool_result_tokens(block.get("content", ""))
+    elif kind in ("thinking", "redacted_thinking"):
+        body = text_tokens(str(block.get("thinking", block.get("data", ""))))
+    else:
+        body = text_tokens(canonical_json(without_cache_control(block)))
+    return body + BLOCK_OVERHEAD
+
+
+def tool_definition_tokens(tool: Mapping[str, Any]) -> int:
+    return text_tokens(canonical_json(without_cache_control(tool))) + TOOL_OVERHEAD
+
+
+def output_tokens(content: Iterable[Mapping[str, Any]]) -> int:
+    """Output tokens of a reply's content blocks (at least 1, as the API never reports 0 for a reply)."""
+    total = 0
+    for block in content:
+        if block.get("type") == "text":
+            total += text_tokens(str(block.get("text", "")))
+        elif block.get("type") == "tool_use":
+            total += text_tokens(str(block.get("name", ""))) + text_tokens(canonical_json(block.get("input")))
+    return max(total, 1)
+
+
+def truncate_to_tokens(text: str, limit: int) -> str:
+    """The longest prefix of ``text`` whose token count is at most ``limit``."""
+    if text_tokens(text) <= limit:
+        return text
+    max_bytes = int(limit * BYTES_PER_TOKEN)
+    return text.encode("utf-8")[:max_bytes].decode("utf-8", errors="ignore")
