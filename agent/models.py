@@ -1,0 +1,141 @@
+"""The Claude model table: context window, output limit, minimum cacheable prefix and prices; call cost.
+
+Figures as published by Anthropic (table date 2026-11). `context_window` is the standard window we plan
+compression for; models that offer 1M tokens charge a premium above 200K, so a larger window must be
+asked for explicitly (`MODEL_CONTEXT_LENGTH`, passed in as `context_override`). Unknown models get
+conservative defaults: the smallest window and output limit, the highest minimum cacheable length and
+the most expensive prices in the table, so neither the context nor the cost is ever under-estimated.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import re
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Final, Literal
+
+from agent.usage import Usage
+
+logger = logging.getLogger(__name__)
+
+CacheTTL = Literal["5m", "1h"]
+
+CACHE_WRITE_5M_MULTIPLIER: Final = 1.25
+CACHE_WRITE_1H_MULTIPLIER: Final = 2.0
+CACHE_READ_MULTIPLIER: Final = 0.1
+_PER_MTOK: Final = 1_000_000
+
+
+@dataclass(frozen=True, slots=True)
+class ModelInfo:
+    """Limits and prices (USD per million tokens) of one model."""
+
+    name: str
+    context_window: int
+    max_output: int
+    min_cacheable_tokens: int
+    input_per_mtok: float
+    output_per_mtok: float
+    deprecated: bool = False
+    known: bool = True
+    """False for the conservative stand-in returned for a model missing from the table."""
+
+    @property
+    def cache_write_5m_per_mtok(self) -> float:
+        return self.input_per_mtok * CACHE_WRITE_5M_MULTIPLIER
+
+    @property
+    def cache_write_1h_per_mtok(self) -> float:
+        return self.input_per_mtok * CACHE_WRITE_1H_MULTIPLIER
+
+    @property
+    def cache_read_per_mtok(self) -> float:
+        return self.input_per_mtok * CACHE_READ_MULTIPLIER
+
+    def cache_write_per_mtok(self, ttl: CacheTTL) -> float:
+        return self.cache_write_1h_per_mtok if ttl == "1h" else self.cache_write_5m_per_mtok
+
+
+_K: Final = 1_000
+
+MODELS: Final[Mapping[str, ModelInfo]] = {
+    m.name: m
+    for m in (
+        ModelInfo("claude-opus-4-6", 200 * _K, 128 * _K, 4096, 5.0, 25.0),
+        ModelInfo("claude-opus-4-5", 200 * _K, 64 * _K, 4096, 5.0, 25.0),
+        ModelInfo("claude-opus-4-1", 200 * _K, 32 * _K, 1024, 15.0, 75.0),
+        # Documented floor is 1,024, but the API was observed not to cache Sonnet 4.6 prefixes below
+        # 2,048; the higher value keeps cache-health warnings honest.
+        ModelInfo("claude-sonnet-4-6", 200 * _K, 64 * _K, 2048, 3.0, 15.0),
+        # End of life 2026-11-30; the SDK warns when it is used.
+        ModelInfo("claude-sonnet-4-5", 200 * _K, 64 * _K, 1024, 3.0, 15.0, deprecated=True),
+        ModelInfo("claude-haiku-4-5", 200 * _K, 64 * _K, 4096, 1.0, 5.0),
+    )
+}
+
+_UNKNOWN_CONTEXT: Final = min(m.context_window for m in MODELS.values())
+_UNKNOWN_MAX_OUTPUT: Final = min(m.max_output for m in MODELS.values())
+_UNKNOWN_MIN_CACHEABLE: Final = max(m.min_cacheable_tokens for m in MODELS.values())
+_UNKNOWN_INPUT: Final = max(m.input_per_mtok for m in MODELS.values())
+_UNKNOWN_OUTPUT: Final = max(m.output_per_mtok for m in MODELS.values())
+
+_PROVIDER_PREFIX = re.compile(r"^(?:.*/)?(?:[a-z]+\.)?(?:anthropic\.)?(?=claude)")
+"""`anthropic/claude-...` (OpenRouter), `us.anthropic.claude-...` / `anthropic.claude-...` (Bedrock)."""
+_VERSION_SUFFIX = re.compile(r"(?:[-@]\d{8})?(?:-v\d+(?::\d+)?)?(?:-latest)?$")
+"""A release date (`-20251001`, Vertex `@20251001`), a Bedrock revision (`-v1:0`) or `-latest`."""
+
+_warned: set[str] = set()
+_warned_lock = threading.Lock()
+
+
+def canonical_model_name(name: str) -> str:
+    """Table key for a model id: provider prefixes, release dates and revisions removed, dots as dashes."""
+    base = _PROVIDER_PREFIX.sub("", name.strip().lower())
+    base = _VERSION_SUFFIX.sub("", base)
+    return base.replace(".", "-")
+
+
+def _unknown(name: str) -> ModelInfo:
+    with _warned_lock:
+        first = name not in _warned
+        _warned.add(name)
+    if first:
+        logger.warning(
+            "model %r is not in the model table; assuming a %d-token window and the highest known prices",
+            name,
+            _UNKNOWN_CONTEXT,
+        )
+    return ModelInfo(
+        name=name,
+        context_window=_UNKNOWN_CONTEXT,
+        max_output=_UNKNOWN_MAX_OUTPUT,
+        min_cacheable_tokens=_UNKNOWN_MIN_CACHEABLE,
+        input_per_mtok=_UNKNOWN_INPUT,
+        output_per_mtok=_UNKNOWN_OUTPUT,
+        known=False,
+    )
+
+
+def lookup_model(name: str, *, context_override: int | None = None) -> ModelInfo:
+    """The table entry for `name` (dated and provider-prefixed ids resolve), or conservative defaults."""
+    info = MODELS.get(canonical_model_name(name)) or _unknown(name)
+    if context_override is not None:
+        if context_override <= 0:
+            raise ValueError(f"context_override must be positive, got {context_override}")
+        info = dataclasses.replace(info, context_window=context_override)
+    return info
+
+
+def cost_usd(model: ModelInfo | str, usage: Usage, *, ttl: CacheTTL = "5m") -> float:
+    """USD for one call: uncached input, cache writes at the TTL's multiplier, cache reads, output."""
+    info = lookup_model(model) if isinstance(model, str) else model
+    total = (
+        usage.input_tokens * info.input_per_mtok
+        + usage.cache_creation_input_tokens * info.cache_write_per_mtok(ttl)
+        + usage.cache_read_input_tokens * info.cache_read_per_mtok
+        + usage.output_tokens * info.output_per_mtok
+    )
+    return total / _PER_MTOK
