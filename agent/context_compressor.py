@@ -1,0 +1,373 @@
+"""The built-in context engine: seed 000's four phases (prune, boundaries, summarize, assemble).
+
+Head = the first exchange (the system prompt travels separately); tail = the newest messages within
+`threshold_tokens x target_ratio`, never fewer than `protect_last_n`, always holding the newest user
+ask; everything between is summarized by one summarizer call and replaced by one framed summary.
+Failures never pass silently: abort-class summarizer errors leave the history untouched (`aborted`),
+other failures fall back to a smaller slice and then to an extractive summary (`degraded`).
+
+Choices made where the seeds are silent:
+- Old tool output is cleared (pruned) in the kept head only; the summarizer reads the middle unpruned,
+  with each tool result clipped to `summary.TOOL_RESULT_CLIP` characters, because the cleared marker
+  would hide exactly the facts a summary should keep.
+- Role of the summary: a message of its own when both neighbours share a role (it takes the other
+  one); otherwise it is merged, as a text block, into the tail's first message when that is a user
+  message (after its tool results), else appended to the head's last (user) message. A summary
+  merged into a kept message by an earlier compaction is removed there, since the new one updates it.
+- An automatic run that finds nothing to compact, or whose result is not smaller, counts as an
+  ineffective compaction for the anti-thrash guard; summarizer outages do not.
+- Input messages are never mutated; unchanged messages are shallow copies sharing their blocks.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from agent import boundaries, summary
+from agent.context_engine import (
+    CompressionResult,
+    ContextEngine,
+    Outcome,
+    SummaryRequest,
+    SummaryResponse,
+)
+from agent.errors import SummarizerError
+from agent.summary import SUMMARY_PREFIX, is_summary_message
+from agent.types import Block, Message, Role, blocks_of
+from agent.usage import Usage
+
+__all__ = ["SUMMARY_PREFIX", "ContextCompressor", "is_summary_message"]
+
+logger = logging.getLogger(__name__)
+
+MIN_EXTRACT_TOKENS = 500
+"""Least budget for the extractive part when the summarizer only managed the newer half."""
+
+
+class _Abort(Exception):
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class _Unusable(Exception):
+    """The summarizer answered, but with nothing usable (empty text)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Summary:
+    body: str
+    outcome: Outcome
+    reason: str
+    model: str | None
+    usage: Usage | None
+
+
+@dataclass(frozen=True, slots=True)
+class _Assembly:
+    messages: list[Message]
+    origin: tuple[int | None, ...]
+    pruned: tuple[int, ...]
+    role: Role
+    stubbed: tuple[str, ...]
+
+
+class ContextCompressor(ContextEngine):
+    """Lossy summarizing compressor; one instance per session, state persisted by the caller."""
+
+    name = "compressor"
+
+    @property
+    def tail_token_budget(self) -> int:
+        return int(self.threshold_tokens * self.config.clamped_target_ratio)
+
+    @property
+    def max_summary_tokens(self) -> int:
+        return min(int(self.context_length * summary.SUMMARY_CONTEXT_SHARE), summary.MAX_SUMMARY_TOKENS)
+
+    def summary_budget(self, content_tokens: int) -> int:
+        return summary.summary_budget(content_tokens, self.context_length)
+
+    def should_compress(self, prompt_tokens: int | None = None) -> bool:
+        size = prompt_tokens if prompt_tokens is not None else self.state.last_prompt_tokens
+        if not self.config.enabled or self.state.auto_disabled or size is None:
+            return False
+        return size >= self.threshold_tokens
+
+    def update_from_usage(self, usage: Usage) -> None:
+        super().update_from_usage(usage)
+        if not self.state.awaiting_effect:
+            return
+        self.state.awaiting_effect = False
+        if usage.prompt_tokens >= self.threshold_tokens:
+            self._ineffective(f"prompt still {usage.prompt_tokens} tokens after compaction")
+        else:
+            self.state.ineffective_auto_compactions = 0
+
+    async def compress(
+        self, messages: Sequence[Message], *, focus: str | None = None, force: bool = False
+    ) -> CompressionResult:
+        """Compact `messages`; `force=True` (manual /compact) skips the enabled/threshold/pause checks."""
+        msgs = list(messages)
+        tokens = [self.count_tokens(m) for m in msgs]
+        before = sum(tokens)
+        if not force:
+            size = max(before, self.state.last_prompt_tokens or 0)
+            if not self.config.enabled:
+                return self._aborted(msgs, before, "compression is disabled")
+            if self.state.auto_disabled:
+                return self._aborted(msgs, before, "automatic compaction is paused after ineffective runs")
+            if size < self.threshold_tokens:
+                return self._aborted(
+                    msgs, before, f"{size} tokens is below the {self.threshold_tokens} threshold"
+                )
+
+        safe = boundaries.safe_cuts(msgs)
+        head = boundaries.head_end(msgs, safe)
+        tail = boundaries.tail_start(
+            tokens,
+            head=head,
+            budget=self.tail_token_budget,
+            protect_last_n=self.config.protect_last_n,
+            newest_user=boundaries.newest_user_ask(msgs),
+            safe=safe,
+        )
+        if tail <= head:
+            return self._not_effective(msgs, before, force, "nothing to compact between head and tail")
+
+        previous = self.state.previous_summary or summary.summary_text_in(msgs[:tail])
+        budget = self.summary_budget(sum(tokens[head:tail]))
+        try:
+            made = await self._summarize(msgs, head, tail, tokens, safe, previous, focus, budget)
+        except _Abort as abort:
+            logger.warning("compaction aborted: %s", abort.reason)
+            return self._aborted(msgs, before, abort.reason)
+
+        built = self._assemble(msgs, head, tail, made.body)
+        after = sum(
+            tokens[o] if o is not None and m["content"] is msgs[o]["content"] else self.count_tokens(m)
+            for m, o in zip(built.messages, built.origin, strict=True)
+        )
+        if after >= before:
+            return self._not_effective(
+                msgs, before, force, f"result not smaller ({after} >= {before} tokens); kept the original"
+            )
+
+        first = self.state.compression_count == 0
+        self.state.previous_summary = made.body
+        self.state.compression_count += 1
+        self.state.last_prompt_tokens = None  # the reported size described the old window
+        if force:
+            self.state.auto_disabled = False
+            self.state.ineffective_auto_compactions = 0
+            self.state.awaiting_effect = False
+        else:
+            self.state.awaiting_effect = True
+        log = logger.warning if made.outcome is Outcome.DEGRADED else logger.info
+        log(
+            "compacted %d of %d messages (%s): %d -> %d tokens; %s",
+            tail - head,
+            len(msgs),
+            made.outcome.value,
+            before,
+            after,
+            made.reason,
+        )
+        return CompressionResult(
+            messages=built.messages,
+            origin=built.origin,
+            removed_indices=tuple(range(head, tail)),
+            pruned_indices=built.pruned,
+            outcome=made.outcome,
+            reason=made.reason,
+            tokens_before=before,
+            tokens_after=after,
+            summary=made.body,
+            summary_role=built.role,
+            system_note=summary.SYSTEM_NOTE if first else None,
+            summarizer_model=made.model,
+            summary_usage=made.usage,
+            stubbed_tool_ids=built.stubbed,
+        )
+
+    # -- phase 3: summarize ------------------------------------------------------------------------
+
+    async def _summarize(
+        self,
+        msgs: list[Message],
+        head: int,
+        tail: int,
+        tokens: list[int],
+        safe: list[bool],
+        previous: str | None,
+        focus: str | None,
+        budget: int,
+    ) -> _Summary:
+        n = tail - head
+        try:
+            response = await self._call(msgs, head, tail, previous, focus, budget)
+            return _Summary(
+                response.text.strip(), Outcome.OK, f"summarized {n} messages", response.model, response.usage
+            )
+        except SummarizerError as exc:
+            failure = self._failure(exc)
+        except _Unusable:
+            failure = "summarizer returned an empty summary"
+
+        split = boundaries.split_point(head, tail, tokens, safe)
+        if split is None:
+            retry = "no smaller slice to retry"
+        else:
+            try:
+                response = await self._call(msgs, split, tail, previous, focus, budget)
+            except SummarizerError as exc:
+                retry = f"retry on the newer {tail - split} messages failed too: {self._failure(exc)}"
+            except _Unusable:
+                retry = "retry on the newer half returned an empty summary too"
+            else:
+                body = response.text.strip()
+                older = summary.extractive_summary(
+                    msgs[head:split],
+                    previous_summary=None,
+                    budget_tokens=max(budget - self._count_text(body), MIN_EXTRACT_TOKENS),
+                    count=self._count_text,
+                )
+                return _Summary(
+                    f"{body}\n\n## Earlier Turns (extracted)\n{older}",
+                    Outcome.DEGRADED,
+                    f"{failure}; summarized the newer {tail - split} messages, "
+                    f"extracted the older {split - head}",
+                    response.model,
+                    response.usage,
+                )
+        body = summary.extractive_summary(
+            msgs[head:tail], previous_summary=previous, budget_tokens=budget, count=self._count_text
+        )
+        reason = f"{failure}; {retry}; extractive summary of {n} messages"
+        return _Summary(body, Outcome.DEGRADED, reason, None, None)
+
+    async def _call(
+        self,
+        msgs: list[Message],
+        lo: int,
+        hi: int,
+        previous: str | None,
+        focus: str | None,
+        budget: int,
+    ) -> SummaryResponse:
+        middle = [m for m in (summary.without_summaries(x) for x in msgs[lo:hi]) if m is not None]
+        instructions = summary.build_instructions(
+            conversation=summary.serialize_conversation(msgs[lo:hi]),
+            previous_summary=previous,
+            focus=focus,
+            max_tokens=budget,
+        )
+        request = SummaryRequest(
+            middle=middle,
+            previous_summary=previous,
+            focus=focus,
+            max_tokens=budget,
+            instructions=instructions,
+            history=msgs,
+            middle_start=lo,
+            middle_end=hi,
+        )
+        response = await self.summarizer(request)
+        if not response.text.strip():
+            raise _Unusable
+        return response
+
+    @staticmethod
+    def _failure(exc: SummarizerError) -> str:
+        text = " ".join(str(exc).split()) or type(exc).__name__
+        if exc.abort:
+            raise _Abort(f"summarizer unavailable, nothing compacted: {text}") from exc
+        kind = "summarizer context too small" if exc.too_small else "summarizer failed"
+        return f"{kind}: {text}"
+
+    def _count_text(self, text: str) -> int:
+        return self.count_tokens({"role": "user", "content": text})
+
+    # -- phases 1 and 4: prune and assemble --------------------------------------------------------
+
+    def _assemble(self, msgs: list[Message], head: int, tail: int, body: str) -> _Assembly:
+        out: list[Message] = []
+        origin: list[int | None] = []
+        pruned: list[int] = []
+        for i in range(head):
+            cleared = boundaries.prune_tool_results(msgs[i])
+            if cleared is not None:
+                pruned.append(i)
+            message = cleared or msgs[i]
+            out.append(_kept(message))
+            origin.append(i)
+        kept_tail = [_kept(msgs[i]) for i in range(tail, len(msgs))]
+
+        framed: Block = {"type": "text", "text": summary.frame(body)}
+        left, right = out[-1]["role"], kept_tail[0]["role"]
+        role: Role
+        if left == right:
+            role = "user" if left == "assistant" else "assistant"
+            out.append({"role": role, "content": summary.frame(body)})
+            origin.append(None)
+        elif right == "user":
+            role = "user"
+            blocks = blocks_of(kept_tail[0])
+            n_results = 0
+            while n_results < len(blocks) and blocks[n_results].get("type") == "tool_result":
+                n_results += 1
+            kept_tail[0] = {"role": "user", "content": [*blocks[:n_results], framed, *blocks[n_results:]]}
+        else:
+            role = "user"
+            out[-1] = {"role": "user", "content": [*blocks_of(out[-1]), framed]}
+        out.extend(kept_tail)
+        origin.extend(range(tail, len(msgs)))
+
+        repaired, report = boundaries.repair_tool_pairs(out)
+        if report.dropped_result_ids:
+            logger.warning(
+                "dropped tool results without their call: %s", ", ".join(report.dropped_result_ids)
+            )
+        for position in report.inserted_at:
+            origin.insert(position, None)
+        return _Assembly(repaired, tuple(origin), tuple(pruned), role, report.stubbed_use_ids)
+
+    # -- outcomes ----------------------------------------------------------------------------------
+
+    def _aborted(self, msgs: list[Message], tokens: int, reason: str) -> CompressionResult:
+        return CompressionResult(
+            messages=msgs,
+            origin=tuple(range(len(msgs))),
+            removed_indices=(),
+            pruned_indices=(),
+            outcome=Outcome.ABORTED,
+            reason=reason,
+            tokens_before=tokens,
+            tokens_after=tokens,
+        )
+
+    def _not_effective(self, msgs: list[Message], tokens: int, force: bool, reason: str) -> CompressionResult:
+        if not force:
+            self._ineffective(reason)
+        logger.info("compaction aborted: %s", reason)
+        return self._aborted(msgs, tokens, reason)
+
+    def _ineffective(self, why: str) -> None:
+        self.state.ineffective_auto_compactions += 1
+        if self.state.ineffective_auto_compactions >= 2 and not self.state.auto_disabled:
+            self.state.auto_disabled = True
+            logger.warning(
+                "automatic compaction paused after %d ineffective runs (%s); a manual compaction resumes it",
+                self.state.ineffective_auto_compactions,
+                why,
+            )
+
+
+def _kept(message: Message) -> Message:
+    """A kept message: a shallow copy, minus any summary an earlier compaction merged into it."""
+    stripped = summary.without_summaries(message)
+    if stripped is None or stripped is message:
+        return {"role": message["role"], "content": message["content"]}
+    return stripped
