@@ -7,9 +7,11 @@ agent produces is stored before the reply is sent.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -180,6 +182,7 @@ class TurnRunner:
         make_engine: EngineFactory,
         make_tools: ToolsFactory,
         send: SendFn,
+        typing: Callable[[ChatRef], AbstractAsyncContextManager[None]] | None = None,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
         self.store = store
@@ -189,6 +192,7 @@ class TurnRunner:
         self.make_engine = make_engine
         self.make_tools = make_tools
         self.send = send
+        self.typing = typing or (lambda _chat: contextlib.nullcontext())
         self.clock = clock
 
     async def answer_pending(self, chat: ChatRef, chat_pk: int) -> int:
@@ -226,16 +230,17 @@ class TurnRunner:
             session = await self.store.active_session(chat_pk)
             system = system_prompt_for(self.settings.system_prompt, session.compaction_count)
             started = time.perf_counter()
-            result: TurnResult = await run_turn(
-                llm=self.llm,
-                engine=engine,
-                window=window,
-                system=system,
-                tools=self.make_tools(chat_pk),
-                config=self.settings.loop,
-                dynamic_context=self._dynamic_context(chat, pending),
-                hooks=hooks,
-            )
+            async with self.typing(chat):
+                result: TurnResult = await run_turn(
+                    llm=self.llm,
+                    engine=engine,
+                    window=window,
+                    system=system,
+                    tools=self.make_tools(chat_pk),
+                    config=self.settings.loop,
+                    dynamic_context=self._dynamic_context(chat, pending),
+                    hooks=hooks,
+                )
             logger.info(
                 "turn chat=%s:%s iterations=%d in %.2fs",
                 chat.platform, chat.chat_id, result.iterations, time.perf_counter() - started,

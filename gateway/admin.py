@@ -1,0 +1,181 @@
+"""Command handlers: /help, /new, /stats, /compact (plain async functions over explicit dependencies)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from agent.context_engine import ContextEngine, Outcome
+from agent.models import ModelInfo
+from gateway import commands
+from gateway.commands import CommandContext, CommandHandler
+from gateway.compaction import compact_session
+from gateway.errors import NothingToUndoError
+from gateway.platforms.base import ChatKind
+from gateway.store.lock import ChatLocks
+from gateway.store.records import ChatStats, CompactionRecord, GlobalStats, UsageTotals
+from gateway.store.repository import Store
+from gateway.window import build_window
+
+BAR_WIDTH = 20
+
+
+def usage_bar(fraction: float, width: int = BAR_WIDTH) -> str:
+    fraction = max(0.0, min(1.0, fraction))
+    filled = round(fraction * width)
+    return "[" + "█" * filled + "░" * (width - filled) + "]"
+
+
+def _usage_line(label: str, u: UsageTotals) -> str:
+    return (
+        f"{label}: read {u.cache_read_tokens:,} / write {u.cache_creation_tokens:,} / uncached "
+        f"{u.input_tokens:,} tokens — hit {u.cache_hit_rate:.0%} over {u.calls} calls"
+    )
+
+
+def _compaction_line(c: CompactionRecord) -> str:
+    when = c.created_at.strftime("%Y-%m-%d %H:%M")
+    undone = " (undone)" if c.undone else ""
+    return (
+        f"Last compaction: {c.trigger} {c.outcome}{undone} at {when} UTC — {c.messages_before}→{c.messages_after} "
+        f"messages, {c.tokens_before:,}→{c.tokens_after:,} tokens ({c.duration_ms / 1000:.1f} s)"
+        + (f"; {c.reason}" if c.outcome != "ok" and c.reason else "")
+    )
+
+
+def format_chat_stats(
+    stats: ChatStats, *, model: ModelInfo, compressor_threshold: float, hygiene_threshold: float, today_cost: float
+) -> str:
+    window = model.context_window
+    current = (
+        stats.last_prompt_tokens + stats.tokens_since_call
+        if stats.last_prompt_tokens is not None
+        else stats.active_tokens
+    )
+    frac = current / window if window else 0.0
+    lines = [
+        "Stats for this chat",
+        f"Model: {model.name} (window {window:,} tokens)",
+        f"Context: {usage_bar(frac)} {frac:.0%} ({current:,} / {window:,} tokens; compressor at "
+        f"{compressor_threshold:.0%}, hygiene at {hygiene_threshold:.0%})",
+        f"Messages: {stats.active_messages:,} active, {stats.archived_messages:,} archived",
+        "Prompt: last reported "
+        + (f"{stats.last_prompt_tokens:,}" if stats.last_prompt_tokens is not None else "n/a (no call yet)")
+        + f" tokens; estimate of the active window {stats.active_tokens:,}",
+        _usage_line("Cache (recent)", stats.usage_recent),
+        _usage_line("Cache (lifetime)", stats.usage_total),
+        f"Cost: ${stats.usage_total.cost_usd:.4f} lifetime, ${today_cost:.4f} in the last 24 h",
+    ]
+    if stats.compactions:
+        parts = [f"{t} {o} {n}" for (t, o), n in sorted(stats.compactions.items())]
+        lines.append("Compactions: " + ", ".join(parts))
+    else:
+        lines.append("Compactions: none yet")
+    if stats.last_compaction is not None:
+        lines.append(_compaction_line(stats.last_compaction))
+    return "\n".join(lines)
+
+
+def format_global_stats(g: GlobalStats) -> str:
+    lines = [
+        "Stats across all chats",
+        f"Chats: {g.chats:,}; sessions: {g.sessions:,}; messages: {g.messages:,} ({g.archived_messages:,} archived)",
+        f"Compactions: {g.compactions:,}",
+        _usage_line("Cache", g.usage),
+        f"Cost: ${g.usage.cost_usd:.4f}",
+    ]
+    if g.busiest:
+        lines.append("Busiest chats:")
+        lines.extend(
+            f"  {b.platform}:{b.chat_id}{' (' + b.title + ')' if b.title else ''} — {b.messages:,} messages, "
+            f"${b.cost_usd:.4f}"
+            for b in g.busiest
+        )
+    return "\n".join(lines)
+
+
+def format_compaction(report: Any) -> str:
+    outcome = report.outcome.value
+    head = f"Compaction {outcome}"
+    if report.outcome is not Outcome.OK:
+        head += f" ({report.reason})"
+    return (
+        f"{head}: {report.messages_before}→{report.messages_after} messages, "
+        f"{report.tokens_before:,}→{report.tokens_after:,} tokens in {report.duration_s:.1f} s."
+    )
+
+
+@dataclass
+class AdminHandlers:
+    store: Store
+    locks: ChatLocks
+    model: ModelInfo
+    compressor_threshold: float
+    hygiene_threshold: float
+    make_engine: Callable[[dict[str, Any] | None], ContextEngine]
+
+    def handlers(self) -> dict[str, CommandHandler]:
+        return {"help": self.help, "new": self.new, "stats": self.stats, "compact": self.compact}
+
+    async def help(self, ctx: CommandContext) -> str:
+        return commands.help_text(is_admin=ctx.is_admin)
+
+    async def new(self, ctx: CommandContext) -> str:
+        async with self.locks.hold(ctx.chat_pk):
+            old = await self.store.active_session(ctx.chat_pk)
+            await self.store.new_session(ctx.chat_pk)
+        return (
+            "Started a fresh conversation. The previous one "
+            f"({old.active_message_count:,} messages) is kept in the archive."
+        )
+
+    async def stats(self, ctx: CommandContext) -> str:
+        if ctx.args.strip().lower() == "all":
+            if ctx.message.chat.kind is not ChatKind.PRIVATE:
+                return "/stats all shows every chat's numbers, so it only works in a private chat with me."
+            return format_global_stats(await self.store.global_stats(top=5))
+        if ctx.args.strip():
+            return "Usage: /stats or /stats all"
+        stats = await self.store.chat_stats(ctx.chat_pk)
+        from datetime import UTC, datetime, timedelta
+
+        today = await self.store.cost_since(ctx.chat_pk, datetime.now(UTC) - timedelta(days=1))
+        return format_chat_stats(
+            stats,
+            model=self.model,
+            compressor_threshold=self.compressor_threshold,
+            hygiene_threshold=self.hygiene_threshold,
+            today_cost=today,
+        )
+
+    async def compact(self, ctx: CommandContext) -> str:
+        args = ctx.args.strip()
+        async with self.locks.hold(ctx.chat_pk):
+            session = await self.store.active_session(ctx.chat_pk)
+            if args.lower() == "undo":
+                started = time.perf_counter()
+                try:
+                    record = await self.store.undo_last_compaction(session.id)
+                except NothingToUndoError:
+                    return "Nothing to undo: this conversation has no compaction that can be restored."
+                return (
+                    f"Undid the {record.trigger} compaction from {record.created_at:%Y-%m-%d %H:%M} UTC: "
+                    f"{record.archived_count:,} messages restored from the archive "
+                    f"({time.perf_counter() - started:.1f} s)."
+                )
+            rows = await self.store.load_window(session.id)
+            items = build_window(rows)
+            engine = self.make_engine(session.engine_state)
+            report, _ = await compact_session(
+                self.store,
+                engine,
+                session_pk=session.id,
+                messages=[i.message for i in items],
+                refs=[i.ids for i in items],
+                trigger="manual",
+                focus=args or None,
+                force=True,
+            )
+        return format_compaction(report)

@@ -1,0 +1,121 @@
+"""A local terminal chat: one private chat, the local user is admin. Try the product with only an API key.
+
+Each line on stdin is one message (`/cmd args` lines are commands); replies go to stdout. Lines up to
+8 MiB are accepted so a pasted log arrives whole.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+import sys
+from datetime import UTC, datetime
+from typing import IO
+
+from gateway.auth import CONSOLE_USER_ID
+from gateway.platforms.base import (
+    Author,
+    Capabilities,
+    ChatKind,
+    ChatRef,
+    CommandSpec,
+    IncomingMessage,
+    MessageHandler,
+    OutgoingMessage,
+    SentMessage,
+)
+
+logger = logging.getLogger(__name__)
+
+LINE_LIMIT = 8 * 1024 * 1024
+CHAT = ChatRef(platform="console", chat_id="local", kind=ChatKind.PRIVATE, title="console")
+
+
+def parse_command(text: str) -> tuple[str, str] | None:
+    if not text.startswith("/") or len(text) < 2 or text[1].isspace():
+        return None
+    head, _, rest = text[1:].partition(" ")
+    return head.split("@", 1)[0].lower(), rest.strip()
+
+
+class _Typing:
+    async def __aenter__(self) -> None:
+        return None
+
+    async def __aexit__(self, *exc: object) -> None:
+        return None
+
+
+class ConsoleAdapter:
+    name = "console"
+    capabilities = Capabilities(max_message_length=1_000_000, length_unit="chars", markdown="plain",
+                                supports_edit=False, supports_typing=False)
+
+    def __init__(self, *, stdin: asyncio.StreamReader | None = None, stdout: IO[str] | None = None,
+                 user_name: str = "you") -> None:
+        self._reader = stdin
+        self._out = stdout or sys.stdout
+        self._user_name = user_name
+        self._task: asyncio.Task[None] | None = None
+        self._ids = itertools.count(1)
+        self.finished = asyncio.Event()
+
+    async def start(self, handler: MessageHandler, commands: list[CommandSpec]) -> None:
+        if self._reader is None:
+            loop = asyncio.get_running_loop()
+            reader = asyncio.StreamReader(limit=LINE_LIMIT)
+            await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+            self._reader = reader
+        names = ", ".join("/" + c.name for c in commands)
+        self._print(f"Console chat ready. Type a message and press Enter; commands: {names}. Ctrl-D quits.")
+        self._task = asyncio.create_task(self._read_loop(handler), name="console-reader")
+
+    async def _read_loop(self, handler: MessageHandler) -> None:
+        assert self._reader is not None
+        try:
+            while True:
+                try:
+                    raw = await self._reader.readline()
+                except ValueError:  # a line above the limit: drain it and tell the user
+                    self._print(f"(That line is longer than {LINE_LIMIT // (1024 * 1024)} MiB and was not sent.)")
+                    continue
+                if not raw:
+                    break
+                text = raw.decode("utf-8", "replace").rstrip("\n")
+                if not text.strip():
+                    continue
+                await handler(self._incoming(text))
+        finally:
+            self.finished.set()
+
+    def _incoming(self, text: str) -> IncomingMessage:
+        command = parse_command(text)
+        return IncomingMessage(
+            chat=CHAT,
+            author=Author(user_id=CONSOLE_USER_ID, display_name=self._user_name),
+            text=text,
+            platform_message_id=f"console-{datetime.now(UTC).timestamp():.6f}-{next(self._ids)}",
+            sent_at=datetime.now(UTC),
+            is_command=command is not None,
+            command=command[0] if command else None,
+            command_args=command[1] if command else "",
+        )
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+    async def send(self, message: OutgoingMessage) -> SentMessage:
+        self._print(f"bot> {message.text}")
+        return SentMessage(platform_message_ids=(f"console-out-{next(self._ids)}",))
+
+    def typing(self, chat: ChatRef) -> _Typing:
+        return _Typing()
+
+    def _print(self, text: str) -> None:
+        self._out.write(text + "\n")
+        self._out.flush()

@@ -1,0 +1,300 @@
+"""Wires the gateway: settings -> store, LLM client, context engine, tools, pipeline, adapters.
+
+`run` serves every configured platform until SIGINT/SIGTERM; `chat` serves the local console.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+import sys
+from collections.abc import AsyncIterator, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from agent.context_engine import CompressionConfig, ContextEngine, EngineState, resolve_engine
+from agent.llm import AnthropicClient, LLMClient
+from agent.loop import LoopConfig
+from agent.models import ModelInfo, lookup_model
+from agent.summarizer import LLMSummarizer
+from agent.tokens import estimate_message
+from agent.tools.current_time import current_time_tool
+from agent.tools.recall import recall_tool
+from agent.tools.registry import ToolRegistry
+from gateway import commands
+from gateway.admin import AdminHandlers
+from gateway.auth import Authorizer, policy_from_ids
+from gateway.config import Settings
+from gateway.errors import SendError
+from gateway.history import ChatHistorySearch
+from gateway.pipeline import Pipeline, RateLimiter
+from gateway.platforms.base import ChatKind, ChatRef, OutgoingMessage, PlatformAdapter
+from gateway.platforms.registry import build_adapters, status_lines
+from gateway.store.lock import ChatLocks
+from gateway.store.repository import Store
+from gateway.turns import TurnRunner, TurnSettings
+
+logger = logging.getLogger(__name__)
+
+NO_PLATFORM_HELP = (
+    "No chat platform is configured. Set TELEGRAM_BOT_TOKEN and/or DISCORD_BOT_TOKEN (see .env.example), "
+    "or run `python -m gateway chat` to talk to the bot in this terminal."
+)
+NO_KEY_HELP = "ANTHROPIC_API_KEY is not set; the bot cannot answer without it (see .env.example)."
+
+
+def cache_ttl_of(settings: Settings) -> str | None:
+    if not settings.prompt_caching.enabled:
+        return None
+    ttl = settings.prompt_caching.cache_ttl
+    return "5m" if ttl == "auto" else ttl
+
+
+def model_status_line(settings: Settings, model: ModelInfo) -> str:
+    ttl = cache_ttl_of(settings)
+    caching = f"ENABLED ({ttl} TTL)" if ttl else "disabled"
+    comp = settings.compression
+    compression = (
+        f"compression at {comp.threshold:.0%}, hygiene at {comp.hygiene_threshold:.0%}, engine "
+        f"{settings.context.engine}"
+        if comp.enabled
+        else "compression disabled"
+    )
+    return (
+        f"model: {model.name} (window {model.context_window:,} tokens); prompt caching: {caching}; {compression}; "
+        f"summaries by {settings.summary_model}"
+    )
+
+
+class Gateway:
+    """The running product: adapters in, pipeline, replies out."""
+
+    def __init__(self, settings: Settings, adapters: Sequence[PlatformAdapter], *, store: Store, llm: LLMClient,
+                 summary_llm: LLMClient | None = None) -> None:
+        self.settings = settings
+        self.adapters = {a.name: a for a in adapters}
+        self.store = store
+        self.llm = llm
+        self.summary_llm = summary_llm or llm
+        self.model = lookup_model(settings.model, context_override=settings.model_context_length)
+        self.locks = ChatLocks(store)
+        ttl = cache_ttl_of(settings)
+        self.turns = TurnRunner(
+            store=store,
+            locks=self.locks,
+            llm=llm,
+            settings=TurnSettings(
+                model=self.model,
+                system_prompt=settings.agent.system_prompt,
+                loop=LoopConfig(
+                    model=self.model,
+                    max_tokens=min(settings.agent.max_output_tokens, self.model.max_output),
+                    max_iterations=settings.agent.max_iterations,
+                    cache_ttl=ttl,  # type: ignore[arg-type]
+                    tool_output_max_chars=settings.agent.tool_output_max_chars,
+                ),
+                compression_enabled=settings.compression.enabled,
+                hygiene_threshold=settings.compression.hygiene_threshold,
+                notify_compaction=settings.compression.notify,
+                cache_ttl=ttl,
+            ),
+            make_engine=self.make_engine,
+            make_tools=self.make_tools,
+            send=self.send,
+            typing=self.typing,
+        )
+        auth = Authorizer(
+            policy_from_ids(
+                admins={"telegram": settings.telegram_admin_ids, "discord": settings.discord_admin_ids},
+                allowed={"telegram": settings.telegram_allowed_users, "discord": settings.discord_allowed_users},
+                allow_all=settings.gateway_allow_all_users,
+            )
+        )
+        admin = AdminHandlers(
+            store=store,
+            locks=self.locks,
+            model=self.model,
+            compressor_threshold=settings.compression.threshold,
+            hygiene_threshold=settings.compression.hygiene_threshold,
+            make_engine=self.make_engine,
+        )
+        self.pipeline = Pipeline(
+            store=store,
+            auth=auth,
+            turns=self.turns,
+            send=self.send,
+            command_handlers=admin.handlers(),
+            rate_limiter=RateLimiter(per_minute=settings.limits.user_messages_per_minute),
+            daily_budget_usd=settings.limits.chat_daily_budget_usd,
+        )
+
+    # -- factories -----------------------------------------------------------------------------------
+
+    def make_engine(self, state: dict[str, Any] | None) -> ContextEngine:
+        comp = self.settings.compression
+        engine_cls = resolve_engine(self.settings.context.engine)
+        summarizer = LLMSummarizer(self.summary_llm, model=self.settings.summary_model)
+        return engine_cls(
+            context_length=self.model.context_window,
+            config=CompressionConfig(
+                enabled=comp.enabled,
+                threshold=comp.threshold,
+                target_ratio=comp.target_ratio,
+                protect_last_n=comp.protect_last_n,
+            ),
+            summarizer=summarizer,
+            count_tokens=estimate_message,
+            state=EngineState.from_json(state),
+        )
+
+    def make_tools(self, chat_pk: int) -> ToolRegistry:
+        return ToolRegistry(
+            [recall_tool(ChatHistorySearch(self.store, chat_pk)), current_time_tool(lambda: datetime.now(UTC))]
+        )
+
+    # -- I/O -----------------------------------------------------------------------------------------
+
+    async def send(self, message: OutgoingMessage) -> None:
+        adapter = self.adapters.get(message.chat.platform)
+        if adapter is None:
+            logger.error("no adapter for platform %s (chat %s)", message.chat.platform, message.chat.chat_id)
+            return
+        try:
+            await adapter.send(message)
+        except SendError as exc:
+            logger.error("reply to %s:%s not delivered: %s", message.chat.platform, message.chat.chat_id, exc)
+
+    @contextlib.asynccontextmanager
+    async def typing(self, chat: ChatRef) -> AsyncIterator[None]:
+        adapter = self.adapters.get(chat.platform)
+        if adapter is None:
+            yield
+            return
+        async with adapter.typing(chat):
+            yield
+
+    # -- lifecycle -----------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        for line in status_lines(self.settings):
+            logger.info("%s", line)
+        logger.info("%s", model_status_line(self.settings, self.model))
+        specs = list(commands.COMMANDS)
+        for adapter in self.adapters.values():
+            await adapter.start(self.pipeline.handle, specs)
+            logger.info("%s: connected", adapter.name)
+        await self.recover_unanswered()
+
+    async def recover_unanswered(self) -> None:
+        """Answer turns a crash left unanswered; tell users when they are too old to answer now."""
+        max_age = timedelta(seconds=self.settings.limits.unanswered_max_age_s)
+        pending = await self.store.unanswered()
+        by_chat: dict[int, list[Any]] = {}
+        for row in pending:
+            by_chat.setdefault(row.chat_pk, []).append(row)
+        now = datetime.now(UTC)
+        for chat_pk, rows in by_chat.items():
+            chat = await self.store.get_chat(chat_pk)
+            if chat is None or chat.platform not in self.adapters:
+                continue
+            ref = ChatRef(platform=chat.platform, chat_id=chat.chat_id, thread_id=chat.thread_id or None,
+                          kind=ChatKind(chat.kind), title=chat.title)
+            stale = [r for r in rows if now - r.created_at > max_age]
+            if stale:
+                await self.store.mark_replied([r.id for r in stale])
+                await self.send(OutgoingMessage(
+                    chat=ref,
+                    text="Sorry — I was restarted and could not answer your earlier message in time. "
+                    "It is kept in the conversation; please ask again if you still need an answer.",
+                    reply_to_message_id=stale[-1].platform_message_id,
+                ))
+            if len(stale) < len(rows):
+                logger.info("recovering %d unanswered message(s) in %s:%s", len(rows) - len(stale),
+                            chat.platform, chat.chat_id)
+                self.pipeline.schedule(ref, chat_pk)
+
+    async def stop(self) -> None:
+        for adapter in self.adapters.values():
+            try:
+                await adapter.stop()
+            except Exception:
+                logger.exception("error while stopping %s", adapter.name)
+        await self.pipeline.drain(timeout=10)
+
+
+def _make_llm(settings: Settings) -> AnthropicClient:
+    assert settings.anthropic_api_key is not None
+    return AnthropicClient(
+        api_key=settings.anthropic_api_key.get_secret_value(),
+        base_url=str(settings.anthropic_base_url).rstrip("/") if settings.anthropic_base_url else None,
+    )
+
+
+def _make_summary_llm(settings: Settings, main: AnthropicClient) -> AnthropicClient:
+    base = settings.auxiliary.compression.base_url
+    if base is None:
+        return main
+    assert settings.anthropic_api_key is not None
+    return AnthropicClient(api_key=settings.anthropic_api_key.get_secret_value(), base_url=str(base).rstrip("/"))
+
+
+async def _serve(settings: Settings, adapters: Sequence[PlatformAdapter], *, until: asyncio.Event | None = None) -> int:
+    store = await Store.open(settings.database_url)
+    llm = _make_llm(settings)
+    summary_llm = _make_summary_llm(settings, llm)
+    gateway = Gateway(settings, adapters, store=store, llm=llm, summary_llm=summary_llm)
+    stop = until or asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, stop.set)
+    try:
+        await gateway.start()
+        logger.info("gateway running; press Ctrl-C to stop")
+        await stop.wait()
+    finally:
+        logger.info("stopping")
+        await gateway.stop()
+        await llm.close()
+        if summary_llm is not llm:
+            await summary_llm.close()
+        await store.close()
+    return 0
+
+
+def run(settings: Settings) -> int:
+    if settings.anthropic_api_key is None:
+        print(NO_KEY_HELP, file=sys.stderr)
+        return 2
+    adapters = build_adapters(settings)
+    if not adapters:
+        print(NO_PLATFORM_HELP, file=sys.stderr)
+        for line in status_lines(settings):
+            print("  " + line, file=sys.stderr)
+        return 2
+    return asyncio.run(_serve(settings, adapters))
+
+
+def chat(settings: Settings) -> int:
+    if settings.anthropic_api_key is None:
+        print(NO_KEY_HELP, file=sys.stderr)
+        return 2
+    from gateway.platforms.console import ConsoleAdapter
+
+    async def main() -> int:
+        console = ConsoleAdapter()
+        done = asyncio.Event()
+
+        async def watch() -> None:
+            await console.finished.wait()
+            done.set()
+
+        watcher = asyncio.create_task(watch())
+        try:
+            return await _serve(settings, [console], until=done)
+        finally:
+            watcher.cancel()
+
+    return asyncio.run(main())
