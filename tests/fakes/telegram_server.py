@@ -1,0 +1,436 @@
+"""A fake Telegram Bot API server on 127.0.0.1 that python-telegram-bot talks to over real HTTP.
+
+    async with FakeTelegram(token="123:abc") as tg:
+        app = ApplicationBuilder().token("123:abc").base_url(tg.base_url).base_file_url(tg.base_file_url)
+        tg.push_message(42, "hello", user_id=42)
+        await tg.wait_sent(1)
+
+It answers the methods a gateway uses with Telegram's status codes and descriptions: long polling with
+offsets, strict HTML validation (see `telegram_html_parser`), the 4096 UTF-16 unit limit, flood control
+and webhook delivery. Tests inject updates with `push_message`/`push_update` and read `sent`, `actions`,
+`commands` and `requests`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import aiohttp
+from aiohttp import web
+
+from tests.fakes.telegram_html_parser import HtmlParseError, parse_html, utf16_len
+from tests.fakes.telegram_updates import UpdateBuilder
+
+MAX_TEXT = 4096
+_FAULTS = {
+    "retry_after": (429, "Too Many Requests: retry after {retry_after}"),
+    "parse_error": (400, 'Bad Request: can\'t parse entities: Unsupported start tag "x" at byte offset 0'),
+    "forbidden": (403, "Forbidden: bot was blocked by the user"),
+    "chat_not_found": (400, "Bad Request: chat not found"),
+    "server_error": (500, "Internal Server Error"),
+}
+
+
+class ApiError(Exception):
+    """An error answer: HTTP status, Telegram description and optional response parameters."""
+
+    def __init__(self, status: int, description: str, parameters: dict[str, Any] | None = None) -> None:
+        super().__init__(description)
+        self.status = status
+        self.description = description
+        self.parameters = parameters
+
+
+@dataclass
+class Fault:
+    kind: str
+    retry_after: int = 1
+
+
+@dataclass
+class Sent:
+    """One message the bot sent (or edited)."""
+
+    chat_id: int
+    text: str
+    parse_mode: str | None
+    message_id: int
+    visible_text: str
+    message_thread_id: int | None = None
+    reply_to: int | None = None
+    edited: bool = False
+    raw: dict[str, Any] = field(default_factory=dict)
+
+
+class _Params:
+    """Request parameters as PTB sends them: form fields (non-strings JSON-encoded) or a JSON body."""
+
+    def __init__(self, values: dict[str, Any]) -> None:
+        self.values = values
+
+    def str(self, name: str) -> str | None:
+        value = self.values.get(name)
+        return None if value is None else str(value)
+
+    def json(self, name: str) -> Any:
+        value = self.values.get(name)
+        if isinstance(value, str):
+            try:
+                return json.loads(value)
+            except ValueError:
+                raise ApiError(400, f"Bad Request: can't parse {name} JSON object") from None
+        return value
+
+    def int(self, name: str) -> int | None:
+        value = self.json(name)
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ApiError(400, f"Bad Request: invalid {name} specified")
+        return value
+
+
+class FakeTelegram(UpdateBuilder):
+    def __init__(
+        self,
+        *,
+        token: str = "123456:TEST-token",
+        bot_id: int | None = None,
+        username: str = "gateway_test_bot",
+        first_name: str = "Gateway",
+        strict_chats: bool = False,
+    ) -> None:
+        bot_id = bot_id if bot_id is not None else int(token.split(":", 1)[0])
+        super().__init__(bot={"id": bot_id, "is_bot": True, "first_name": first_name, "username": username})
+        self.token = token
+        self.strict_chats = strict_chats
+        self.sent: list[Sent] = []
+        self.actions: list[dict[str, Any]] = []
+        self.requests: list[tuple[str, dict[str, Any]]] = []
+        self.webhook: dict[str, Any] = {}
+        self._commands: dict[str, list[dict[str, str]]] = {}
+        self._updates: list[dict[str, Any]] = []
+        self._faults: dict[str, deque[Fault]] = {}
+        self._changed = asyncio.Condition()
+        self._runner: web.AppRunner | None = None
+        self._closing = False
+        self._next_message_id = 1000
+        self.port = 0
+
+    # Lifecycle -----------------------------------------------------------------------------------
+
+    async def __aenter__(self) -> FakeTelegram:
+        app = web.Application()
+        app.router.add_route("*", "/bot{token}/{method}", self._handle)
+        self._runner = web.AppRunner(app, shutdown_timeout=1.0)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        self.port = self._runner.addresses[0][1]
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self._closing = True
+        await self._notify()
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/bot"
+
+    @property
+    def base_file_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/file/bot"
+
+    # Control -------------------------------------------------------------------------------------
+
+    def push_update(self, update: dict[str, Any]) -> dict[str, Any]:
+        """Queue a raw Update for getUpdates (a webhook is not called; use `deliver_webhook`)."""
+        self._updates.append(update)
+        self._updates.sort(key=lambda u: u["update_id"])
+        self._wake()
+        return update
+
+    def fail_next(
+        self, method: str, *, kind: str = "retry_after", retry_after: int = 1, times: int = 1
+    ) -> None:
+        """Make the next `times` calls of `method` fail (`parse_error` hits only sends in HTML mode)."""
+        if kind not in _FAULTS:
+            raise ValueError(f"unknown fault kind {kind!r}; known: {sorted(_FAULTS)}")
+        self._faults.setdefault(method, deque()).extend(Fault(kind, retry_after) for _ in range(times))
+
+    @property
+    def commands(self) -> list[dict[str, str]]:
+        """The default-scope command menu the bot registered."""
+        return self._commands.get(_scope_key(None, None), [])
+
+    def called(self, method: str) -> list[dict[str, Any]]:
+        return [params for name, params in self.requests if name.lower() == method.lower()]
+
+    async def wait_for(self, predicate: Callable[[], bool], timeout: float = 5.0) -> None:  # noqa: ASYNC109 - a test helper, not a library call
+        async with asyncio.timeout(timeout), self._changed:
+            await self._changed.wait_for(predicate)
+
+    async def wait_sent(self, n: int, timeout: float = 5.0) -> list[Sent]:  # noqa: ASYNC109
+        await self.wait_for(lambda: len(self.sent) >= n, timeout)
+        return self.sent
+
+    async def deliver_webhook(self, url: str, update: dict[str, Any], secret_token: str | None = None) -> int:
+        """POST `update` to the bot's webhook the way Telegram does; returns the HTTP status."""
+        headers = {"X-Telegram-Bot-Api-Secret-Token": secret_token} if secret_token else {}
+        async with (
+            aiohttp.ClientSession() as session,
+            session.post(url, json=update, headers=headers) as resp,
+        ):
+            await resp.read()
+            return resp.status
+
+    def _wake(self) -> None:
+        asyncio.get_running_loop().create_task(self._notify())
+
+    async def _notify(self) -> None:
+        async with self._changed:
+            self._changed.notify_all()
+
+    # HTTP ----------------------------------------------------------------------------------------
+
+    async def _handle(self, request: web.Request) -> web.Response:
+        if request.match_info["token"] != self.token:
+            return _error(ApiError(401, "Unauthorized"))
+        method = request.match_info["method"]
+        handler = getattr(self, "_m_" + method.lower(), None)
+        if handler is None:
+            return _error(ApiError(404, "Not Found"))
+        if request.content_type == "application/json":
+            values = await request.json() if request.can_read_body else {}
+        else:
+            values = dict(await request.post())
+        self.requests.append((method, values))
+        params = _Params(values)
+        try:
+            self._maybe_fail(method, params)
+            result = await handler(params)
+        except ApiError as exc:
+            return _error(exc)
+        finally:
+            self._wake()
+        return web.json_response({"ok": True, "result": result})
+
+    def _maybe_fail(self, method: str, params: _Params) -> None:
+        queue = self._faults.get(method)
+        if not queue:
+            return
+        fault = queue[0]
+        if fault.kind == "parse_error" and (params.str("parse_mode") or "").upper() != "HTML":
+            return
+        queue.popleft()
+        status, description = _FAULTS[fault.kind]
+        parameters = {"retry_after": fault.retry_after} if fault.kind == "retry_after" else None
+        raise ApiError(status, description.format(retry_after=fault.retry_after), parameters)
+
+    # Bot API methods -----------------------------------------------------------------------------
+
+    async def _m_getme(self, params: _Params) -> dict[str, Any]:
+        return {
+            **self.bot,
+            "can_join_groups": True,
+            "can_read_all_group_messages": False,
+            "supports_inline_queries": False,
+        }
+
+    async def _m_getupdates(self, params: _Params) -> list[dict[str, Any]]:
+        if self.webhook.get("url"):
+            raise ApiError(
+                409, "Conflict: can't use getUpdates method while webhook is active; use deleteWebhook first"
+            )
+        offset = params.int("offset") or 0
+        limit = params.int("limit") or 100
+        timeout = params.int("timeout") or 0
+        if offset:
+            self._updates = [u for u in self._updates if u["update_id"] >= offset]
+
+        def ready() -> bool:
+            return self._closing or any(u["update_id"] >= offset for u in self._updates)
+
+        if timeout > 0 and not ready():
+            try:
+                await self.wait_for(ready, timeout)
+            except TimeoutError:
+                return []
+        return [u for u in self._updates if u["update_id"] >= offset][:limit]
+
+    async def _m_setwebhook(self, params: _Params) -> bool:
+        url = params.str("url") or ""
+        if url and not url.startswith(("https://", "http://")):
+            raise ApiError(400, "Bad Request: bad webhook: An HTTPS URL must be provided for webhook")
+        self.webhook = {"url": url, "secret_token": params.str("secret_token")}
+        if params.json("drop_pending_updates"):
+            self._updates.clear()
+        return True
+
+    async def _m_deletewebhook(self, params: _Params) -> bool:
+        self.webhook = {}
+        if params.json("drop_pending_updates"):
+            self._updates.clear()
+        return True
+
+    async def _m_getwebhookinfo(self, params: _Params) -> dict[str, Any]:
+        return {
+            "url": self.webhook.get("url", ""),
+            "has_custom_certificate": False,
+            "pending_update_count": len(self._updates),
+        }
+
+    async def _m_sendmessage(self, params: _Params) -> dict[str, Any]:
+        chat_id = self._chat_id(params)
+        text, parse_mode = params.str("text") or "", params.str("parse_mode")
+        visible = self._validate_text(text, parse_mode)
+        reply = params.json("reply_parameters")
+        reply_to = reply.get("message_id") if isinstance(reply, dict) else params.int("reply_to_message_id")
+        self._next_message_id += 1
+        message = self._bot_message(chat_id, self._next_message_id, visible, params.int("message_thread_id"))
+        self.sent.append(
+            Sent(
+                chat_id=chat_id,
+                text=text,
+                parse_mode=parse_mode,
+                message_id=self._next_message_id,
+                visible_text=visible,
+                message_thread_id=params.int("message_thread_id"),
+                reply_to=reply_to,
+                raw=message,
+            )
+        )
+        return message
+
+    async def _m_editmessagetext(self, params: _Params) -> dict[str, Any]:
+        chat_id = self._chat_id(params)
+        message_id = params.int("message_id")
+        text, parse_mode = params.str("text") or "", params.str("parse_mode")
+        visible = self._validate_text(text, parse_mode)
+        previous = [s for s in self.sent if s.chat_id == chat_id and s.message_id == message_id]
+        if not previous:
+            raise ApiError(400, "Bad Request: message to edit not found")
+        if previous[-1].visible_text == visible:
+            raise ApiError(
+                400, "Bad Request: message is not modified: specified new message content is the same"
+            )
+        message = self._bot_message(chat_id, message_id or 0, visible, previous[-1].message_thread_id)
+        message["edit_date"] = int(time.time())
+        self.sent.append(
+            Sent(
+                chat_id,
+                text,
+                parse_mode,
+                message_id or 0,
+                visible,
+                previous[-1].message_thread_id,
+                edited=True,
+            )
+        )
+        return message
+
+    async def _m_sendchataction(self, params: _Params) -> bool:
+        chat_id = self._chat_id(params)
+        action = params.str("action")
+        if action not in {"typing", "upload_photo", "record_voice", "upload_document", "choose_sticker"}:
+            raise ApiError(400, "Bad Request: wrong parameter action in request")
+        self.actions.append(
+            {"chat_id": chat_id, "action": action, "message_thread_id": params.int("message_thread_id"),
+             "at": time.monotonic()}
+        )  # fmt: skip
+        return True
+
+    async def _m_setmycommands(self, params: _Params) -> bool:
+        commands = params.json("commands")
+        if not isinstance(commands, list) or len(commands) > 100:
+            raise ApiError(400, "Bad Request: commands must be a list of at most 100 BotCommand")
+        for command in commands:
+            name, description = command.get("command", ""), command.get("description", "")
+            if not (1 <= len(name) <= 32) or not all(c.islower() or c.isdigit() or c == "_" for c in name):
+                raise ApiError(400, "Bad Request: BOT_COMMAND_INVALID")
+            if not (1 <= len(description) <= 256):
+                raise ApiError(400, "Bad Request: BOT_COMMAND_DESCRIPTION_INVALID")
+        key = _scope_key(params.json("scope"), params.str("language_code"))
+        self._commands[key] = [{"command": c["command"], "description": c["description"]} for c in commands]
+        return True
+
+    async def _m_getmycommands(self, params: _Params) -> list[dict[str, str]]:
+        return self._commands.get(_scope_key(params.json("scope"), params.str("language_code")), [])
+
+    async def _m_deletemycommands(self, params: _Params) -> bool:
+        self._commands.pop(_scope_key(params.json("scope"), params.str("language_code")), None)
+        return True
+
+    async def _m_answercallbackquery(self, params: _Params) -> bool:
+        if not params.str("callback_query_id"):
+            raise ApiError(
+                400, "Bad Request: query is too old and response timeout expired or query ID is invalid"
+            )
+        return True
+
+    async def _m_close(self, params: _Params) -> bool:
+        return True
+
+    async def _m_logout(self, params: _Params) -> bool:
+        return True
+
+    # Helpers -------------------------------------------------------------------------------------
+
+    def _chat_id(self, params: _Params) -> int:
+        chat_id = params.int("chat_id")
+        if chat_id is None:
+            raise ApiError(400, "Bad Request: chat_id is empty")
+        if self.strict_chats and chat_id not in self.chats:
+            raise ApiError(400, "Bad Request: chat not found")
+        return chat_id
+
+    @staticmethod
+    def _validate_text(text: str, parse_mode: str | None) -> str:
+        if parse_mode is None or parse_mode == "":
+            visible = text
+        elif parse_mode.upper() == "HTML":
+            try:
+                visible = parse_html(text)
+            except HtmlParseError as exc:
+                raise ApiError(400, f"Bad Request: can't parse entities: {exc}") from None
+        else:
+            raise ApiError(400, "Bad Request: unsupported parse_mode")
+        if not visible.strip():
+            raise ApiError(400, "Bad Request: message text is empty")
+        if utf16_len(visible) > MAX_TEXT:
+            raise ApiError(400, "Bad Request: message is too long")
+        return visible
+
+    def _bot_message(self, chat_id: int, message_id: int, text: str, thread_id: int | None) -> dict[str, Any]:
+        chat = self.chats.get(chat_id) or {"id": chat_id, "type": "private" if chat_id > 0 else "supergroup"}
+        message: dict[str, Any] = {
+            "message_id": message_id,
+            "date": int(time.time()),
+            "chat": chat,
+            "from": self.bot,
+            "text": text,
+        }
+        if thread_id is not None:
+            message["message_thread_id"] = thread_id
+            message["is_topic_message"] = True
+        return message
+
+
+def _scope_key(scope: Any, language_code: str | None) -> str:
+    scope = scope or {"type": "default"}
+    return json.dumps(scope, sort_keys=True) + "|" + (language_code or "")
+
+
+def _error(exc: ApiError) -> web.Response:
+    body: dict[str, Any] = {"ok": False, "error_code": exc.status, "description": exc.description}
+    if exc.parameters:
+        body["parameters"] = exc.parameters
+    return web.json_response(body, status=exc.status)
