@@ -120,6 +120,7 @@ class Settings(BaseSettings):
         env_file=".env",
         env_file_encoding="utf-8",
         env_nested_delimiter="__",
+        env_ignore_empty=True,
         case_sensitive=False,
         extra="ignore",
         yaml_file="config.yaml",
