@@ -1,0 +1,420 @@
+"""Discord adapter on discord.py: gateway events in as `IncomingMessage`, replies out under 2000 chars.
+
+DMs are private chats, guild text channels are group chats and a thread is its own chat (chat id =
+parent channel, thread id = the thread). Slash commands are registered from the command specs and
+deferred at once; the reply to one goes out as the interaction's followup. Every send forbids
+@everyone/@here and role pings. discord.py types never leave this module.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import re
+from typing import Any
+
+import aiohttp
+import discord
+import yarl
+from discord import app_commands
+
+from gateway.errors import PlatformStartError, SendError, SendRejected, SendRetryLater
+from gateway.platforms.base import (
+    Author,
+    Capabilities,
+    ChatKind,
+    ChatRef,
+    CommandSpec,
+    IncomingMessage,
+    MediaKind,
+    MessageHandler,
+    OutgoingMessage,
+    SentMessage,
+)
+from gateway.platforms.split import split_text
+
+logger = logging.getLogger(__name__)
+
+PLATFORM = "discord"
+MAX_LENGTH = 2000
+FALLBACK_LENGTH = 1000
+"""Chunk size for the second attempt after Discord rejects a chunk (400, e.g. code 50035)."""
+_COMMAND_RE = re.compile(r"^/([\w-]{1,32})(?:\s+(.*))?$", re.DOTALL)
+_OWN_IDS_KEPT = 2000
+
+SAFE_MENTIONS = discord.AllowedMentions(everyone=False, roles=False, users=True, replied_user=False)
+"""Users may be pinged by id; @everyone, @here and role mentions never are."""
+
+
+class _Client(discord.Client):
+    """A discord.Client that forwards the events the adapter needs."""
+
+    def __init__(self, adapter: DiscordAdapter, **options: Any) -> None:
+        super().__init__(**options)
+        self._adapter = adapter
+
+    async def on_ready(self) -> None:
+        self._adapter._ready.set()
+
+    async def on_message(self, message: discord.Message) -> None:
+        await self._adapter._deliver(self._adapter._convert(message, is_edit=False))
+
+    async def on_raw_message_edit(self, payload: discord.RawMessageUpdateEvent) -> None:
+        await self._adapter._deliver(self._adapter._convert(payload.message, is_edit=True))
+
+
+class DiscordAdapter:
+    """`PlatformAdapter` for Discord. `api_base_url`/`gateway_url` point discord.py elsewhere (fakes)."""
+
+    name = PLATFORM
+    capabilities = Capabilities(
+        max_message_length=MAX_LENGTH, length_unit="chars", markdown="discord_markdown", supports_edit=True
+    )
+
+    def __init__(
+        self,
+        token: str,
+        api_base_url: str | None = None,
+        gateway_url: str | None = None,
+        *,
+        guild_ready_timeout: float = 2.0,
+        ready_timeout: float = 30.0,
+        max_ratelimit_timeout: float | None = None,
+    ) -> None:
+        self._token = token
+        self._api_base_url = api_base_url.rstrip("/") if api_base_url else None
+        self._gateway_url = gateway_url
+        self._guild_ready_timeout = guild_ready_timeout
+        self._ready_timeout = ready_timeout
+        self._max_ratelimit_timeout = max_ratelimit_timeout
+        self._client: _Client | None = None
+        self._connect_task: asyncio.Task[None] | None = None
+        self._handler: MessageHandler | None = None
+        self._ready = asyncio.Event()
+        self._own_message_ids: dict[int, None] = {}
+        self._saved_urls: tuple[str, yarl.URL] | None = None
+
+    # ---- lifecycle -------------------------------------------------------------------------------
+
+    async def start(self, handler: MessageHandler, commands: list[CommandSpec]) -> None:
+        """Log in, register slash commands, connect the gateway; return once READY."""
+        self._handler = handler
+        self._ready.clear()
+        self._point_library_at_urls()
+        intents = discord.Intents.default()
+        intents.message_content = True
+        intents.dm_messages = True
+        intents.guilds = True
+        client = _Client(
+            self,
+            intents=intents,
+            guild_ready_timeout=self._guild_ready_timeout,
+            max_ratelimit_timeout=self._max_ratelimit_timeout,
+            chunk_guilds_at_startup=False,
+        )
+        self._client = client
+        tree = app_commands.CommandTree(client)
+        for spec in commands:
+            tree.add_command(self._slash_command(spec))
+        try:
+            await client.login(self._token)
+            await tree.sync()
+        except discord.LoginFailure as exc:
+            await self.stop()
+            raise PlatformStartError("discord rejected the bot token") from exc
+        except (discord.HTTPException, aiohttp.ClientError, OSError) as exc:
+            await self.stop()
+            raise PlatformStartError(f"discord login failed: {type(exc).__name__}") from exc
+        self._connect_task = asyncio.create_task(client.connect(reconnect=True), name="discord-gateway")
+        self._connect_task.add_done_callback(_log_connect_end)
+        ready = asyncio.create_task(self._ready.wait())
+        done, _ = await asyncio.wait(
+            {ready, self._connect_task}, timeout=self._ready_timeout, return_when="FIRST_COMPLETED"
+        )
+        if ready not in done:
+            ready.cancel()
+            failure = self._connect_task.exception() if self._connect_task in done else None
+            await self.stop()
+            if failure is not None:
+                raise PlatformStartError(f"discord gateway connection failed: {failure!r}") from failure
+            raise PlatformStartError(f"discord gateway not READY within {self._ready_timeout:.0f}s")
+        logger.info("discord: connected as %s, %d slash commands synced", client.user, len(commands))
+
+    async def stop(self) -> None:
+        client, self._client = self._client, None
+        task, self._connect_task = self._connect_task, None
+        if client is not None:
+            await client.close()
+        if task is not None:
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.gather(task, return_exceptions=True)
+        self._restore_library_urls()
+
+    def _point_library_at_urls(self) -> None:
+        # The only two library settings touched; they are module-level, so restore them on stop.
+        self._saved_urls = (discord.http.Route.BASE, discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY)
+        if self._api_base_url is not None:
+            discord.http.Route.BASE = self._api_base_url
+        if self._gateway_url is not None:
+            discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY = yarl.URL(self._gateway_url)
+
+    def _restore_library_urls(self) -> None:
+        if self._saved_urls is not None:
+            discord.http.Route.BASE, discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY = self._saved_urls
+            self._saved_urls = None
+
+    # ---- inbound ---------------------------------------------------------------------------------
+
+    def _slash_command(self, spec: CommandSpec) -> app_commands.Command[Any, Any, None]:
+        name = spec.name
+        description = (spec.description or name)[:100]
+        if spec.args_hint:
+
+            async def with_args(interaction: discord.Interaction, args: str | None = None) -> None:
+                await self._on_slash(interaction, name, args or "")
+
+            callback = app_commands.describe(args=spec.args_hint[:100])(with_args)
+            return app_commands.Command(name=name, description=description, callback=callback)
+
+        async def no_args(interaction: discord.Interaction) -> None:
+            await self._on_slash(interaction, name, "")
+
+        return app_commands.Command(name=name, description=description, callback=no_args)
+
+    async def _on_slash(self, interaction: discord.Interaction, command: str, args: str) -> None:
+        try:
+            await interaction.response.defer(thinking=True)
+        except discord.HTTPException as exc:
+            logger.warning("discord: could not defer /%s (status %s, code %s)", command, exc.status, exc.code)
+        user = interaction.user
+        message = IncomingMessage(
+            chat=self._chat_ref(interaction.channel, interaction.channel_id, interaction.guild_id),
+            author=Author(user_id=str(user.id), display_name=user.display_name, is_bot=user.bot),
+            text=f"/{command} {args}".rstrip(),
+            platform_message_id=str(interaction.id),
+            sent_at=interaction.created_at,
+            is_command=True,
+            command=command.lower(),
+            command_args=args.strip(),
+            is_interaction=True,
+            reply_handle=interaction,
+        )
+        await self._deliver(message)
+
+    async def _deliver(self, message: IncomingMessage) -> None:
+        if self._handler is None:
+            return
+        try:
+            await self._handler(message)
+        except Exception:
+            # The top of a discord.py event task: log with the chat, keep the gateway running.
+            logger.exception(
+                "discord: handler failed for chat %s message %s",
+                message.chat.key,
+                message.platform_message_id,
+            )
+
+    def _chat_ref(self, channel: Any, channel_id: int | None, guild_id: int | None) -> ChatRef:
+        if isinstance(channel, discord.Thread):
+            return ChatRef(PLATFORM, str(channel.parent_id), str(channel.id), ChatKind.GROUP, channel.name)
+        if isinstance(channel, discord.DMChannel):
+            return ChatRef(PLATFORM, str(channel.id), None, ChatKind.PRIVATE, None)
+        if isinstance(channel, discord.GroupChannel):
+            return ChatRef(PLATFORM, str(channel.id), None, ChatKind.GROUP, channel.name)
+        if isinstance(channel, discord.abc.GuildChannel):
+            return ChatRef(PLATFORM, str(channel.id), None, ChatKind.GROUP, f"#{channel.name}")
+        kind = ChatKind.PRIVATE if guild_id is None else ChatKind.GROUP
+        return ChatRef(PLATFORM, str(channel_id if channel is None else channel.id), None, kind, None)
+
+    def _convert(self, message: discord.Message, *, is_edit: bool) -> IncomingMessage:
+        """Turn a discord.py message into the gateway's value; own and other bots' messages included."""
+        me = self._client.user if self._client is not None else None
+        my_id = me.id if me is not None else None
+        text = message.content
+        mentions_bot = my_id is not None and any(u.id == my_id for u in message.mentions)
+        if mentions_bot:
+            text = re.sub(rf"<@!?{my_id}>", "", text).strip()
+        command = command_args = None
+        match = _COMMAND_RE.match(text)
+        if match is not None:
+            command, command_args = match.group(1).lower(), (match.group(2) or "").strip()
+        reference = message.reference
+        is_forwarded = reference is not None and reference.type is discord.MessageReferenceType.forward
+        if is_forwarded and not text and message.message_snapshots:
+            text = message.message_snapshots[0].content
+        media = _media_kinds(message)
+        return IncomingMessage(
+            chat=self._chat_ref(
+                message.channel, message.channel.id, message.guild.id if message.guild else None
+            ),
+            author=Author(
+                user_id=str(message.author.id),
+                display_name=message.author.display_name,
+                is_bot=message.author.bot,
+                is_self=my_id is not None and message.author.id == my_id,
+            ),
+            text=text,
+            platform_message_id=str(message.id),
+            sent_at=(message.edited_at or message.created_at) if is_edit else message.created_at,
+            mentions_bot=mentions_bot,
+            reply_to_bot=not is_forwarded and self._replies_to_me(reference, my_id),
+            is_command=command is not None,
+            command=command,
+            command_args=command_args or "",
+            is_edit=is_edit,
+            is_forwarded=is_forwarded,
+            media=media,
+            caption=text if media and text else None,
+        )
+
+    def _replies_to_me(self, reference: discord.MessageReference | None, my_id: int | None) -> bool:
+        if reference is None or my_id is None or reference.message_id is None:
+            return False
+        target = reference.resolved or reference.cached_message
+        if isinstance(target, discord.Message):
+            return target.author.id == my_id
+        return reference.message_id in self._own_message_ids
+
+    def _remember_own(self, message_id: int) -> None:
+        self._own_message_ids[message_id] = None
+        while len(self._own_message_ids) > _OWN_IDS_KEPT:
+            del self._own_message_ids[next(iter(self._own_message_ids))]
+
+    # ---- outbound --------------------------------------------------------------------------------
+
+    async def send(self, message: OutgoingMessage) -> SentMessage:
+        """Split under 2000 chars and send; a slash-command reply goes out as the interaction followup."""
+        ids: list[str] = []
+        reference = message.reply_to_message_id
+        for chunk in split_text(message.text, MAX_LENGTH, unit="chars"):
+            try:
+                ids.append(await self._send_chunk(message, chunk, reference))
+            except SendRejected:
+                ids.extend(await self._send_smaller(message, chunk))
+            reference = None
+        return SentMessage(tuple(ids))
+
+    async def _send_smaller(self, message: OutgoingMessage, chunk: str) -> list[str]:
+        """Second attempt after Discord rejected a chunk: smaller pieces, link embeds suppressed.
+
+        A piece that is rejected again raises `SendRejected` carrying the chat id.
+        """
+        logger.warning(
+            "discord: chat %s rejected a chunk; re-sending in smaller pieces", message.chat.chat_id
+        )
+        return [
+            await self._send_chunk(message, piece, None, plain=True)
+            for piece in split_text(chunk, FALLBACK_LENGTH, unit="chars")
+        ]
+
+    async def _send_chunk(
+        self, message: OutgoingMessage, chunk: str, reply_to: str | None, *, plain: bool = False
+    ) -> str:
+        """Send one chunk; translate discord.py's errors into the gateway's send errors."""
+        chat_id = message.chat.chat_id
+        try:
+            sent_id = await self._post(message, chunk, reply_to, plain=plain)
+        except discord.RateLimited as exc:
+            raise SendRetryLater("discord rate limit", retry_after=exc.retry_after, chat_id=chat_id) from exc
+        except (discord.Forbidden, discord.NotFound) as exc:
+            detail = f"discord refused the send ({exc.status}, code {exc.code})"
+            raise SendError(detail, chat_id=chat_id) from exc
+        except discord.HTTPException as exc:
+            if exc.status == 429:
+                # discord.py retried on its own already; give up for now and let the caller wait.
+                retry_after = _retry_after(exc)
+                raise SendRetryLater("discord rate limit", retry_after=retry_after, chat_id=chat_id) from exc
+            if exc.status == 400:
+                detail = f"discord rejected the content (code {exc.code})"
+                raise SendRejected(detail, chat_id=chat_id) from exc
+            raise SendError(f"discord send failed ({exc.status}, code {exc.code})", chat_id=chat_id) from exc
+        except (aiohttp.ClientError, OSError, TimeoutError) as exc:
+            raise SendError(f"discord unreachable: {type(exc).__name__}", chat_id=chat_id) from exc
+        self._remember_own(sent_id)
+        return str(sent_id)
+
+    async def _post(self, message: OutgoingMessage, chunk: str, reply_to: str | None, *, plain: bool) -> int:
+        handle = message.reply_handle
+        if isinstance(handle, discord.Interaction) and not handle.is_expired():
+            try:
+                followup = await handle.followup.send(
+                    chunk, allowed_mentions=SAFE_MENTIONS, wait=True, suppress_embeds=plain
+                )
+            except discord.NotFound:
+                logger.warning("discord: interaction %s is gone; replying in the channel", handle.id)
+            else:
+                return followup.id
+        target = int(message.chat.thread_id or message.chat.chat_id)
+        channel = self._require_client().get_partial_messageable(target)
+        if reply_to:
+            ref = discord.MessageReference(
+                message_id=int(reply_to), channel_id=target, fail_if_not_exists=False
+            )
+            posted = await channel.send(
+                chunk, allowed_mentions=SAFE_MENTIONS, reference=ref, suppress_embeds=plain
+            )
+        else:
+            posted = await channel.send(chunk, allowed_mentions=SAFE_MENTIONS, suppress_embeds=plain)
+        return posted.id
+
+    def typing(self, chat: ChatRef) -> _Typing:
+        return _Typing(self._require_client(), int(chat.thread_id or chat.chat_id))
+
+    def _require_client(self) -> _Client:
+        if self._client is None:
+            raise SendError("discord adapter is not started")
+        return self._client
+
+
+class _Typing:
+    """Keeps the typing indicator alive (discord.py re-posts it every 5 s); failures are only logged."""
+
+    def __init__(self, client: discord.Client, channel_id: int) -> None:
+        self._inner = client.get_partial_messageable(channel_id).typing()
+        self._channel_id = channel_id
+        self._entered = False
+
+    async def __aenter__(self) -> None:
+        try:
+            await self._inner.__aenter__()
+        except (discord.HTTPException, aiohttp.ClientError, OSError) as exc:
+            logger.warning("discord: typing in channel %s failed: %s", self._channel_id, type(exc).__name__)
+        else:
+            self._entered = True
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._entered:
+            await self._inner.__aexit__(None, None, None)
+
+
+def _media_kinds(message: discord.Message) -> tuple[MediaKind, ...]:
+    kinds: list[MediaKind] = []
+    for attachment in message.attachments:
+        content_type = attachment.content_type or ""
+        if content_type.startswith("image/"):
+            kinds.append("photo")
+        elif content_type.startswith("audio/"):
+            kinds.append("voice")
+        elif content_type.startswith("video/"):
+            kinds.append("video")
+        else:
+            kinds.append("document")
+    kinds.extend("sticker" for _ in message.stickers)
+    return tuple(kinds)
+
+
+def _retry_after(exc: discord.HTTPException) -> float:
+    header = exc.response.headers.get("Retry-After") if exc.response is not None else None
+    try:
+        return float(header) if header else 1.0
+    except ValueError:
+        return 1.0
+
+
+def _log_connect_end(task: asyncio.Task[None]) -> None:
+    if task.cancelled():
+        return
+    exc = task.exception()
+    if exc is not None:
+        logger.error("discord: gateway connection ended: %r", exc)
