@@ -1,0 +1,105 @@
+"""The model table: lookups, conservative defaults for unknown models, and call costs."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from agent import models
+from agent.models import MODELS, canonical_model_name, cost_usd, lookup_model
+from agent.usage import Usage
+
+
+@pytest.mark.parametrize(
+    ("model_id", "expected"),
+    [
+        ("claude-haiku-4-5", "claude-haiku-4-5"),
+        ("claude-haiku-4-5-20251001", "claude-haiku-4-5"),
+        ("claude-opus-4-5-20251101", "claude-opus-4-5"),
+        ("claude-opus-4-5@20251101", "claude-opus-4-5"),
+        ("anthropic/claude-sonnet-4.5", "claude-sonnet-4-5"),
+        ("us.anthropic.claude-haiku-4-5-20251001-v1:0", "claude-haiku-4-5"),
+        ("claude-opus-4-1-latest", "claude-opus-4-1"),
+        ("Claude-Sonnet-4-6", "claude-sonnet-4-6"),
+    ],
+)
+def test_dated_and_provider_ids_resolve_to_the_table_entry(model_id: str, expected: str) -> None:
+    assert canonical_model_name(model_id) == expected
+    info = lookup_model(model_id)
+    assert info.known
+    assert info == MODELS[expected]
+
+
+def test_table_figures() -> None:
+    sonnet = lookup_model("claude-sonnet-4-6")
+    assert (sonnet.context_window, sonnet.input_per_mtok, sonnet.output_per_mtok) == (200_000, 3.0, 15.0)
+    haiku = lookup_model("claude-haiku-4-5")
+    assert (haiku.input_per_mtok, haiku.output_per_mtok, haiku.min_cacheable_tokens) == (1.0, 5.0, 4096)
+    opus = lookup_model("claude-opus-4-5")
+    assert (opus.input_per_mtok, opus.output_per_mtok, opus.max_output) == (5.0, 25.0, 64_000)
+    assert lookup_model("claude-sonnet-4-5").deprecated
+    assert not sonnet.deprecated
+
+
+def test_cache_prices_are_multiples_of_the_input_price() -> None:
+    sonnet = lookup_model("claude-sonnet-4-6")
+    assert sonnet.cache_write_5m_per_mtok == pytest.approx(3.75)
+    assert sonnet.cache_write_1h_per_mtok == pytest.approx(6.0)
+    assert sonnet.cache_read_per_mtok == pytest.approx(0.30)
+
+
+def test_context_override_replaces_only_the_window() -> None:
+    info = lookup_model("claude-sonnet-4-6", context_override=1_000_000)
+    assert info.context_window == 1_000_000
+    assert info.input_per_mtok == 3.0
+    assert MODELS["claude-sonnet-4-6"].context_window == 200_000
+    with pytest.raises(ValueError):
+        lookup_model("claude-sonnet-4-6", context_override=0)
+
+
+def test_unknown_models_get_conservative_defaults_and_one_warning(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(models, "_warned", set())
+    with caplog.at_level(logging.WARNING, logger="agent.models"):
+        first = lookup_model("claude-future-9")
+        second = lookup_model("claude-future-9")
+    assert first == second
+    assert not first.known
+    assert first.context_window == 200_000
+    assert first.min_cacheable_tokens == 4096
+    assert first.input_per_mtok == max(m.input_per_mtok for m in MODELS.values())
+    assert first.output_per_mtok == max(m.output_per_mtok for m in MODELS.values())
+    assert first.max_output == min(m.max_output for m in MODELS.values())
+    warnings = [r for r in caplog.records if "claude-future-9" in r.getMessage()]
+    assert len(warnings) == 1
+    assert lookup_model("claude-future-9", context_override=500_000).context_window == 500_000
+
+
+def test_cost_with_worked_numbers() -> None:
+    usage = Usage(
+        input_tokens=1_000,
+        output_tokens=500,
+        cache_creation_input_tokens=10_000,
+        cache_read_input_tokens=50_000,
+    )
+    # sonnet: 1,000 x $3 + 10,000 x $3.75 + 50,000 x $0.30 + 500 x $15, per million tokens
+    assert cost_usd("claude-sonnet-4-6", usage, ttl="5m") == pytest.approx(0.003 + 0.0375 + 0.015 + 0.0075)
+    # the hour-long cache writes cost 2x input: 10,000 x $6
+    assert cost_usd("claude-sonnet-4-6", usage, ttl="1h") == pytest.approx(0.003 + 0.060 + 0.015 + 0.0075)
+    haiku = lookup_model("claude-haiku-4-5-20251001")
+    assert cost_usd(haiku, Usage(input_tokens=1_000_000, output_tokens=1_000_000)) == pytest.approx(6.0)
+    assert cost_usd(haiku, Usage()) == 0.0
+
+
+def test_unknown_models_are_never_cheaper_than_any_known_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(models, "_warned", set())
+    usage = Usage(
+        input_tokens=3_000,
+        output_tokens=700,
+        cache_creation_input_tokens=2_000,
+        cache_read_input_tokens=9_000,
+    )
+    unknown = cost_usd("some-new-model", usage)
+    assert all(unknown >= cost_usd(info, usage) for info in MODELS.values())
