@@ -1,0 +1,89 @@
+"""The fake Anthropic API's control endpoints under ``/_fake/``: the same controls as its methods, as JSON.
+
+- ``POST /_fake/script``: one reply object or a list (``text``, ``tool_uses``, ``stop_reason``, ``delay``,
+  ``scope``);
+- ``POST /_fake/faults``: ``{"kind", "times", "retry_after", "delay", "scope"}``, or ``{"clear": true}``;
+- ``POST /_fake/clock``: ``{"advance": seconds}`` or ``{"set": time}``; answers ``{"now": time}``;
+- ``GET /_fake/requests``: ``{"requests": [...], "total_usage": {...}}``;
+- ``POST /_fake/reset``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from typing import TYPE_CHECKING, Any
+
+from aiohttp import web
+
+if TYPE_CHECKING:
+    from tests.fakes.anthropic_server import FakeAnthropic
+
+
+def _bad(message: str) -> web.Response:
+    return web.json_response({"error": message}, status=400)
+
+
+def add_control_routes(app: web.Application, fake: FakeAnthropic) -> None:
+    async def body_of(request: web.Request) -> Any:
+        return json.loads(await request.read() or b"{}")
+
+    async def script(request: web.Request) -> web.Response:
+        payload = await body_of(request)
+        replies = payload if isinstance(payload, list) else [payload]
+        try:
+            for reply in replies:
+                fake.script_reply(
+                    reply.get("text"),
+                    tool_uses=reply.get("tool_uses"),
+                    stop_reason=reply.get("stop_reason"),
+                    delay=float(reply.get("delay", 0.0)),
+                    scope=reply.get("scope", "reply"),
+                )
+        except ValueError as exc:
+            return _bad(str(exc))
+        return web.json_response({"queued": len(replies)})
+
+    async def faults(request: web.Request) -> web.Response:
+        payload = await body_of(request)
+        if payload.get("clear"):
+            fake.clear_faults()
+            return web.json_response({"cleared": True})
+        retry_after = payload.get("retry_after")
+        try:
+            fake.script_fault(
+                payload.get("kind"),
+                times=int(payload.get("times", 1)),
+                retry_after=None if retry_after is None else float(retry_after),
+                delay=float(payload.get("delay", 10.0)),
+                scope=payload.get("scope", "any"),
+            )
+        except ValueError as exc:
+            return _bad(str(exc))
+        return web.json_response({"queued": 1})
+
+    async def clock(request: web.Request) -> web.Response:
+        payload = await body_of(request)
+        if "set" in payload:
+            fake.set_time(float(payload["set"]))
+        elif "advance" in payload:
+            fake.advance(float(payload["advance"]))
+        return web.json_response({"now": fake.now()})
+
+    async def requests(request: web.Request) -> web.Response:
+        return web.json_response(
+            {
+                "requests": [record.to_json() for record in fake.requests],
+                "total_usage": asdict(fake.total_usage()),
+            }
+        )
+
+    async def reset(request: web.Request) -> web.Response:
+        fake.reset()
+        return web.json_response({"reset": True})
+
+    app.router.add_post("/_fake/script", script)
+    app.router.add_post("/_fake/faults", faults)
+    app.router.add_post("/_fake/clock", clock)
+    app.router.add_get("/_fake/requests", requests)
+    app.router.add_post("/_fake/reset", reset)

@@ -1,0 +1,373 @@
+"""A protocol-level fake of the Anthropic Messages API on 127.0.0.1, for tests and benchmarks.
+
+It validates requests as the real API does, answers scripted replies, tool calls and faults (else a
+deterministic echo or structured summary), and reports usage from a prefix-cache model on a controllable
+clock. Use it in-process (``async with FakeAnthropic() as fake``) or as a process
+(``python -m tests.fakes.anthropic_server --port 0`` prints ``LISTENING <url>``; control under ``/_fake/``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import socket
+import struct
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass
+from types import TracebackType
+from typing import Any
+
+from aiohttp import web
+
+from agent.usage import Usage
+from tests.fakes.anthropic_cache import DEFAULT_LOOKBACK, PrefixCache, serialize_prefix
+from tests.fakes.anthropic_control_api import add_control_routes
+from tests.fakes.anthropic_replies import (
+    FAULT_KINDS,
+    Fault,
+    FaultKind,
+    Scope,
+    ScriptedReply,
+    SummaryDetector,
+    echo_reply,
+    is_summary_request,
+    scope_matches,
+    summary_reply,
+)
+from tests.fakes.anthropic_tokens import ModelSpec, build_models, output_tokens, truncate_to_tokens
+from tests.fakes.anthropic_validation import InvalidRequest, prompt_too_long, validate_request
+from tests.fakes.anthropic_wire import (
+    error_response,
+    json_response,
+    message_payload,
+    usage_payload,
+    write_stream,
+)
+
+logger = logging.getLogger(__name__)
+SECRET_HEADERS = frozenset({"x-api-key", "authorization"})
+
+
+@dataclass(slots=True)
+class RecordedRequest:
+    """One /v1/messages call; ``status`` is None while in flight or when no answer reached the client."""
+
+    body: Any
+    headers: dict[str, str]
+    kind: str
+    """"reply", "summary", or "invalid" for a body that failed validation before it could be classified."""
+    at: float
+    usage: dict[str, Any] | None = None
+    status: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class FakeAnthropic:
+    """The fake server; every control is a method here and an endpoint under ``/_fake/``."""
+
+    def __init__(
+        self,
+        *,
+        api_key: str = "test-key",
+        host: str = "127.0.0.1",
+        port: int = 0,
+        models: Mapping[str, ModelSpec] | None = None,
+        context_windows: Mapping[str, int] | None = None,
+        min_cacheable: Mapping[str, int] | None = None,
+        max_output: Mapping[str, int] | None = None,
+        strict: bool = True,
+        clock: Callable[[], float] = time.monotonic,
+        reply_delay: float = 0.0,
+        summary_delay: float = 0.0,
+        summary_detector: SummaryDetector = is_summary_request,
+        echo_limit: int = 400,
+        cache_lookback: int = DEFAULT_LOOKBACK,
+    ) -> None:
+        self.api_key = api_key
+        self.models = build_models(
+            models, context_windows=context_windows, min_cacheable=min_cacheable, max_output=max_output
+        )
+        self.strict = strict
+        self.reply_delay = reply_delay
+        self.summary_delay = summary_delay
+        self.summary_detector = summary_detector
+        self.echo_limit = echo_limit
+        self.cache = PrefixCache(lookback=cache_lookback)
+        self.requests: list[RecordedRequest] = []
+        self.count_tokens_calls = 0
+        self._clock = clock
+        self._offset = 0.0
+        self._script: list[ScriptedReply] = []
+        self._faults: list[Fault] = []
+        self._host = host
+        self._port = port
+        self._runner: web.AppRunner | None = None
+        self._closing = asyncio.Event()
+        self.base_url = ""
+
+    # ---- lifecycle -------------------------------------------------------------------------------
+
+    async def start(self) -> str:
+        app = web.Application(client_max_size=64 * 1024 * 1024)
+        app.router.add_post("/v1/messages", self._messages)
+        app.router.add_post("/v1/messages/count_tokens", self._count_tokens)
+        app.router.add_get("/v1/models", self._list_models)
+        app.router.add_get("/v1/models/{model}", self._get_model)
+        add_control_routes(app, self)
+        self._runner = web.AppRunner(app, shutdown_timeout=1.0, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self._host, self._port, backlog=4096)
+        await site.start()
+        host, port = self._runner.addresses[0][:2]
+        self.base_url = f"http://{host}:{port}"
+        logger.info("fake Anthropic API listening on %s", self.base_url)
+        return self.base_url
+
+    async def close(self) -> None:
+        self._closing.set()
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    async def __aenter__(self) -> FakeAnthropic:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+    # ---- controls --------------------------------------------------------------------------------
+
+    def now(self) -> float:
+        """Simulated time: the injected clock plus everything ``advance``/``set_time`` added."""
+        return self._clock() + self._offset
+
+    def advance(self, seconds: float) -> float:
+        self._offset += seconds
+        return self.now()
+
+    def set_time(self, when: float) -> float:
+        self._offset = when - self._clock()
+        return self.now()
+
+    def script_reply(
+        self,
+        text: str | None = None,
+        *,
+        tool_uses: list[dict[str, Any]] | None = None,
+        stop_reason: str | None = None,
+        delay: float = 0.0,
+        scope: Scope = "reply",
+    ) -> None:
+        """Queue one answer for the next matching call (``scope``: "reply", "summary" or "any")."""
+        if not text and not tool_uses:
+            raise ValueError("a scripted reply needs text or tool_uses")
+        self._script.append(ScriptedReply(text, list(tool_uses or []), stop_reason, delay, scope))
+
+    def script_fault(
+        self,
+        kind: FaultKind,
+        *,
+        times: int = 1,
+        retry_after: float | None = None,
+        delay: float = 10.0,
+        scope: Scope = "any",
+    ) -> None:
+        """Fail the next ``times`` matching calls (-1: until ``clear_faults``); faults win over replies."""
+        if kind not in FAULT_KINDS:
+            raise ValueError(f"unknown fault kind {kind!r}; known: {sorted(FAULT_KINDS)}")
+        self._faults.append(Fault(kind, times, retry_after, delay, scope))
+
+    def clear_faults(self) -> None:
+        self._faults.clear()
+
+    def reset(self) -> None:
+        """Forget scripts, faults, recorded requests, the cache and the clock offset."""
+        self._script.clear()
+        self._faults.clear()
+        self.requests.clear()
+        self.cache.clear()
+        self.count_tokens_calls = 0
+        self._offset = 0.0
+
+    def total_usage(self) -> Usage:
+        total = Usage()
+        for record in self.requests:
+            if record.status == 200 and record.usage is not None:
+                total += Usage(
+                    record.usage["input_tokens"],
+                    record.usage["output_tokens"],
+                    record.usage["cache_creation_input_tokens"],
+                    record.usage["cache_read_input_tokens"],
+                )
+        return total
+
+    # ---- handlers --------------------------------------------------------------------------------
+
+    def _authorized(self, request: web.Request) -> bool:
+        key = request.headers.get("x-api-key")
+        bearer = request.headers.get("authorization", "")
+        if bearer.lower().startswith("bearer "):
+            key = key or bearer[7:].strip()
+        return key == self.api_key
+
+    async def _read_json(self, request: web.Request) -> Any:
+        raw = await request.read()
+        try:
+            return json.loads(raw)
+        except ValueError as exc:
+            raise InvalidRequest(f"There was an issue with your request body: {exc}") from exc
+
+    async def _messages(self, request: web.Request) -> web.StreamResponse:
+        headers = {k: v for k, v in request.headers.items() if k.lower() not in SECRET_HEADERS}
+        record = RecordedRequest(body=None, headers=headers, kind="invalid", at=self.now())
+        self.requests.append(record)
+        response = await self._answer(request, record)
+        delivered = request.transport is not None and not request.transport.is_closing()
+        record.status = response.status if delivered else None
+        return response
+
+    async def _answer(self, request: web.Request, record: RecordedRequest) -> web.StreamResponse:
+        if not self._authorized(request):
+            return error_response(401, "authentication_error", "invalid x-api-key")
+        try:
+            body = record.body = await self._read_json(request)
+            spec = validate_request(body, self.models, strict=self.strict)
+        except InvalidRequest as exc:
+            return error_response(exc.status, exc.error_type, exc.message)
+        kind = record.kind = "summary" if self.summary_detector(body) else "reply"
+        blocks = serialize_prefix(body)
+        prompt = sum(block.tokens for block in blocks)
+        fault = self._take_fault(kind)
+        if fault is not None:
+            failed = await self._fault_response(request, fault, prompt, spec)
+            if failed is not None:
+                return failed
+        if prompt > spec.context_window:
+            error = prompt_too_long(prompt, spec)
+            return error_response(error.status, error.error_type, error.message)
+        cache = self.cache.process(
+            (self.api_key, spec.id), blocks, min_cacheable=spec.min_cacheable, now=self.now()
+        )
+        content, stop_reason, delay = self._reply_for(body, kind)
+        await self._pause(delay + (self.summary_delay if kind == "summary" else self.reply_delay))
+        usage = record.usage = usage_payload(cache, output_tokens(content))
+        message = message_payload(model=body["model"], content=content, stop_reason=stop_reason, usage=usage)
+        if body.get("stream"):
+            return await write_stream(request, message)
+        return json_response(message)
+
+    def _take_fault(self, kind: str) -> Fault | None:
+        for fault in self._faults:
+            if fault.applies_to(kind):
+                if fault.times > 0:
+                    fault.times -= 1
+                return fault
+        return None
+
+    async def _fault_response(
+        self, request: web.Request, fault: Fault, prompt: int, spec: ModelSpec
+    ) -> web.StreamResponse | None:
+        """The error a fault produces, or None when the call should go on (a timeout after its delay)."""
+        retry = {"retry-after": f"{fault.retry_after:g}"} if fault.retry_after is not None else {}
+        if fault.kind == "rate_limit":
+            retry = retry or {"retry-after": "1"}
+            message = "Number of request tokens has exceeded your per-minute rate limit"
+            return error_response(429, "rate_limit_error", message, headers=retry)
+        if fault.kind == "overloaded":
+            return error_response(529, "overloaded_error", "Overloaded", headers=retry)
+        if fault.kind == "server_error":
+            return error_response(500, "api_error", "Internal server error", headers=retry)
+        if fault.kind == "overflow":
+            error = prompt_too_long(max(prompt, spec.context_window + 1), spec)
+            return error_response(error.status, error.error_type, error.message)
+        if fault.kind == "auth":
+            return error_response(401, "authentication_error", "invalid x-api-key")
+        if fault.kind == "reset":
+            _abort_connection(request)
+            return web.Response(status=500)  # never delivered: aiohttp drops it on the closed transport
+        await self._pause(fault.delay)
+        return None
+
+    def _reply_for(self, body: Mapping[str, Any], kind: str) -> tuple[list[dict[str, Any]], str, float]:
+        """Content, stop reason and extra delay: the first matching scripted reply, else the default."""
+        max_tokens = int(body["max_tokens"])
+        for index, scripted in enumerate(self._script):
+            if scope_matches(scripted.scope, kind):
+                del self._script[index]
+                content, stop_reason = scripted.content(), scripted.resolved_stop_reason()
+                if output_tokens(content) > max_tokens:
+                    text = scripted.text or ""
+                    return [{"type": "text", "text": truncate_to_tokens(text, max_tokens)}], "max_tokens", 0.0
+                return content, stop_reason, scripted.delay
+        if kind == "summary":
+            text = summary_reply(body, max_tokens=max_tokens)
+        else:
+            text = truncate_to_tokens(echo_reply(body, limit=self.echo_limit), max_tokens)
+        return [{"type": "text", "text": text}], "end_turn", 0.0
+
+    async def _pause(self, seconds: float) -> None:
+        """Sleep, but wake at once when the server closes so shutdown never waits on a held request."""
+        if seconds > 0:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._closing.wait(), seconds)
+
+    async def _count_tokens(self, request: web.Request) -> web.Response:
+        if not self._authorized(request):
+            return error_response(401, "authentication_error", "invalid x-api-key")
+        try:
+            body = await self._read_json(request)
+            validate_request(body, self.models, strict=self.strict, count_tokens=True)
+        except InvalidRequest as exc:
+            return error_response(exc.status, exc.error_type, exc.message)
+        self.count_tokens_calls += 1
+        return json_response({"input_tokens": sum(block.tokens for block in serialize_prefix(body))})
+
+    def _model_entry(self, name: str) -> dict[str, Any]:
+        spec = self.models[name]
+        return {
+            "type": "model",
+            "id": name,
+            "display_name": spec.display_name,
+            "created_at": "2025-10-01T00:00:00Z",
+        }
+
+    async def _list_models(self, request: web.Request) -> web.Response:
+        if not self._authorized(request):
+            return error_response(401, "authentication_error", "invalid x-api-key")
+        data = [self._model_entry(name) for name in self.models]
+        return json_response(
+            {"data": data, "has_more": False, "first_id": data[0]["id"], "last_id": data[-1]["id"]}
+        )
+
+    async def _get_model(self, request: web.Request) -> web.Response:
+        if not self._authorized(request):
+            return error_response(401, "authentication_error", "invalid x-api-key")
+        name = request.match_info["model"]
+        if name not in self.models:
+            return error_response(404, "not_found_error", f"model: {name}")
+        return json_response(self._model_entry(name))
+
+
+def _abort_connection(request: web.Request) -> None:
+    """Close the TCP connection with a RST and no HTTP response, as a dropped connection looks to a client."""
+    transport = request.transport
+    if transport is None:
+        return
+    sock = transport.get_extra_info("socket")
+    if sock is not None:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    transport.abort()
+
+
+if __name__ == "__main__":
+    from tests.fakes.anthropic_process import main
+
+    main()
