@@ -51,7 +51,7 @@ class LLMRequest:
     messages: Sequence[Message]
     max_tokens: int
     tools: Sequence[dict[str, Any]] = ()
-    temperature: float | None = None
+    # No temperature: the pinned SDK (API version 2026-10-21) no longer accepts one on messages.create.
 
 
 @dataclass(frozen=True, slots=True)
@@ -232,8 +232,6 @@ class AnthropicClient:
             kwargs["system"] = list(request.system)
         if request.tools:
             kwargs["tools"] = list(request.tools)
-        if request.temperature is not None:
-            kwargs["temperature"] = request.temperature
         started = time.monotonic()
         token = _DEADLINE.set(started + self._total_timeout_s)
         try:
