@@ -223,28 +223,33 @@ def extractive_summary(
                 shown = " ".join(result.split())[:80] if result is not None else "(no result)"
                 tools.append(f"- {names.get(tool_id, 'tool')}({_clip(_args(block), 60)}) -> {shown}")
 
-    sections: list[tuple[str, list[str]]] = [
-        ("## Goal\nLatest request in the compacted turns (verbatim):", [latest_ask] if latest_ask else []),
-        ("## Previous Summary", [previous_summary] if previous_summary else []),
-        ("## Critical Context\nErrors:", [f"- {line}" for line in _dedupe(errors)]),
-        ("## Key Decisions", [f"- {line}" for line in _dedupe(decisions)]),
-        ("Identifiers:", [", ".join(_dedupe(identifiers))] if identifiers else []),
-        ("## Progress\nTool calls:", tools),
+    # (title, lines, share of the budget it may take at most); the ask and the old summary are capped
+    # so that a long paste cannot crowd out the errors, decisions and identifiers after them.
+    sections: list[tuple[str, list[str], float]] = [
+        (
+            "## Goal\nLatest request in the compacted turns (verbatim):",
+            [latest_ask] if latest_ask else [],
+            0.3,
+        ),
+        ("## Previous Summary", [previous_summary] if previous_summary else [], 0.4),
+        ("## Critical Context\nErrors:", [f"- {line}" for line in _dedupe(errors)], 0.3),
+        ("## Key Decisions", [f"- {line}" for line in _dedupe(decisions)], 0.3),
+        ("Identifiers:", [", ".join(_dedupe(identifiers))] if identifiers else [], 0.2),
+        ("## Progress\nTool calls:", tools, 1.0),
     ]
     header = "Extractive summary: the summarizer was unavailable, so key lines were copied verbatim."
     out = [header]
     spent = count(header)
-    for title, lines in sections:
-        if not lines:
-            continue
+    for title, lines, share in sections:
+        allowed = min(budget_tokens - spent, int(budget_tokens * share))
         cost = count(title)
-        if spent + cost > budget_tokens:
-            break
+        if not lines or cost >= allowed:
+            continue
         chosen: list[str] = []
         for line in lines:
             line_cost = count(line)
-            if spent + cost + line_cost > budget_tokens:
-                line = _fit(line, budget_tokens - spent - cost, count)
+            if cost + line_cost > allowed:
+                line = _fit(line, allowed - cost, count)
                 if not line:
                     break
                 line_cost = count(line)
