@@ -12,11 +12,16 @@ import asyncio
 import contextlib
 import logging
 import re
+import warnings
 from typing import Any
 
 import aiohttp
-import discord
 import yarl
+
+with warnings.catch_warnings():
+    # discord.py imports the stdlib `audioop` (voice only, unused here), deprecated since 3.11.
+    warnings.filterwarnings("ignore", message="'audioop' is deprecated", category=DeprecationWarning)
+    import discord
 from discord import app_commands
 
 from gateway.errors import PlatformStartError, SendError, SendRejected, SendRetryLater

@@ -58,7 +58,7 @@ class InteractionRecord:
 
 
 @dataclass
-class _Fault:
+class FaultSpec:
     method: str
     segments: list[str]
     status: int
@@ -133,8 +133,9 @@ class FakeDiscord:
         self.replayed: list[int] = []
         """Sequence numbers sent again after a RESUME."""
         self.unexpected: list[str] = []
+        self.faults_served: list[FaultSpec] = []
 
-        self._faults: list[_Fault] = []
+        self._faults: list[FaultSpec] = []
         self._sessions: dict[str, _Session] = {}
         self._conns: set[_Conn] = set()
         self._sent_cond = asyncio.Condition()
@@ -304,13 +305,13 @@ class FakeDiscord:
         """Answer the next `times` requests matching e.g. "POST /channels/{id}/messages" with `status`."""
         method, path = route.split(" ", 1)
         segments = path.strip("/").split("/")
-        self._faults.append(_Fault(method.upper(), segments, status, retry_after, global_, code, times))
+        self._faults.append(FaultSpec(method.upper(), segments, status, retry_after, global_, code, times))
 
     async def disconnect(self, code: int = 4000, *, replay_last: int = 0) -> None:
         """Close every gateway socket with `code`; dispatches until the client RESUMEs are buffered.
 
-        `replay_last` also replays that many already-delivered dispatches on the next RESUME
-        (at-least-once delivery, as after a lost acknowledgement).
+        `replay_last` also replays that many already-delivered dispatches (not READY/RESUMED) on the
+        next RESUME: at-least-once delivery, as when the client's last sequence number was lost.
         """
         for conn in list(self._conns):
             if conn.session is not None:
@@ -427,12 +428,13 @@ class FakeDiscord:
         if session is None or data.get("token") != self.token:
             conn.queue.put_nowait({"op": 9, "d": False})
             return
-        after = int(data.get("seq") or 0) - session.replay_extra
+        seq = int(data.get("seq") or 0)
+        delivered = [f for f in session.log if f["s"] <= seq and f["t"] not in ("READY", "RESUMED")]
+        again = delivered[len(delivered) - session.replay_extra :] if session.replay_extra else []
         session.replay_extra = 0
-        for frame in session.log:
-            if frame["s"] > after:
-                self.replayed.append(frame["s"])
-                conn.queue.put_nowait(frame)
+        for frame in [*again, *(f for f in session.log if f["s"] > seq)]:
+            self.replayed.append(frame["s"])
+            conn.queue.put_nowait(frame)
         session.seq += 1
         frame = {"op": 0, "t": "RESUMED", "s": session.seq, "d": {}}
         session.log.append(frame)
@@ -453,10 +455,11 @@ class FakeDiscord:
         for fault in self._faults:
             if fault.remaining > 0 and fault.matches(request.method, path):
                 fault.remaining -= 1
+                self.faults_served.append(fault)
                 return self._fault_response(fault)
         return await handler(request)  # type: ignore[no-any-return]
 
-    def _fault_response(self, fault: _Fault) -> web.Response:
+    def _fault_response(self, fault: FaultSpec) -> web.Response:
         if fault.status == 429:
             headers = {
                 "Via": "1.1 google",
