@@ -248,7 +248,9 @@ def test_caller_data_is_never_mutated_and_results_are_independent() -> None:
     before = copy.deepcopy((system, messages, tools))
     request = apply_cache_control(system, messages, ttl="1h", tools=tools)
     assert (system, messages, tools) == before
-    request.messages[1]["content"][1]["input"]["q"].append("mutated")  # type: ignore[index]
+    tool_use = request.messages[1]["content"][1]
+    assert isinstance(tool_use, dict)
+    tool_use["input"]["q"].append("mutated")
     request.system_blocks[0]["text"] = "changed"
     assert (system, messages, tools) == before
     stripped = strip_cache_control(system, messages, tools=tools)
