@@ -1,0 +1,114 @@
+"""Engine selection: the built-in compressor by default, plugins only when named, clear errors otherwise."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from importlib.metadata import EntryPoint
+from typing import Any
+
+import pytest
+
+import agent.context_engine as context_engine
+from agent.context_compressor import ContextCompressor
+from agent.context_engine import (
+    ENTRY_POINT_GROUP,
+    CompressionResult,
+    ContextEngine,
+    EngineState,
+    UnknownEngineError,
+    resolve_engine,
+)
+from agent.types import Message
+from agent.usage import Usage
+from tests.agent.compressor_support import make
+
+NOT_CALLABLE = 42
+loaded: list[str] = []
+
+
+class LosslessEngine(ContextEngine):
+    """A plugin engine as a third party would write it."""
+
+    name = "lossless"
+
+    def should_compress(self, prompt_tokens: int | None = None) -> bool:
+        return False
+
+    async def compress(
+        self, messages: Sequence[Message], *, focus: str | None = None, force: bool = False
+    ) -> CompressionResult:
+        raise NotImplementedError
+
+
+class _RecordingEntryPoint(EntryPoint):
+    def load(self) -> Any:
+        loaded.append(self.name)
+        return super().load()
+
+
+def _plugins(*names_and_targets: tuple[str, str]) -> Any:
+    def fake_entry_points(*, group: str) -> list[EntryPoint]:
+        assert group == ENTRY_POINT_GROUP
+        return [_RecordingEntryPoint(name, target, group) for name, target in names_and_targets]
+
+    return fake_entry_points
+
+
+@pytest.fixture(autouse=True)
+def _reset_loaded() -> None:
+    loaded.clear()
+
+
+def test_builtin_compressor_is_the_default_even_when_a_plugin_claims_its_name(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(
+        context_engine,
+        "entry_points",
+        _plugins(("compressor", f"{__name__}:LosslessEngine"), ("lossless", f"{__name__}:LosslessEngine")),
+    )
+    assert resolve_engine("compressor") is ContextCompressor
+    assert loaded == []  # no plugin is even imported unless named
+
+
+def test_named_plugin_is_loaded_through_its_entry_point(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(
+        context_engine,
+        "entry_points",
+        _plugins(("other", f"{__name__}:NOT_CALLABLE"), ("lossless", f"{__name__}:LosslessEngine")),
+    )
+    assert resolve_engine("lossless") is LosslessEngine
+    assert loaded == ["lossless"]
+
+
+def test_unknown_engine_names_the_available_ones(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(context_engine, "entry_points", _plugins(("lossless", f"{__name__}:LosslessEngine")))
+    with pytest.raises(
+        UnknownEngineError, match=r"unknown context engine 'lcm'; available: compressor, lossless"
+    ):
+        resolve_engine("lcm")
+
+
+def test_plugin_that_is_not_callable_is_rejected(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(context_engine, "entry_points", _plugins(("broken", f"{__name__}:NOT_CALLABLE")))
+    with pytest.raises(UnknownEngineError, match="not callable"):
+        resolve_engine("broken")
+
+
+def test_status_reports_usage_against_the_window() -> None:
+    engine = make(context_length=200_000)
+    assert engine.status()["usage_percent"] is None
+    engine.update_from_usage(Usage(input_tokens=1_000, cache_read_input_tokens=49_000, output_tokens=500))
+    status = engine.status()
+    assert status["engine"] == "compressor"
+    assert status["last_prompt_tokens"] == 50_000
+    assert status["threshold_tokens"] == 100_000
+    assert status["usage_percent"] == 25.0
+    assert status["compression_count"] == 0
+    assert engine.tool_schemas() == []
+
+
+def test_engine_state_survives_a_json_round_trip() -> None:
+    state = EngineState(previous_summary="S", compression_count=3, auto_disabled=True, awaiting_effect=True)
+    assert EngineState.from_json(state.to_json() | {"unknown_key": 1}) == state
+    assert EngineState.from_json(None) == EngineState()
