@@ -20,6 +20,8 @@ Json = dict[str, Any]
 TEXT_CHANNEL = 0
 DM_CHANNEL = 1
 PUBLIC_THREAD = 11
+GATEWAY_MESSAGE_CONTENT_FLAG = 1 << 19
+"""Application flag: the app may receive message content."""
 
 
 def snowflake() -> int:
@@ -262,7 +264,7 @@ def application(app_id: int, owner: Json) -> Json:
         "bot_require_code_grant": False,
         "owner": owner,
         "verify_key": "0" * 64,
-        "flags": 1 << 19,
+        "flags": GATEWAY_MESSAGE_CONTENT_FLAG,
         "team": None,
     }
 

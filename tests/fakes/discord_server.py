@@ -21,16 +21,17 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from aiohttp import WSMsgType, web
+from aiohttp import web
 
 from tests.fakes import discord_payloads as p
+from tests.fakes.discord_gateway import FakeGateway
+from tests.fakes.discord_http import FaultSpec, error_response, json_response
 from tests.fakes.discord_payloads import Channel, Guild, Json
 
 logger = logging.getLogger(__name__)
 
 API_PREFIX = "/api/v10"
 MAX_CONTENT = 2000
-HEARTBEAT_INTERVAL_MS = 41_250
 
 
 @dataclass
@@ -55,49 +56,6 @@ class InteractionRecord:
     guild_id: int | None
     command: str
     responses: list[Json] = field(default_factory=list)
-
-
-@dataclass
-class FaultSpec:
-    method: str
-    segments: list[str]
-    status: int
-    retry_after: float
-    global_: bool
-    code: int | None
-    remaining: int
-
-    def matches(self, method: str, path: str) -> bool:
-        parts = path.strip("/").split("/")
-        if method != self.method or len(parts) != len(self.segments):
-            return False
-        return all(s.startswith("{") or s == part for s, part in zip(self.segments, parts, strict=True))
-
-
-@dataclass
-class _Session:
-    id: str
-    seq: int = 0
-    log: list[Json] = field(default_factory=list)
-    conn: _Conn | None = None
-    replay_extra: int = 0
-
-
-@dataclass(eq=False)
-class _Conn:
-    ws: web.WebSocketResponse
-    queue: asyncio.Queue[Json] = field(default_factory=asyncio.Queue)
-    session: _Session | None = None
-
-
-def _json(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
-    # Exactly "application/json": discord.py treats a body with a charset parameter as text.
-    all_headers = {"Content-Type": "application/json", **(headers or {})}
-    return web.Response(body=json.dumps(body).encode(), status=status, headers=all_headers)
-
-
-def _error(status: int, code: int, message: str) -> web.Response:
-    return _json({"message": message, "code": code}, status)
 
 
 class FakeDiscord:
@@ -128,18 +86,12 @@ class FakeDiscord:
         self.typing_calls: list[int] = []
         self.commands: list[Json] = []
         self.guild_commands: dict[int, list[Json]] = {}
-        self.identifies: list[Json] = []
-        self.resumes: list[Json] = []
-        self.replayed: list[int] = []
-        """Sequence numbers sent again after a RESUME."""
         self.unexpected: list[str] = []
         self.faults_served: list[FaultSpec] = []
 
         self._faults: list[FaultSpec] = []
-        self._sessions: dict[str, _Session] = {}
-        self._conns: set[_Conn] = set()
         self._sent_cond = asyncio.Condition()
-        self._background: set[asyncio.Task[None]] = set()
+        self.gateway = FakeGateway(token=token, ready=self._ready_payload, guilds=self._guild_payloads)
         self._runner: web.AppRunner | None = None
         self.port = 0
 
@@ -147,7 +99,7 @@ class FakeDiscord:
 
     async def __aenter__(self) -> FakeDiscord:
         app = web.Application(middlewares=[self._middleware])
-        app.router.add_get("/gateway", self._ws_handler)
+        app.router.add_get("/gateway", self.gateway.handler)
         app.router.add_route("*", API_PREFIX + "/{tail:.*}", self._rest)
         self._runner = web.AppRunner(app, handle_signals=False)
         await self._runner.setup()
@@ -159,11 +111,7 @@ class FakeDiscord:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        for conn in list(self._conns):
-            await conn.ws.close(code=1001)
-        for task in list(self._background):
-            task.cancel()
-        await asyncio.gather(*self._background, return_exceptions=True)
+        await self.gateway.close()
         if self._runner is not None:
             await self._runner.cleanup()
 
@@ -175,6 +123,35 @@ class FakeDiscord:
     def gateway_url(self) -> str:
         return f"ws://127.0.0.1:{self.port}/gateway"
 
+    @property
+    def identifies(self) -> list[Json]:
+        """IDENTIFY payloads received (token, intents, properties)."""
+        return self.gateway.identifies
+
+    @property
+    def resumes(self) -> list[Json]:
+        return self.gateway.resumes
+
+    @property
+    def replayed(self) -> list[int]:
+        """Sequence numbers sent again after a RESUME."""
+        return self.gateway.replayed
+
+    def _ready_payload(self, session_id: str) -> Json:
+        return {
+            "v": 10,
+            "user": self.bot_user,
+            "session_id": session_id,
+            "resume_gateway_url": self.gateway_url,
+            "guilds": [{"id": str(gid), "unavailable": True} for gid in self.guilds],
+            "application": {"id": str(self.app_id), "flags": p.GATEWAY_MESSAGE_CONTENT_FLAG},
+            "private_channels": [],
+            "relationships": [],
+        }
+
+    def _guild_payloads(self) -> list[Json]:
+        return [p.guild_create(g, self.bot_user) for g in self.guilds.values()]
+
     # ---- control: world state --------------------------------------------------------------------
 
     def add_guild(self, guild_id: int, name: str, channels: Iterable[tuple[int, str]] = ()) -> None:
@@ -184,8 +161,8 @@ class FakeDiscord:
             guild.channels[channel_id] = ch
             self.channels[channel_id] = ch
         self.guilds[guild_id] = guild
-        if self._sessions:
-            self._dispatch("GUILD_CREATE", p.guild_create(guild, self.bot_user))
+        if self.gateway.has_sessions:
+            self.gateway.dispatch("GUILD_CREATE", p.guild_create(guild, self.bot_user))
 
     def add_thread(
         self, guild_id: int, parent_id: int, thread_id: int, name: str, *, owner_id: int = 1
@@ -195,8 +172,8 @@ class FakeDiscord:
         )
         self.guilds[guild_id].channels[thread_id] = ch
         self.channels[thread_id] = ch
-        if self._sessions:
-            self._dispatch("THREAD_CREATE", {**p.channel(ch), "newly_created": True})
+        if self.gateway.has_sessions:
+            self.gateway.dispatch("THREAD_CREATE", {**p.channel(ch), "newly_created": True})
 
     # ---- control: inbound traffic ----------------------------------------------------------------
 
@@ -247,14 +224,14 @@ class FakeDiscord:
             referenced_message=referenced,
         )
         self.messages[int(msg["id"])] = msg
-        self._dispatch("MESSAGE_CREATE", msg)
+        self.gateway.dispatch("MESSAGE_CREATE", msg)
         return int(msg["id"])
 
     def push_edit(self, message_id: int, content: str) -> None:
         """Dispatch MESSAGE_UPDATE for a message pushed earlier, with new content."""
         msg = {**self.messages[message_id], "content": content, "edited_timestamp": p.iso_now()}
         self.messages[message_id] = msg
-        self._dispatch("MESSAGE_UPDATE", msg)
+        self.gateway.dispatch("MESSAGE_UPDATE", msg)
 
     def push_interaction(
         self,
@@ -287,7 +264,7 @@ class FakeDiscord:
             invoker=p.user(user_id, username),
         )
         self.interactions[token] = InteractionRecord(interaction_id, token, channel_id, guild_id, command)
-        self._dispatch("INTERACTION_CREATE", payload)
+        self.gateway.dispatch("INTERACTION_CREATE", payload)
         return interaction_id
 
     # ---- control: faults and waiting -------------------------------------------------------------
@@ -313,12 +290,7 @@ class FakeDiscord:
         `replay_last` also replays that many already-delivered dispatches (not READY/RESUMED) on the
         next RESUME: at-least-once delivery, as when the client's last sequence number was lost.
         """
-        for conn in list(self._conns):
-            if conn.session is not None:
-                conn.session.replay_extra = replay_last
-                conn.session.conn = None
-                conn.session = None
-            self._spawn(conn.ws.close(code=code))
+        self.gateway.disconnect(code, replay_last=replay_last)
 
     async def wait_sent(self, n: int, timeout: float = 5.0) -> list[SentMessage]:  # noqa: ASYNC109
         """Wait until at least `n` messages were sent by the bot; returns them all."""
@@ -331,117 +303,6 @@ class FakeDiscord:
         async with self._sent_cond:
             await asyncio.wait_for(self._sent_cond.wait_for(predicate), timeout)
 
-    # ---- gateway ---------------------------------------------------------------------------------
-
-    def _spawn(self, coro: Any) -> None:
-        task = asyncio.ensure_future(coro)
-        self._background.add(task)
-        task.add_done_callback(self._background.discard)
-
-    def _dispatch(self, event: str, data: Json) -> None:
-        for session in self._sessions.values():
-            session.seq += 1
-            frame = {"op": 0, "t": event, "s": session.seq, "d": data}
-            session.log.append(frame)
-            if session.conn is not None:
-                session.conn.queue.put_nowait(frame)
-
-    async def _writer(self, conn: _Conn) -> None:
-        while True:
-            frame = await conn.queue.get()
-            if conn.ws.closed:
-                return
-            await conn.ws.send_str(json.dumps(frame))
-
-    async def _ws_handler(self, request: web.Request) -> web.WebSocketResponse:
-        ws = web.WebSocketResponse()
-        await ws.prepare(request)
-        conn = _Conn(ws)
-        self._conns.add(conn)
-        writer = asyncio.ensure_future(self._writer(conn))
-        conn.queue.put_nowait({"op": 10, "d": {"heartbeat_interval": HEARTBEAT_INTERVAL_MS}})
-        try:
-            async for msg in ws:
-                if msg.type is not WSMsgType.TEXT:
-                    continue
-                await self._on_frame(conn, json.loads(msg.data))
-        finally:
-            self._conns.discard(conn)
-            writer.cancel()
-            await asyncio.gather(writer, return_exceptions=True)
-            session = conn.session
-            if session is not None:
-                session.conn = None
-                if ws.close_code in (1000, 1001):
-                    # A client that closes normally ends its session (it cannot be resumed).
-                    self._sessions.pop(session.id, None)
-        return ws
-
-    async def _on_frame(self, conn: _Conn, frame: Json) -> None:
-        op = frame.get("op")
-        data = frame.get("d")
-        if op == 1:
-            conn.queue.put_nowait({"op": 11})
-        elif op == 2:
-            await self._identify(conn, data)
-        elif op == 6:
-            await self._resume(conn, data)
-        else:
-            logger.info("fake discord: ignoring gateway op %s", op)
-
-    async def _identify(self, conn: _Conn, data: Json) -> None:
-        self.identifies.append(data)
-        if data.get("token") != self.token:
-            await conn.ws.close(code=4004, message=b"Authentication failed.")
-            return
-        session = _Session(id=secrets.token_hex(16), conn=conn)
-        conn.session = session
-        session.seq += 1
-        ready = {
-            "v": 10,
-            "user": self.bot_user,
-            "session_id": session.id,
-            "resume_gateway_url": self.gateway_url,
-            "guilds": [{"id": str(gid), "unavailable": True} for gid in self.guilds],
-            "application": {"id": str(self.app_id), "flags": 1 << 19},
-            "private_channels": [],
-            "relationships": [],
-        }
-        frame = {"op": 0, "t": "READY", "s": session.seq, "d": ready}
-        session.log.append(frame)
-        conn.queue.put_nowait(frame)
-        self._sessions[session.id] = session
-        for guild in self.guilds.values():
-            session.seq += 1
-            frame = {
-                "op": 0,
-                "t": "GUILD_CREATE",
-                "s": session.seq,
-                "d": p.guild_create(guild, self.bot_user),
-            }
-            session.log.append(frame)
-            conn.queue.put_nowait(frame)
-
-    async def _resume(self, conn: _Conn, data: Json) -> None:
-        self.resumes.append(data)
-        session = self._sessions.get(data.get("session_id", ""))
-        if session is None or data.get("token") != self.token:
-            conn.queue.put_nowait({"op": 9, "d": False})
-            return
-        seq = int(data.get("seq") or 0)
-        delivered = [f for f in session.log if f["s"] <= seq and f["t"] not in ("READY", "RESUMED")]
-        again = delivered[len(delivered) - session.replay_extra :] if session.replay_extra else []
-        session.replay_extra = 0
-        for frame in [*again, *(f for f in session.log if f["s"] > seq)]:
-            self.replayed.append(frame["s"])
-            conn.queue.put_nowait(frame)
-        session.seq += 1
-        frame = {"op": 0, "t": "RESUMED", "s": session.seq, "d": {}}
-        session.log.append(frame)
-        conn.queue.put_nowait(frame)
-        session.conn = conn
-        conn.session = session
-
     # ---- REST ------------------------------------------------------------------------------------
 
     @web.middleware
@@ -451,40 +312,13 @@ class FakeDiscord:
         path = request.path[len(API_PREFIX) :]
         webhook_auth = path.startswith(("/interactions/", "/webhooks/"))
         if not webhook_auth and request.headers.get("Authorization") != f"Bot {self.token}":
-            return _json({"message": "401: Unauthorized", "code": 0}, 401)
+            return json_response({"message": "401: Unauthorized", "code": 0}, 401)
         for fault in self._faults:
             if fault.remaining > 0 and fault.matches(request.method, path):
                 fault.remaining -= 1
                 self.faults_served.append(fault)
-                return self._fault_response(fault)
+                return fault.response()
         return await handler(request)  # type: ignore[no-any-return]
-
-    def _fault_response(self, fault: FaultSpec) -> web.Response:
-        if fault.status == 429:
-            headers = {
-                "Via": "1.1 google",
-                "Retry-After": str(max(1, round(fault.retry_after))),
-                "X-RateLimit-Limit": "5",
-                "X-RateLimit-Remaining": "0",
-                "X-RateLimit-Reset-After": f"{fault.retry_after:.3f}",
-                "X-RateLimit-Bucket": "fakebucket",
-                "X-RateLimit-Scope": "global" if fault.global_ else "user",
-            }
-            if fault.global_:
-                headers["X-RateLimit-Global"] = "true"
-            body = {
-                "message": "You are being rate limited.",
-                "retry_after": fault.retry_after,
-                "global": fault.global_,
-            }
-            return _json(body, 429, headers)
-        if fault.status == 400:
-            return _json(p.form_error("content", "BASE_TYPE_BAD_LENGTH", "Invalid content"), 400)
-        if fault.status == 403:
-            return _error(403, fault.code or 50013, "Missing Permissions")
-        if fault.status == 404:
-            return _error(404, fault.code or 10003, "Unknown Channel")
-        return _error(fault.status, fault.code or 0, f"{fault.status}: fault injected")
 
     async def _rest(self, request: web.Request) -> web.StreamResponse:
         method = request.method
@@ -492,36 +326,40 @@ class FakeDiscord:
         route = (method, *parts)
         match route:
             case ("GET", "users", "@me"):
-                return _json(self.bot_user)
+                return json_response(self.bot_user)
             case ("GET", "oauth2", "applications", "@me"):
-                return _json(p.application(self.app_id, p.user(1, "owner")))
+                return json_response(p.application(self.app_id, p.user(1, "owner")))
             case ("GET", "gateway"):
-                return _json({"url": self.gateway_url})
+                return json_response({"url": self.gateway_url})
             case ("GET", "gateway", "bot"):
                 limit = {"total": 1000, "remaining": 1000, "reset_after": 0, "max_concurrency": 1}
-                return _json({"url": self.gateway_url, "shards": 1, "session_start_limit": limit})
+                return json_response({"url": self.gateway_url, "shards": 1, "session_start_limit": limit})
             case ("GET", "channels", cid):
                 ch = self.channels.get(int(cid))
-                return _error(404, 10003, "Unknown Channel") if ch is None else _json(p.channel(ch))
+                return (
+                    error_response(404, 10003, "Unknown Channel")
+                    if ch is None
+                    else json_response(p.channel(ch))
+                )
             case ("POST", "channels", cid, "messages"):
                 return await self._create_message(request, int(cid))
             case ("POST", "channels", cid, "typing"):
                 if int(cid) not in self.channels:
-                    return _error(404, 10003, "Unknown Channel")
+                    return error_response(404, 10003, "Unknown Channel")
                 await self._record(lambda: self.typing_calls.append(int(cid)))
                 return web.Response(status=204)
             case ("GET", "applications", app, "commands"):
-                return _json(self.commands if int(app) == self.app_id else [])
+                return json_response(self.commands if int(app) == self.app_id else [])
             case ("PUT", "applications", app, "commands"):
                 stored = self._store_commands(int(app), None, await request.json())
                 await self._record(lambda: setattr(self, "commands", stored))
-                return _json(stored)
+                return json_response(stored)
             case ("GET", "applications", _app, "guilds", gid, "commands"):
-                return _json(self.guild_commands.get(int(gid), []))
+                return json_response(self.guild_commands.get(int(gid), []))
             case ("PUT", "applications", app, "guilds", gid, "commands"):
                 stored = self._store_commands(int(app), int(gid), await request.json())
                 await self._record(lambda: self.guild_commands.__setitem__(int(gid), stored))
-                return _json(stored)
+                return json_response(stored)
             case ("POST", "interactions", iid, token, "callback"):
                 return await self._interaction_callback(request, int(iid), token)
             case ("POST", "webhooks", app, token):
@@ -530,7 +368,7 @@ class FakeDiscord:
                 return await self._webhook_message(request, int(app), token, kind="original_edit")
         logger.warning("fake discord: unexpected %s %s", method, request.path)
         self.unexpected.append(f"{method} {request.path}")
-        return _error(404, 0, "404: Not Found")
+        return error_response(404, 0, "404: Not Found")
 
     async def _record(self, change: Any) -> None:
         async with self._sent_cond:
@@ -561,10 +399,10 @@ class FakeDiscord:
     def _invalid_content(self, payload: Json) -> web.Response | None:
         content = payload.get("content")
         if not content and not payload.get("embeds") and not payload.get("attachments"):
-            return _error(400, 50006, "Cannot send an empty message")
+            return error_response(400, 50006, "Cannot send an empty message")
         if content is not None and len(content) > MAX_CONTENT:
             text = f"Must be {MAX_CONTENT} or fewer in length."
-            return _json(p.form_error("content", "BASE_TYPE_MAX_LENGTH", text), 400)
+            return json_response(p.form_error("content", "BASE_TYPE_MAX_LENGTH", text), 400)
         return None
 
     async def _post_visible(
@@ -598,12 +436,12 @@ class FakeDiscord:
         )
         await self._record(lambda: self.sent.append(sent))
         if self.echo_sent:
-            self._dispatch("MESSAGE_CREATE", msg)
+            self.gateway.dispatch("MESSAGE_CREATE", msg)
         return msg
 
     async def _create_message(self, request: web.Request, channel_id: int) -> web.Response:
         if channel_id not in self.channels:
-            return _error(404, 10003, "Unknown Channel")
+            return error_response(404, 10003, "Unknown Channel")
         payload = await self._payload(request)
         invalid = self._invalid_content(payload)
         if invalid is not None:
@@ -615,21 +453,21 @@ class FakeDiscord:
             "X-RateLimit-Reset-After": "1.000",
             "X-RateLimit-Bucket": f"messages-{channel_id}",
         }
-        return _json(msg, 200, headers)
+        return json_response(msg, 200, headers)
 
     async def _interaction_callback(
         self, request: web.Request, interaction_id: int, token: str
     ) -> web.Response:
         record = self.interactions.get(token)
         if record is None or record.interaction_id != interaction_id:
-            return _error(404, 10062, "Unknown interaction")
+            return error_response(404, 10062, "Unknown interaction")
         if record.responses:
-            return _error(400, 40060, "Interaction has already been acknowledged.")
+            return error_response(400, 40060, "Interaction has already been acknowledged.")
         payload = await self._payload(request)
         kind = payload.get("type")
         data = payload.get("data") or {}
         if kind not in (4, 5):
-            return _error(400, 50035, f"unsupported callback type {kind}")
+            return error_response(400, 50035, f"unsupported callback type {kind}")
         resource: Json = {"type": kind}
         if kind == 4:
             invalid = self._invalid_content(data)
@@ -652,7 +490,7 @@ class FakeDiscord:
             "resource": resource,
         }
         if request.query.get("with_response") in ("1", "true", "True"):
-            return _json(body)
+            return json_response(body)
         return web.Response(status=204)
 
     async def _webhook_message(
@@ -660,10 +498,10 @@ class FakeDiscord:
     ) -> web.Response:
         record = self.interactions.get(token)
         if record is None or app_id != self.app_id:
-            return _error(404, 10015, "Unknown Webhook")
+            return error_response(404, 10015, "Unknown Webhook")
         if not record.responses:
             # Discord refuses followups before the interaction was acknowledged.
-            return _error(404, 10015, "Unknown Webhook")
+            return error_response(404, 10015, "Unknown Webhook")
         payload = await self._payload(request)
         invalid = self._invalid_content(payload)
         if invalid is not None:
@@ -671,4 +509,4 @@ class FakeDiscord:
         msg = await self._post_visible(
             record.channel_id, payload, kind=kind, interaction_id=record.interaction_id
         )
-        return _json({**msg, "webhook_id": str(self.app_id), "application_id": str(self.app_id)})
+        return json_response({**msg, "webhook_id": str(self.app_id), "application_id": str(self.app_id)})

@@ -10,7 +10,7 @@ import pytest
 
 from gateway.errors import PlatformStartError, SendError, SendRejected, SendRetryLater
 from gateway.platforms.base import ChatKind, ChatRef, CommandSpec, IncomingMessage, OutgoingMessage
-from gateway.platforms.discord_adapter import DiscordAdapter, discord
+from gateway.platforms.discord_adapter import DiscordAdapter
 from tests.fakes.discord_payloads import attachment
 from tests.fakes.discord_server import FakeDiscord
 
@@ -71,6 +71,17 @@ async def bot(dc: FakeDiscord) -> AsyncIterator[tuple[DiscordAdapter, Inbox]]:
     await adapter.stop()
 
 
+GUILDS_INTENT, DIRECT_MESSAGES_INTENT, MESSAGE_CONTENT_INTENT = 1 << 0, 1 << 12, 1 << 15
+
+
+def library_urls() -> tuple[str, str]:
+    """discord.py's REST root and websocket URL (module-level settings the adapter must restore)."""
+    # Imported here: the adapter module imported discord.py first, with its audioop warning filtered.
+    import discord
+
+    return discord.http.Route.BASE, str(discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY)
+
+
 def general() -> ChatRef:
     return ChatRef("discord", str(GENERAL), kind=ChatKind.GROUP, title="#general")
 
@@ -78,10 +89,9 @@ def general() -> ChatRef:
 async def test_start_reaches_ready_and_syncs_the_command_specs(
     dc: FakeDiscord, bot: tuple[DiscordAdapter, Inbox]
 ) -> None:
-    intents = discord.Intents._from_value(dc.identifies[0]["intents"])
-    assert intents.message_content
-    assert intents.dm_messages
-    assert intents.guilds
+    intents = dc.identifies[0]["intents"]
+    for bit in (GUILDS_INTENT, DIRECT_MESSAGES_INTENT, MESSAGE_CONTENT_INTENT):
+        assert intents & bit == bit
     synced = {c["name"]: c for c in dc.commands}
     assert set(synced) == {"stats", "compact", "help"}
     assert synced["compact"]["description"] == "Compact the session now"
@@ -93,20 +103,20 @@ async def test_start_reaches_ready_and_syncs_the_command_specs(
 
 
 async def test_bad_token_fails_start_and_restores_library_urls(dc: FakeDiscord) -> None:
-    before = discord.http.Route.BASE
+    before = library_urls()
     adapter = DiscordAdapter("wrong-token", dc.api_base, dc.gateway_url, guild_ready_timeout=0.05)
     with pytest.raises(PlatformStartError):
         await adapter.start(Inbox().handler, COMMANDS)
-    assert before == discord.http.Route.BASE
+    assert library_urls() == before
 
 
-async def test_stop_restores_the_library_urls(dc: FakeDiscord) -> None:
-    before = (discord.http.Route.BASE, discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY)
+async def test_library_urls_point_at_the_fake_while_running_and_are_restored(dc: FakeDiscord) -> None:
+    before = library_urls()
     adapter = DiscordAdapter(dc.token, dc.api_base, dc.gateway_url, guild_ready_timeout=0.05)
     await adapter.start(Inbox().handler, [])
-    assert dc.api_base == discord.http.Route.BASE
+    assert library_urls() == (dc.api_base, dc.gateway_url)
     await adapter.stop()
-    assert before == (discord.http.Route.BASE, discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY)
+    assert library_urls() == before
 
 
 async def test_direct_message_is_a_private_chat(dc: FakeDiscord, bot: tuple[DiscordAdapter, Inbox]) -> None:
