@@ -1,0 +1,142 @@
+"""Invariants of `compress` over random valid histories with tool calls, on the ok and degraded paths."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+
+from agent.boundaries import PRUNE_MIN_CHARS, PRUNED_MARKER, tool_result_text
+from agent.context_compressor import ContextCompressor
+from agent.context_engine import CompressionConfig, CompressionResult, Outcome
+from agent.errors import SummarizerError
+from agent.summary import is_summary_block
+from agent.types import Block, Message, blocks_of, tool_result_ids, tool_use_ids
+from tests.agent.compressor_support import ScriptedSummarizer, assistant, call, count_tokens, results, user
+
+SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@st.composite
+def histories(draw: st.DrawFn) -> list[Message]:
+    """Alternating user/assistant turns; some replies call 1-3 tools over 0-3 rounds, results of any size."""
+    sizes = st.integers(min_value=0, max_value=3_000)
+    out: list[Message] = []
+    next_id = 0
+    n_turns = draw(st.integers(min_value=1, max_value=12))
+    for turn in range(n_turns):
+        out.append(user(f"ask {turn} " + "u" * draw(sizes)))
+        for _ in range(draw(st.integers(min_value=0, max_value=3))):
+            ids = [f"t{next_id + j}" for j in range(draw(st.integers(min_value=1, max_value=3)))]
+            next_id += len(ids)
+            text = draw(st.one_of(st.none(), st.text(min_size=1, max_size=40)))
+            out.append(call(*[(i, f"tool_{i}") for i in ids], text=text))
+            out.append(results(*[(i, f"out {i} " + "r" * draw(sizes)) for i in ids]))
+        if turn < n_turns - 1 or draw(st.booleans()):
+            out.append(assistant(f"reply {turn} " + "a" * draw(sizes)))
+    return out
+
+
+def engines(summarizer: ScriptedSummarizer) -> st.SearchStrategy[ContextCompressor]:
+    return st.builds(
+        lambda ctx, ratio, last_n: ContextCompressor(
+            context_length=ctx,
+            config=CompressionConfig(target_ratio=ratio, protect_last_n=last_n),
+            summarizer=summarizer,
+            count_tokens=count_tokens,
+        ),
+        st.sampled_from([4_000, 20_000, 200_000]),
+        st.floats(min_value=0.0, max_value=1.0),
+        st.integers(min_value=1, max_value=10),
+    )
+
+
+def head_size(messages: list[Message]) -> int:
+    if len(messages) == 1:
+        return 1
+    return 3 if tool_use_ids(messages[1]) else 2
+
+
+def newest_ask(messages: list[Message]) -> int:
+    return max(i for i, m in enumerate(messages) if m["role"] == "user" and not tool_result_ids(m))
+
+
+def own_blocks(message: Message) -> list[Block]:
+    return [b for b in blocks_of(message) if not is_summary_block(b)]
+
+
+def check(before: list[Message], result: CompressionResult) -> None:
+    out = result.messages
+    event(f"outcome: {result.outcome.value}")
+    if result.outcome is Outcome.ABORTED:
+        assert out == before
+        assert result.tokens_after == result.tokens_before
+        return
+    assert result.tokens_after < result.tokens_before
+    kept = [o for o in result.origin if o is not None]
+    assert sorted(kept + list(result.removed_indices)) == list(range(len(before)))
+    assert len(result.origin) == len(out)
+    for a, b in itertools.pairwise(out):
+        assert a["role"] != b["role"]
+    for i, message in enumerate(out):
+        ids = tool_result_ids(message)
+        if ids:
+            assert out[i - 1]["role"] == "assistant"
+            assert set(ids) <= set(tool_use_ids(out[i - 1]))
+        if tool_use_ids(message) and i + 1 < len(out):
+            assert set(tool_use_ids(message)) <= set(tool_result_ids(out[i + 1]))
+    assert sum(1 for m in out for b in blocks_of(m) if is_summary_block(b)) == 1
+    # the first exchange is intact (old tool output may be cleared, nothing else changes)
+    head = head_size(before)
+    assert result.origin[:head] == tuple(range(head))
+    for original, now in zip(before[:head], out[:head], strict=True):
+        assert original["role"] == now["role"]
+        for was, block in zip(own_blocks(original), own_blocks(now), strict=True):
+            if block != was:
+                assert block == {**was, "content": PRUNED_MARKER}
+                assert len(tool_result_text(was)) > PRUNE_MIN_CHARS
+    # the newest user ask is kept word for word, and nothing the user said later exists
+    ask = newest_ask(before)
+    position = result.origin.index(ask)
+    assert own_blocks(out[position]) == blocks_of(before[ask])
+    assert all(o is None or o > ask for o in result.origin[position + 1 :])
+
+
+def continue_chat(messages: list[Message]) -> list[Message]:
+    tail = [assistant("noted " + "n" * 400)] if messages[-1]["role"] == "user" else []
+    return [*messages, *tail, user("and another thing " + "m" * 800)]
+
+
+@SETTINGS
+@given(data=st.data(), history=histories())
+def test_compress_keeps_the_history_valid(data: st.DataObject, history: list[Message]) -> None:
+    summarizer = ScriptedSummarizer(default="## Goal\nKeep going.")
+    engine = data.draw(engines(summarizer))
+    result = asyncio.run(engine.compress(history, force=True))
+    assert result.outcome is not Outcome.DEGRADED
+    check(history, result)
+    if result.outcome is Outcome.OK:
+        grown = continue_chat(result.messages)
+        check(grown, asyncio.run(engine.compress(grown, force=True)))
+
+
+@SETTINGS
+@given(data=st.data(), history=histories(), failure=st.sampled_from(["empty", "error", "retry ok"]))
+def test_degraded_compaction_keeps_the_history_valid(
+    data: st.DataObject, history: list[Message], failure: str
+) -> None:
+    error = SummarizerError("boom", too_small=True)
+    summarizer = {
+        "empty": ScriptedSummarizer(default=""),
+        "error": ScriptedSummarizer(default=error),
+        "retry ok": ScriptedSummarizer(script=[error], default="## Goal\nNewer half."),
+    }[failure]
+    engine = data.draw(engines(summarizer))
+    result = asyncio.run(engine.compress(history, force=True))
+    assert result.outcome is not Outcome.OK
+    check(history, result)
+    if result.outcome is Outcome.DEGRADED:
+        grown = continue_chat(result.messages)
+        check(grown, asyncio.run(engine.compress(grown, force=True)))
