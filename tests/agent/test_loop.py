@@ -420,3 +420,52 @@ async def test_engine_tools_are_offered_and_dispatched_to_the_engine() -> None:
     await turn(llm, engine=WithTool(), hooks=hooks)
     assert [t["name"] for t in llm.requests[0].tools] == ["ctx_grep"]
     assert hooks.persisted[1]["content"][0]["content"] == "grep hit for vault"
+
+
+async def test_end_to_end_with_the_sdk_the_compressor_and_the_fake_api() -> None:
+    from agent.context_compressor import ContextCompressor
+    from agent.llm import AnthropicClient
+    from agent.summarizer import LLMSummarizer
+    from tests.fakes.anthropic_server import FakeAnthropic
+
+    window: list[Entry] = []
+    for i in range(30):
+        text = f"turn {i} about src/module_{i}.py " + "context words " * 150
+        window.append(Entry(user(text) if i % 2 == 0 else {"role": "assistant", "content": text}, i))
+    window.append(Entry(user("what did we change in module_3?"), 30))
+    async with FakeAnthropic(api_key="k", context_windows={MODEL.name: MODEL.context_window}) as fake:
+        client = AnthropicClient(api_key="k", base_url=fake.base_url)
+        try:
+            engine = ContextCompressor(
+                context_length=MODEL.context_window,
+                config=CompressionConfig(protect_last_n=4),
+                summarizer=LLMSummarizer(client, model="claude-haiku-4-5"),
+                count_tokens=estimate_message,
+            )
+            fake.script_reply(tool_uses=[{"id": "toolu_a", "name": "current_time", "input": {}}])
+            fake.script_reply("module_3 was renamed")
+            hooks = Hooks()
+            result = await run_turn(
+                llm=client,
+                engine=engine,
+                window=window,
+                system=SYSTEM,
+                tools=ToolRegistry([current_time_tool(lambda: datetime(2026, 3, 14, tzinfo=UTC))]),
+                config=config(max_tokens=1_000),
+                dynamic_context=CONTEXT,
+                hooks=hooks,
+            )
+        finally:
+            await client.close()
+    assert result.reply_text == "module_3 was renamed"
+    assert [t for t, _ in result.compactions] == ["agent"]
+    assert [t for _, _, t in hooks.compactions] == ["agent"]
+    kinds = [r.kind for r in fake.requests]
+    assert kinds == ["reply", "summary", "reply"]
+    assert all(r.status == 200 for r in fake.requests)
+    assert fake.requests[2].usage is not None
+    final_prompt = sum(fake.requests[2].usage[k] for k in ("input_tokens", "cache_read_input_tokens",
+                                                           "cache_creation_input_tokens"))  # fmt: skip
+    first_prompt = sum(fake.requests[0].usage[k] for k in ("input_tokens", "cache_read_input_tokens",
+                                                           "cache_creation_input_tokens"))  # fmt: skip
+    assert final_prompt < first_prompt
