@@ -1,0 +1,45 @@
+"""Storage: SQLAlchemy models, the session repository (the only code that writes SQL), per-chat locks.
+
+Callers use `Store` and the plain records in `gateway.store.records`; nothing SQLAlchemy-typed leaves
+this package.
+"""
+
+from gateway.store.lock import ChatLocks
+from gateway.store.records import (
+    AppendResult,
+    ArchiveHit,
+    BusyChat,
+    CallRecord,
+    ChatRecord,
+    ChatStats,
+    CompactionApply,
+    CompactionRecord,
+    GlobalStats,
+    HygieneInputs,
+    NewMessage,
+    SessionRecord,
+    StoredMessage,
+    SummaryInput,
+    UsageTotals,
+)
+from gateway.store.repository import Store
+
+__all__ = [
+    "AppendResult",
+    "ArchiveHit",
+    "BusyChat",
+    "CallRecord",
+    "ChatLocks",
+    "ChatRecord",
+    "ChatStats",
+    "CompactionApply",
+    "CompactionRecord",
+    "GlobalStats",
+    "HygieneInputs",
+    "NewMessage",
+    "SessionRecord",
+    "Store",
+    "StoredMessage",
+    "SummaryInput",
+    "UsageTotals",
+]

@@ -1,0 +1,281 @@
+"""Applying and undoing a compaction inside one transaction (the caller owns the transaction).
+
+Apply: insert the compaction row, archive the removed rows (state 'archived', archived_by), mark newly
+pruned rows, insert the summary row between head and tail, recount the window into the session row.
+Undo reverses the latest compaction still in effect, using what its row remembered.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Row, case, select, update
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from gateway.errors import NothingToUndoError, StoreError
+from gateway.store.records import CompactionApply, CompactionRecord, Outcome, Trigger
+from gateway.store.rows import clean_json, clean_text, compactions, messages, sessions, to_compaction
+from gateway.store.window import SEQ_STEP, WINDOW_STATES, recount, seq_before
+
+logger = logging.getLogger(__name__)
+
+
+async def _lock_session(conn: AsyncConnection, session_pk: int) -> Row[Any]:
+    row = (
+        await conn.execute(select(sessions).where(sessions.c.id == session_pk).with_for_update())
+    ).one_or_none()
+    if row is None:
+        raise StoreError(f"no session with id {session_pk}")
+    return row
+
+
+async def _insert_compaction(conn: AsyncConnection, values: dict[str, Any]) -> int:
+    return int(
+        (await conn.execute(compactions.insert().values(**values).returning(compactions.c.id))).scalar_one()
+    )
+
+
+async def _fetch(conn: AsyncConnection, compaction_id: int) -> CompactionRecord:
+    row = (await conn.execute(select(compactions).where(compactions.c.id == compaction_id))).one()
+    return to_compaction(row)
+
+
+async def apply(
+    conn: AsyncConnection, session_pk: int, change: CompactionApply, now: datetime
+) -> CompactionRecord:
+    if change.outcome == "aborted":
+        raise StoreError("an aborted compaction changes nothing; use record_compaction_attempt")
+    session = await _lock_session(conn, session_pk)
+    removed = sorted(set(change.removed_ids))
+    compaction_id = await _insert_compaction(
+        conn,
+        {
+            "session_pk": session_pk,
+            "chat_pk": session.chat_pk,
+            "trigger": change.trigger,
+            "outcome": change.outcome,
+            "reason": clean_text(change.reason),
+            "tokens_before": change.tokens_before,
+            "tokens_after": change.tokens_after,
+            "messages_before": change.messages_before,
+            "messages_after": change.messages_after,
+            "summarizer_model": change.summarizer_model,
+            "duration_ms": change.duration_ms,
+            "error": clean_text(change.error) if change.error else change.error,
+            "created_at": now,
+            "undone": False,
+            "archived_count": len(removed),
+            "prev_engine_state": dict(session.engine_state or {}),
+            "prev_rolling_summary": session.rolling_summary,
+            "prev_active_tokens": session.active_tokens,
+            "pruned_ids": [],
+        },
+    )
+    if removed:
+        archived = await conn.execute(
+            update(messages)
+            .where(
+                messages.c.id.in_(removed),
+                messages.c.session_pk == session_pk,
+                messages.c.state.in_(WINDOW_STATES),
+            )
+            .values(state="archived", archived_by=compaction_id)
+        )
+        if archived.rowcount != len(removed):
+            # The plan was made on a window that has changed since (e.g. another compaction ran).
+            raise StoreError(
+                f"compaction of session {session_pk}: {len(removed) - archived.rowcount} of "
+                f"{len(removed)} messages are no longer in the window"
+            )
+    pruned: list[int] = []
+    if change.pruned_ids:
+        result = await conn.execute(
+            update(messages)
+            .where(
+                messages.c.id.in_(sorted(set(change.pruned_ids))),
+                messages.c.session_pk == session_pk,
+                messages.c.state.in_(WINDOW_STATES),
+                ~messages.c.pruned,
+            )
+            .values(pruned=True)
+            .returning(messages.c.id)
+        )
+        pruned = sorted(int(i) for i in result.scalars())
+    summary_id: int | None = None
+    if change.summary is not None:
+        if change.insert_summary_before_id is not None:
+            seq = await seq_before(conn, session_pk, change.insert_summary_before_id)
+        else:
+            seq = (
+                int(
+                    (
+                        await conn.execute(
+                            update(sessions)
+                            .where(sessions.c.id == session_pk)
+                            .values(next_seq=sessions.c.next_seq + SEQ_STEP)
+                            .returning(sessions.c.next_seq)
+                        )
+                    ).scalar_one()
+                )
+                - SEQ_STEP
+            )
+        summary_id = int(
+            (
+                await conn.execute(
+                    messages.insert()
+                    .values(
+                        session_pk=session_pk,
+                        chat_pk=session.chat_pk,
+                        seq=seq,
+                        role=change.summary.role,
+                        content=clean_json(change.summary.content),
+                        text=clean_text(change.summary.text),
+                        token_estimate=max(0, change.summary.token_estimate),
+                        state="summary",
+                        pruned=False,
+                        needs_reply=False,
+                        replied=False,
+                        created_at=now,
+                    )
+                    .returning(messages.c.id)
+                )
+            ).scalar_one()
+        )
+    count, tokens = await recount(conn, session_pk)
+    if change.rolling_summary is not None:
+        rolling = change.rolling_summary
+    elif change.summary is not None:
+        rolling = change.summary.text
+    else:
+        rolling = session.rolling_summary
+    await conn.execute(
+        update(sessions)
+        .where(sessions.c.id == session_pk)
+        .values(
+            active_message_count=count,
+            active_tokens=tokens,
+            # Until the next API call reports a real size, hygiene works from the estimates.
+            last_prompt_tokens=None,
+            tokens_since_call=0,
+            compaction_count=sessions.c.compaction_count + 1,
+            rolling_summary=clean_text(rolling) if rolling else rolling,
+            engine_state=change.engine_state if change.engine_state is not None else session.engine_state,
+        )
+    )
+    await conn.execute(
+        update(compactions)
+        .where(compactions.c.id == compaction_id)
+        .values(summary_message_id=summary_id, pruned_ids=pruned)
+    )
+    logger.info(
+        "compaction %s of session %s: %s, archived %d, pruned %d, window %d messages / %d tokens",
+        compaction_id,
+        session_pk,
+        change.outcome,
+        len(removed),
+        len(pruned),
+        count,
+        tokens,
+    )
+    return await _fetch(conn, compaction_id)
+
+
+async def record_attempt(
+    conn: AsyncConnection,
+    session_pk: int,
+    *,
+    now: datetime,
+    trigger: Trigger,
+    outcome: Outcome,
+    reason: str,
+    tokens_before: int,
+    messages_before: int,
+    summarizer_model: str | None,
+    duration_ms: int,
+    error: str | None,
+) -> CompactionRecord:
+    session = await _lock_session(conn, session_pk)
+    compaction_id = await _insert_compaction(
+        conn,
+        {
+            "session_pk": session_pk,
+            "chat_pk": session.chat_pk,
+            "trigger": trigger,
+            "outcome": outcome,
+            "reason": clean_text(reason),
+            "tokens_before": tokens_before,
+            "tokens_after": tokens_before,
+            "messages_before": messages_before,
+            "messages_after": messages_before,
+            "summary_message_id": None,
+            "summarizer_model": summarizer_model,
+            "duration_ms": duration_ms,
+            "error": clean_text(error) if error else error,
+            "created_at": now,
+            "undone": False,
+            "archived_count": 0,
+            "prev_engine_state": dict(session.engine_state or {}),
+            "prev_rolling_summary": session.rolling_summary,
+            "prev_active_tokens": session.active_tokens,
+            "pruned_ids": [],
+        },
+    )
+    return await _fetch(conn, compaction_id)
+
+
+async def undo_last(conn: AsyncConnection, session_pk: int) -> CompactionRecord:
+    session = await _lock_session(conn, session_pk)
+    rows = await conn.execute(
+        select(compactions)
+        .where(
+            compactions.c.session_pk == session_pk,
+            ~compactions.c.undone,
+            compactions.c.outcome != "aborted",
+        )
+        .order_by(compactions.c.id.desc())
+    )
+    target = next(
+        (r for r in rows if r.archived_count or r.summary_message_id is not None or r.pruned_ids),
+        None,
+    )
+    if target is None:
+        raise NothingToUndoError(f"session {session_pk} has no compaction to undo")
+    # Rows it archived come back; a summary of an earlier compaction comes back as a summary.
+    earlier_summaries = select(compactions.c.summary_message_id).where(
+        compactions.c.session_pk == session_pk, compactions.c.summary_message_id.is_not(None)
+    )
+    await conn.execute(
+        update(messages)
+        .where(messages.c.archived_by == target.id)
+        .values(
+            state=case((messages.c.id.in_(earlier_summaries), "summary"), else_="active"),
+            archived_by=None,
+        )
+    )
+    if target.pruned_ids:
+        await conn.execute(
+            update(messages).where(messages.c.id.in_(list(target.pruned_ids))).values(pruned=False)
+        )
+    if target.summary_message_id is not None:
+        await conn.execute(
+            update(messages).where(messages.c.id == target.summary_message_id).values(state="reverted")
+        )
+    await conn.execute(update(compactions).where(compactions.c.id == target.id).values(undone=True))
+    count, tokens = await recount(conn, session_pk)
+    await conn.execute(
+        update(sessions)
+        .where(sessions.c.id == session_pk)
+        .values(
+            active_message_count=count,
+            active_tokens=tokens,
+            last_prompt_tokens=None,
+            tokens_since_call=0,
+            compaction_count=max(0, session.compaction_count - 1),
+            rolling_summary=target.prev_rolling_summary,
+            engine_state=dict(target.prev_engine_state or {}),
+        )
+    )
+    logger.info("compaction %s of session %s undone; window %d messages", target.id, session_pk, count)
+    return await _fetch(conn, target.id)

@@ -1,0 +1,110 @@
+"""Engine construction for both backends and the translation of driver errors into gateway errors.
+
+SQLite gets WAL, foreign keys, a busy timeout and `BEGIN IMMEDIATE` transactions (a deferred
+transaction that later writes can fail at once with "database is locked" instead of waiting).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import asyncpg  # type: ignore[import-untyped]
+from sqlalchemy import event
+from sqlalchemy.engine import Connection, make_url
+from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError, SQLAlchemyError
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+
+from gateway.errors import DatabaseUnavailableError, StoreError
+
+logger = logging.getLogger(__name__)
+
+SQLITE_BUSY_TIMEOUT_MS = 10_000
+
+
+def dialect_of(database_url: str) -> str:
+    """'sqlite' or 'postgresql', from a SQLAlchemy URL."""
+    return make_url(database_url).get_backend_name()
+
+
+def create_engine(database_url: str, *, pool_size: int = 5, max_overflow: int = 10) -> AsyncEngine:
+    """An async engine configured for the gateway's access pattern on SQLite or Postgres."""
+    dialect = dialect_of(database_url)
+    if dialect == "sqlite":
+        # One connection per process: SQLite has one writer anyway, and a single connection
+        # turns lock contention inside the process into an orderly queue.
+        engine = create_async_engine(database_url, pool_size=1, max_overflow=0)
+        _configure_sqlite(engine)
+        return engine
+    if dialect == "postgresql":
+        return create_async_engine(
+            database_url, pool_size=pool_size, max_overflow=max_overflow, pool_pre_ping=True
+        )
+    raise StoreError(f"unsupported database backend {dialect!r}; use sqlite+aiosqlite or postgresql+asyncpg")
+
+
+def _configure_sqlite(engine: AsyncEngine) -> None:
+    @event.listens_for(engine.sync_engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        # Let SQLAlchemy's "begin" event below own the transaction start.
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+        cursor.close()
+        # SQLite's built-in lower() folds ASCII only; archive search needs Unicode case folding.
+        dbapi_connection.create_function("lower", 1, _lower, deterministic=True)
+
+    @event.listens_for(engine.sync_engine, "begin")
+    def _on_begin(conn: Connection) -> None:
+        conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+# Raw driver errors only escape SQLAlchemy while a connection is being opened (refused, unknown
+# database, authentication): each means the database is not there for us.
+def _lower(value: object) -> object:
+    return value.lower() if isinstance(value, str) else value
+
+
+_CONNECTION_ERRORS: tuple[type[BaseException], ...] = (
+    OSError,
+    TimeoutError,
+    asyncpg.PostgresError,
+    asyncpg.InterfaceError,
+)
+
+# Postgres SQLSTATEs that mean "cannot use this database now": connection exceptions (08), bad
+# credentials (28), unknown database (3D000), shutting down / starting up (57P), too many connections.
+_UNAVAILABLE_SQLSTATES = ("08", "28", "3D000", "57P", "53300")
+
+_TRANSLATED: tuple[type[BaseException], ...] = (SQLAlchemyError, *_CONNECTION_ERRORS)
+
+
+def is_unavailable(exc: BaseException) -> bool:
+    """True when the error means the database cannot be reached (as opposed to a refused statement)."""
+    if isinstance(exc, DBAPIError) and exc.connection_invalidated:
+        return True
+    if isinstance(exc, OperationalError | InterfaceError):
+        return True
+    if isinstance(exc, DBAPIError):
+        sqlstate = getattr(exc.orig, "sqlstate", None)
+        if isinstance(sqlstate, str) and sqlstate.startswith(_UNAVAILABLE_SQLSTATES):
+            return True
+    return isinstance(exc, _CONNECTION_ERRORS)
+
+
+@contextmanager
+def translate_errors(operation: str) -> Iterator[None]:
+    """Re-raise driver and SQLAlchemy errors as `DatabaseUnavailableError` or `StoreError`."""
+    try:
+        yield
+    except StoreError:
+        raise
+    except _TRANSLATED as exc:
+        if is_unavailable(exc):
+            logger.warning("database unavailable during %s: %s", operation, type(exc).__name__)
+            raise DatabaseUnavailableError(f"database unavailable during {operation}: {exc}") from exc
+        raise StoreError(f"database error during {operation}: {exc}") from exc

@@ -1,0 +1,198 @@
+"""The schema: SQLAlchemy 2.0 typed ORM tables shared by SQLite and Postgres.
+
+Only `gateway/store/` imports this module; the Alembic migrations in `migrations/` must agree with it
+(a test compares them). `messages.seq` orders a session's window (ties broken by `id`), and window
+reads go through the (session_pk, state, seq) index so archived history is never scanned.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any, ClassVar
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    DateTime,
+    Dialect,
+    Double,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy import (
+    text as sql_text,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+from sqlalchemy.types import TypeDecorator
+
+NAMING_CONVENTION = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+# SQLite only auto-increments an INTEGER PRIMARY KEY; Postgres gets a BIGINT identity for the big tables.
+BigId = BigInteger().with_variant(Integer(), "sqlite")
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """A timezone-aware UTC datetime on both backends (SQLite hands back naive values otherwise)."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError("naive datetime given to the store; pass a timezone-aware value")
+        return value.astimezone(UTC)
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            return value.replace(tzinfo=UTC)
+        return value.astimezone(UTC)
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+    type_annotation_map: ClassVar[dict[Any, Any]] = {
+        datetime: UTCDateTime(),
+        dict[str, Any]: JSON(),
+        list[Any]: JSON(),
+    }
+
+
+class Chat(Base):
+    __tablename__ = "chats"
+    __table_args__ = (UniqueConstraint("platform", "chat_id", "thread_id"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    platform: Mapped[str] = mapped_column(String(32))
+    chat_id: Mapped[str] = mapped_column(String(128))
+    thread_id: Mapped[str] = mapped_column(String(128))
+    kind: Mapped[str] = mapped_column(String(32))
+    title: Mapped[str | None] = mapped_column(String(512))
+    created_at: Mapped[datetime]
+
+
+class ChatSession(Base):
+    __tablename__ = "sessions"
+    __table_args__ = (
+        # Exactly one active session per chat; also the conflict target of the race-safe insert.
+        Index(
+            "uq_sessions_one_active_per_chat",
+            "chat_pk",
+            unique=True,
+            postgresql_where=sql_text("active"),
+            sqlite_where=sql_text("active"),
+        ),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    chat_pk: Mapped[int] = mapped_column(ForeignKey("chats.id", ondelete="CASCADE"), index=True)
+    active: Mapped[bool] = mapped_column(Boolean)
+    created_at: Mapped[datetime]
+    ended_at: Mapped[datetime | None]
+    next_seq: Mapped[int] = mapped_column(BigInteger)
+    active_message_count: Mapped[int] = mapped_column(Integer)
+    active_tokens: Mapped[int] = mapped_column(Integer)
+    tokens_since_call: Mapped[int] = mapped_column(Integer)
+    last_prompt_tokens: Mapped[int | None] = mapped_column(Integer)
+    # No foreign key: sessions <-> messages would be a cycle; the id is informational.
+    last_call_message_id: Mapped[int | None] = mapped_column(BigInteger)
+    last_call_at: Mapped[datetime | None]
+    rolling_summary: Mapped[str | None] = mapped_column(Text)
+    compaction_count: Mapped[int] = mapped_column(Integer)
+    engine_state: Mapped[dict[str, Any]]
+    cache_gaps: Mapped[list[Any]]
+
+
+class Compaction(Base):
+    __tablename__ = "compactions"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    session_pk: Mapped[int] = mapped_column(ForeignKey("sessions.id", ondelete="CASCADE"), index=True)
+    chat_pk: Mapped[int] = mapped_column(ForeignKey("chats.id", ondelete="CASCADE"), index=True)
+    trigger: Mapped[str] = mapped_column(String(16))
+    outcome: Mapped[str] = mapped_column(String(16))
+    reason: Mapped[str] = mapped_column(Text)
+    tokens_before: Mapped[int] = mapped_column(Integer)
+    tokens_after: Mapped[int] = mapped_column(Integer)
+    messages_before: Mapped[int] = mapped_column(Integer)
+    messages_after: Mapped[int] = mapped_column(Integer)
+    # No foreign key: messages.archived_by already points here.
+    summary_message_id: Mapped[int | None] = mapped_column(BigInteger)
+    summarizer_model: Mapped[str | None] = mapped_column(String(128))
+    duration_ms: Mapped[int] = mapped_column(Integer)
+    error: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime]
+    undone: Mapped[bool] = mapped_column(Boolean)
+    archived_count: Mapped[int] = mapped_column(Integer)
+    prev_engine_state: Mapped[dict[str, Any]]
+    prev_rolling_summary: Mapped[str | None] = mapped_column(Text)
+    prev_active_tokens: Mapped[int] = mapped_column(Integer)
+    pruned_ids: Mapped[list[Any]]
+
+
+class Message(Base):
+    __tablename__ = "messages"
+    __table_args__ = (
+        # A redelivered platform update is stored once; NULL ids (agent turns) never collide.
+        UniqueConstraint("chat_pk", "platform_message_id"),
+        Index("ix_messages_window", "session_pk", "state", "seq"),
+        Index("ix_messages_chat_state", "chat_pk", "state"),
+        Index(
+            "ix_messages_unanswered",
+            "created_at",
+            postgresql_where=sql_text("needs_reply AND NOT replied"),
+            sqlite_where=sql_text("needs_reply AND NOT replied"),
+        ),
+    )
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    session_pk: Mapped[int] = mapped_column(ForeignKey("sessions.id", ondelete="CASCADE"))
+    chat_pk: Mapped[int] = mapped_column(ForeignKey("chats.id", ondelete="CASCADE"))
+    seq: Mapped[int] = mapped_column(BigInteger)
+    role: Mapped[str] = mapped_column(String(16))
+    content: Mapped[Any] = mapped_column(JSON)
+    text: Mapped[str] = mapped_column(Text)
+    author_id: Mapped[str | None] = mapped_column(String(128))
+    author_name: Mapped[str | None] = mapped_column(String(256))
+    platform_message_id: Mapped[str | None] = mapped_column(String(128))
+    token_estimate: Mapped[int] = mapped_column(Integer)
+    state: Mapped[str] = mapped_column(String(16))
+    pruned: Mapped[bool] = mapped_column(Boolean)
+    needs_reply: Mapped[bool] = mapped_column(Boolean)
+    replied: Mapped[bool] = mapped_column(Boolean)
+    archived_by: Mapped[int | None] = mapped_column(ForeignKey("compactions.id", ondelete="SET NULL"))
+    created_at: Mapped[datetime]
+
+
+class LlmCall(Base):
+    __tablename__ = "llm_calls"
+    __table_args__ = (Index("ix_llm_calls_chat_created", "chat_pk", "created_at"),)
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    chat_pk: Mapped[int] = mapped_column(ForeignKey("chats.id", ondelete="CASCADE"))
+    session_pk: Mapped[int | None] = mapped_column(ForeignKey("sessions.id", ondelete="SET NULL"))
+    model: Mapped[str] = mapped_column(String(128))
+    purpose: Mapped[str] = mapped_column(String(16))
+    input_tokens: Mapped[int] = mapped_column(Integer)
+    output_tokens: Mapped[int] = mapped_column(Integer)
+    cache_creation_tokens: Mapped[int] = mapped_column(Integer)
+    cache_read_tokens: Mapped[int] = mapped_column(Integer)
+    latency_ms: Mapped[int] = mapped_column(Integer)
+    cost_usd: Mapped[float] = mapped_column(Double)
+    cache_ttl: Mapped[str | None] = mapped_column(String(8))
+    created_at: Mapped[datetime]

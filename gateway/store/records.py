@@ -1,0 +1,232 @@
+"""Plain values the store hands out and takes in; no SQLAlchemy types leave `gateway/store/`.
+
+Rows become frozen dataclasses at the repository boundary so callers can pass them around freely
+(across tasks, into the agent) without lazy loads or sessions attached.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal, TypeAlias
+
+Role: TypeAlias = Literal["user", "assistant"]
+Content: TypeAlias = str | list[dict[str, Any]]
+MessageState: TypeAlias = Literal["active", "archived", "summary", "reverted"]
+Trigger: TypeAlias = Literal["hygiene", "agent", "manual", "scheduled"]
+Outcome: TypeAlias = Literal["ok", "degraded", "aborted"]
+Purpose: TypeAlias = Literal["reply", "summary"]
+
+
+@dataclass(frozen=True, slots=True)
+class ChatRecord:
+    id: int
+    platform: str
+    chat_id: str
+    thread_id: str
+    kind: str
+    title: str | None
+    created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class SessionRecord:
+    id: int
+    chat_pk: int
+    active: bool
+    created_at: datetime
+    ended_at: datetime | None
+    active_message_count: int
+    active_tokens: int
+    tokens_since_call: int
+    last_prompt_tokens: int | None
+    last_call_message_id: int | None
+    last_call_at: datetime | None
+    rolling_summary: str | None
+    compaction_count: int
+    engine_state: dict[str, Any]
+    cache_gaps: list[float]
+
+
+@dataclass(frozen=True, slots=True)
+class NewMessage:
+    """A message to append; `token_estimate` is computed once by the caller and never recomputed."""
+
+    role: Role
+    content: Content
+    text: str
+    token_estimate: int
+    author_id: str | None = None
+    author_name: str | None = None
+    platform_message_id: str | None = None
+    needs_reply: bool = False
+    created_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StoredMessage:
+    id: int
+    session_pk: int
+    chat_pk: int
+    seq: int
+    role: Role
+    content: Content
+    text: str
+    author_id: str | None
+    author_name: str | None
+    platform_message_id: str | None
+    token_estimate: int
+    state: MessageState
+    pruned: bool
+    needs_reply: bool
+    replied: bool
+    created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class AppendResult:
+    message: StoredMessage
+    created: bool
+    """False when the platform redelivered a message already stored (nothing changed)."""
+
+
+@dataclass(frozen=True, slots=True)
+class HygieneInputs:
+    message_count: int
+    active_tokens: int
+    last_prompt_tokens: int | None
+    tokens_since_call: int
+
+
+@dataclass(frozen=True, slots=True)
+class CallRecord:
+    model: str
+    purpose: Purpose
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_creation_tokens: int = 0
+    cache_read_tokens: int = 0
+    latency_ms: int = 0
+    cost_usd: float = 0.0
+    cache_ttl: str | None = None
+
+    @property
+    def prompt_tokens(self) -> int:
+        return self.input_tokens + self.cache_creation_tokens + self.cache_read_tokens
+
+
+@dataclass(frozen=True, slots=True)
+class SummaryInput:
+    role: Role
+    content: Content
+    text: str
+    token_estimate: int
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionApply:
+    """Everything one compaction changes, applied in one transaction by `Store.apply_compaction`.
+
+    `insert_summary_before_id` is the first kept tail message: the summary row sorts just before it.
+    """
+
+    trigger: Trigger
+    outcome: Outcome
+    removed_ids: list[int]
+    summary: SummaryInput | None
+    insert_summary_before_id: int | None
+    reason: str = ""
+    pruned_ids: list[int] = field(default_factory=list)
+    tokens_before: int = 0
+    tokens_after: int = 0
+    messages_before: int = 0
+    messages_after: int = 0
+    summarizer_model: str | None = None
+    duration_ms: int = 0
+    error: str | None = None
+    engine_state: dict[str, Any] | None = None
+    rolling_summary: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionRecord:
+    id: int
+    session_pk: int
+    chat_pk: int
+    trigger: Trigger
+    outcome: Outcome
+    reason: str
+    tokens_before: int
+    tokens_after: int
+    messages_before: int
+    messages_after: int
+    summary_message_id: int | None
+    summarizer_model: str | None
+    duration_ms: int
+    error: str | None
+    created_at: datetime
+    undone: bool
+    archived_count: int
+    pruned_count: int
+
+
+@dataclass(frozen=True, slots=True)
+class ArchiveHit:
+    message_id: int
+    role: Role
+    author_name: str | None
+    created_at: datetime
+    excerpt: str
+
+
+@dataclass(frozen=True, slots=True)
+class UsageTotals:
+    calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_creation_tokens: int = 0
+    cache_read_tokens: int = 0
+    cost_usd: float = 0.0
+
+    @property
+    def cache_hit_rate(self) -> float:
+        """Share of prompt tokens read from cache (0 when nothing was sent)."""
+        prompt = self.input_tokens + self.cache_creation_tokens + self.cache_read_tokens
+        return self.cache_read_tokens / prompt if prompt else 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class ChatStats:
+    chat_pk: int
+    session_pk: int
+    active_messages: int
+    archived_messages: int
+    active_tokens: int
+    last_prompt_tokens: int | None
+    tokens_since_call: int
+    usage_total: UsageTotals
+    usage_recent: UsageTotals
+    compactions: dict[tuple[str, str], int]
+    """(trigger, outcome) -> count, for the whole chat."""
+    last_compaction: CompactionRecord | None
+
+
+@dataclass(frozen=True, slots=True)
+class BusyChat:
+    chat_pk: int
+    platform: str
+    chat_id: str
+    title: str | None
+    messages: int
+    cost_usd: float
+
+
+@dataclass(frozen=True, slots=True)
+class GlobalStats:
+    chats: int
+    sessions: int
+    messages: int
+    archived_messages: int
+    compactions: int
+    usage: UsageTotals
+    busiest: list[BusyChat]

@@ -1,0 +1,470 @@
+"""The session repository: the only code that writes SQL. Every public method is one transaction.
+
+Race safety comes from the database, not from Python: chats and active sessions are created with
+INSERT .. ON CONFLICT DO NOTHING followed by a SELECT, and appends serialise on the session row through
+`UPDATE sessions SET next_seq = next_seq + step .. RETURNING`. Driver errors leave as
+`DatabaseUnavailableError` (cannot reach the database) or `StoreError` (the database refused).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from sqlalchemy import func, select, text, update
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+from gateway.errors import StoreError
+from gateway.store import compaction as _compaction
+from gateway.store import stats as _stats
+from gateway.store.db import create_engine, dialect_of, translate_errors
+from gateway.store.records import (
+    AppendResult,
+    ArchiveHit,
+    CallRecord,
+    ChatRecord,
+    ChatStats,
+    CompactionApply,
+    CompactionRecord,
+    GlobalStats,
+    HygieneInputs,
+    NewMessage,
+    Outcome,
+    SessionRecord,
+    StoredMessage,
+    Trigger,
+)
+from gateway.store.rows import (
+    chats,
+    clean_json,
+    clean_text,
+    llm_calls,
+    messages,
+    sessions,
+    to_chat,
+    to_message,
+    to_session,
+)
+from gateway.store.search import search_archive
+from gateway.store.window import SEQ_STEP, WINDOW_STATES, window_query
+
+logger = logging.getLogger(__name__)
+
+CACHE_GAPS_KEPT = 20
+Clock = Callable[[], datetime]
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+class _RedeliveredDuringAppend(Exception):
+    """Another transaction stored the same platform message first; retry to return its row."""
+
+
+class Store:
+    """Async access to chats, sessions, messages, compactions and LLM usage."""
+
+    def __init__(self, engine: AsyncEngine, *, clock: Clock = utc_now) -> None:
+        self._engine = engine
+        self._clock = clock
+        self.dialect: str = engine.dialect.name
+
+    @classmethod
+    async def open(
+        cls, database_url: str, *, pool_size: int = 5, max_overflow: int = 10, clock: Clock = utc_now
+    ) -> Store:
+        """Create the engine and check that the database answers (raises DatabaseUnavailableError)."""
+        engine = create_engine(database_url, pool_size=pool_size, max_overflow=max_overflow)
+        store = cls(engine, clock=clock)
+        try:
+            await store.ping()
+        except BaseException:
+            await engine.dispose()
+            raise
+        logger.info("store opened (%s)", dialect_of(database_url))
+        return store
+
+    @property
+    def engine(self) -> AsyncEngine:
+        return self._engine
+
+    def now(self) -> datetime:
+        return self._clock()
+
+    async def close(self) -> None:
+        await self._engine.dispose()
+
+    async def ping(self) -> None:
+        async with self._tx("ping") as conn:
+            await conn.execute(text("SELECT 1"))
+
+    @asynccontextmanager
+    async def _tx(self, operation: str) -> AsyncIterator[AsyncConnection]:
+        with translate_errors(operation):
+            async with self._engine.begin() as conn:
+                yield conn
+
+    def _insert(self, table: Any) -> Any:
+        return pg_insert(table) if self.dialect == "postgresql" else sqlite_insert(table)
+
+    # Chats and sessions -------------------------------------------------------------------------
+
+    async def get_or_create_chat(
+        self, platform: str, chat_id: str, thread_id: str | None = None, *, kind: str, title: str | None
+    ) -> ChatRecord:
+        """The chat row for (platform, chat_id, thread_id); concurrent callers get the same row."""
+        thread = thread_id or ""
+        async with self._tx("get_or_create_chat") as conn:
+            await conn.execute(
+                self._insert(chats)
+                .values(
+                    platform=platform,
+                    chat_id=chat_id,
+                    thread_id=thread,
+                    kind=kind,
+                    title=clean_text(title) if title else title,
+                    created_at=self.now(),
+                )
+                .on_conflict_do_nothing()
+            )
+            row = (
+                await conn.execute(
+                    select(chats).where(
+                        chats.c.platform == platform, chats.c.chat_id == chat_id, chats.c.thread_id == thread
+                    )
+                )
+            ).one()
+            if title and row.title != title:
+                await conn.execute(update(chats).where(chats.c.id == row.id).values(title=clean_text(title)))
+                row = (await conn.execute(select(chats).where(chats.c.id == row.id))).one()
+            return to_chat(row)
+
+    async def get_chat(self, chat_pk: int) -> ChatRecord:
+        async with self._tx("get_chat") as conn:
+            row = (await conn.execute(select(chats).where(chats.c.id == chat_pk))).one_or_none()
+        if row is None:
+            raise StoreError(f"no chat with id {chat_pk}")
+        return to_chat(row)
+
+    def _new_session_values(self, chat_pk: int) -> dict[str, Any]:
+        return {
+            "chat_pk": chat_pk,
+            "active": True,
+            "created_at": self.now(),
+            "next_seq": SEQ_STEP,
+            "active_message_count": 0,
+            "active_tokens": 0,
+            "tokens_since_call": 0,
+            "compaction_count": 0,
+            "engine_state": {},
+            "cache_gaps": [],
+        }
+
+    async def active_session(self, chat_pk: int) -> SessionRecord:
+        """The chat's active session, created if there is none (race-safe)."""
+        async with self._tx("active_session") as conn:
+            query = select(sessions).where(sessions.c.chat_pk == chat_pk, sessions.c.active)
+            row = (await conn.execute(query)).one_or_none()
+            if row is None:
+                await conn.execute(
+                    self._insert(sessions)
+                    .values(**self._new_session_values(chat_pk))
+                    .on_conflict_do_nothing(index_elements=["chat_pk"], index_where=sessions.c.active)
+                )
+                row = (await conn.execute(query)).one()
+            return to_session(row)
+
+    async def new_session(self, chat_pk: int) -> SessionRecord:
+        """End the chat's active session (kept, inactive) and start a fresh one."""
+        async with self._tx("new_session") as conn:
+            # Lock the chat row so two concurrent `/new` commands run one after the other.
+            await conn.execute(select(chats.c.id).where(chats.c.id == chat_pk).with_for_update())
+            await conn.execute(
+                update(sessions)
+                .where(sessions.c.chat_pk == chat_pk, sessions.c.active)
+                .values(active=False, ended_at=self.now())
+            )
+            row = (
+                await conn.execute(
+                    sessions.insert().values(**self._new_session_values(chat_pk)).returning(*sessions.c)
+                )
+            ).one()
+            return to_session(row)
+
+    async def get_session(self, session_pk: int) -> SessionRecord:
+        async with self._tx("get_session") as conn:
+            row = (await conn.execute(select(sessions).where(sessions.c.id == session_pk))).one_or_none()
+        if row is None:
+            raise StoreError(f"no session with id {session_pk}")
+        return to_session(row)
+
+    # Messages -----------------------------------------------------------------------------------
+
+    async def append_message(self, session_pk: int, message: NewMessage) -> AppendResult:
+        """Store one message; a platform message id already stored in the chat returns the old row."""
+        return (await self.append_messages(session_pk, [message]))[0]
+
+    async def append_messages(self, session_pk: int, batch: Sequence[NewMessage]) -> list[AppendResult]:
+        """Store several messages of one session in order, in one transaction with the counters."""
+        if not batch:
+            return []
+        try:
+            return await self._append(session_pk, batch)
+        except _RedeliveredDuringAppend:
+            logger.debug("concurrent redelivery in session %s; retrying append", session_pk)
+            return await self._append(session_pk, batch)
+
+    async def _append(self, session_pk: int, batch: Sequence[NewMessage]) -> list[AppendResult]:
+        async with self._tx("append_messages") as conn:
+            chat_pk = (
+                await conn.execute(select(sessions.c.chat_pk).where(sessions.c.id == session_pk))
+            ).scalar_one_or_none()
+            if chat_pk is None:
+                raise StoreError(f"no session with id {session_pk}")
+            existing = await self._existing(conn, chat_pk, batch)
+            fresh = [m for m in batch if m.platform_message_id not in existing]
+            tokens = sum(m.token_estimate for m in fresh)
+            seq_end = 0
+            if fresh:
+                seq_end = (
+                    await conn.execute(
+                        update(sessions)
+                        .where(sessions.c.id == session_pk)
+                        .values(
+                            next_seq=sessions.c.next_seq + SEQ_STEP * len(fresh),
+                            active_message_count=sessions.c.active_message_count + len(fresh),
+                            active_tokens=sessions.c.active_tokens + tokens,
+                            tokens_since_call=sessions.c.tokens_since_call + tokens,
+                        )
+                        .returning(sessions.c.next_seq)
+                    )
+                ).scalar_one()
+            seq = seq_end - SEQ_STEP * len(fresh)
+            results: list[AppendResult] = []
+            for m in batch:
+                if m.platform_message_id in existing:
+                    results.append(AppendResult(existing[m.platform_message_id], created=False))
+                    continue
+                row = (
+                    await conn.execute(
+                        self._insert(messages)
+                        .values(**self._message_values(session_pk, chat_pk, seq, m))
+                        .on_conflict_do_nothing()
+                        .returning(*messages.c)
+                    )
+                ).one_or_none()
+                if row is None:
+                    raise _RedeliveredDuringAppend
+                results.append(AppendResult(to_message(row), created=True))
+                seq += SEQ_STEP
+            return results
+
+    async def _existing(
+        self, conn: AsyncConnection, chat_pk: int, batch: Sequence[NewMessage]
+    ) -> dict[str | None, StoredMessage]:
+        ids = [m.platform_message_id for m in batch if m.platform_message_id is not None]
+        if not ids:
+            return {}
+        rows = await conn.execute(
+            select(messages).where(messages.c.chat_pk == chat_pk, messages.c.platform_message_id.in_(ids))
+        )
+        return {row.platform_message_id: to_message(row) for row in rows}
+
+    def _message_values(self, session_pk: int, chat_pk: int, seq: int, m: NewMessage) -> dict[str, Any]:
+        if m.role not in ("user", "assistant"):
+            raise StoreError(f"message role must be 'user' or 'assistant', got {m.role!r}")
+        return {
+            "session_pk": session_pk,
+            "chat_pk": chat_pk,
+            "seq": seq,
+            "role": m.role,
+            "content": clean_json(m.content),
+            "text": clean_text(m.text),
+            "author_id": m.author_id,
+            "author_name": clean_text(m.author_name) if m.author_name else m.author_name,
+            "platform_message_id": m.platform_message_id,
+            "token_estimate": max(0, m.token_estimate),
+            "state": "active",
+            "pruned": False,
+            "needs_reply": m.needs_reply,
+            "replied": False,
+            "created_at": m.created_at or self.now(),
+        }
+
+    async def load_window(self, session_pk: int) -> list[StoredMessage]:
+        """The session's active and summary rows in order (archived rows are not read)."""
+        async with self._tx("load_window") as conn:
+            return [to_message(row) for row in await conn.execute(window_query(session_pk))]
+
+    async def hygiene_inputs(self, session_pk: int) -> HygieneInputs:
+        """What the hygiene check needs, from the session row alone (constant cost)."""
+        async with self._tx("hygiene_inputs") as conn:
+            row = (
+                await conn.execute(
+                    select(
+                        sessions.c.active_message_count,
+                        sessions.c.active_tokens,
+                        sessions.c.last_prompt_tokens,
+                        sessions.c.tokens_since_call,
+                    ).where(sessions.c.id == session_pk)
+                )
+            ).one_or_none()
+        if row is None:
+            raise StoreError(f"no session with id {session_pk}")
+        return HygieneInputs(
+            message_count=row.active_message_count,
+            active_tokens=row.active_tokens,
+            last_prompt_tokens=row.last_prompt_tokens,
+            tokens_since_call=row.tokens_since_call,
+        )
+
+    async def mark_replied(self, message_ids: Sequence[int]) -> None:
+        if not message_ids:
+            return
+        async with self._tx("mark_replied") as conn:
+            await conn.execute(update(messages).where(messages.c.id.in_(message_ids)).values(replied=True))
+
+    async def unanswered(self, max_age: timedelta | None = None) -> list[StoredMessage]:
+        """User messages that asked for a reply and never got one, oldest first (crash recovery)."""
+        query = select(messages).where(messages.c.needs_reply, ~messages.c.replied, messages.c.role == "user")
+        if max_age is not None:
+            query = query.where(messages.c.created_at >= self.now() - max_age)
+        async with self._tx("unanswered") as conn:
+            rows = await conn.execute(query.order_by(messages.c.created_at, messages.c.id))
+            return [to_message(row) for row in rows]
+
+    # LLM usage ----------------------------------------------------------------------------------
+
+    async def record_call(
+        self,
+        session_pk: int,
+        chat_pk: int,
+        call: CallRecord,
+        *,
+        last_message_id: int | None = None,
+        engine_state: dict[str, Any] | None = None,
+    ) -> None:
+        """Insert the usage row; a 'reply' call also becomes the session's reference for hygiene."""
+        now = self.now()
+        async with self._tx("record_call") as conn:
+            await conn.execute(
+                llm_calls.insert().values(
+                    chat_pk=chat_pk,
+                    session_pk=session_pk,
+                    model=call.model,
+                    purpose=call.purpose,
+                    input_tokens=call.input_tokens,
+                    output_tokens=call.output_tokens,
+                    cache_creation_tokens=call.cache_creation_tokens,
+                    cache_read_tokens=call.cache_read_tokens,
+                    latency_ms=call.latency_ms,
+                    cost_usd=float(call.cost_usd),
+                    cache_ttl=call.cache_ttl,
+                    created_at=now,
+                )
+            )
+            if call.purpose != "reply":
+                if engine_state is not None:
+                    await conn.execute(
+                        update(sessions).where(sessions.c.id == session_pk).values(engine_state=engine_state)
+                    )
+                return
+            session = (
+                await conn.execute(select(sessions).where(sessions.c.id == session_pk).with_for_update())
+            ).one()
+            gaps = [float(g) for g in (session.cache_gaps or [])]
+            if session.last_call_at is not None:
+                gaps = [*gaps, round((now - session.last_call_at).total_seconds(), 3)][-CACHE_GAPS_KEPT:]
+            since = 0
+            if last_message_id is not None:
+                # Messages stored after the one the call ended with (they arrived during the turn).
+                since = (
+                    await conn.execute(
+                        select(func.coalesce(func.sum(messages.c.token_estimate), 0)).where(
+                            messages.c.session_pk == session_pk,
+                            messages.c.state.in_(WINDOW_STATES),
+                            messages.c.id > last_message_id,
+                        )
+                    )
+                ).scalar_one()
+            values: dict[str, Any] = {
+                "last_prompt_tokens": call.prompt_tokens,
+                "last_call_message_id": last_message_id,
+                "last_call_at": now,
+                "tokens_since_call": int(since),
+                "cache_gaps": gaps,
+            }
+            if engine_state is not None:
+                values["engine_state"] = engine_state
+            await conn.execute(update(sessions).where(sessions.c.id == session_pk).values(**values))
+
+    async def cost_since(self, chat_pk: int, since: datetime) -> float:
+        async with self._tx("cost_since") as conn:
+            total = (
+                await conn.execute(
+                    select(func.coalesce(func.sum(llm_calls.c.cost_usd), 0.0)).where(
+                        llm_calls.c.chat_pk == chat_pk, llm_calls.c.created_at >= since
+                    )
+                )
+            ).scalar_one()
+        return float(total)
+
+    # Compaction, search, stats (implemented in sibling modules) -----------------------------------
+
+    async def apply_compaction(self, session_pk: int, change: CompactionApply) -> CompactionRecord:
+        """Archive, prune, insert the summary and update the counters: all or nothing."""
+        async with self._tx("apply_compaction") as conn:
+            return await _compaction.apply(conn, session_pk, change, self.now())
+
+    async def record_compaction_attempt(
+        self,
+        session_pk: int,
+        *,
+        trigger: Trigger,
+        outcome: Outcome,
+        reason: str,
+        tokens_before: int = 0,
+        messages_before: int = 0,
+        summarizer_model: str | None = None,
+        duration_ms: int = 0,
+        error: str | None = None,
+    ) -> CompactionRecord:
+        """Record a compaction that changed nothing (aborted, or nothing worth removing)."""
+        async with self._tx("record_compaction_attempt") as conn:
+            return await _compaction.record_attempt(
+                conn,
+                session_pk,
+                now=self.now(),
+                trigger=trigger,
+                outcome=outcome,
+                reason=reason,
+                tokens_before=tokens_before,
+                messages_before=messages_before,
+                summarizer_model=summarizer_model,
+                duration_ms=duration_ms,
+                error=error,
+            )
+
+    async def undo_last_compaction(self, session_pk: int) -> CompactionRecord:
+        """Restore the window as it was before the last compaction still in effect."""
+        async with self._tx("undo_last_compaction") as conn:
+            return await _compaction.undo_last(conn, session_pk)
+
+    async def search_archive(self, chat_pk: int, query: str, *, limit: int = 5) -> list[ArchiveHit]:
+        """Archived messages of this chat (only) containing every word of `query`, newest first."""
+        async with self._tx("search_archive") as conn:
+            return await search_archive(conn, chat_pk, query, limit=limit)
+
+    async def chat_stats(self, chat_pk: int, *, recent_calls: int = 10) -> ChatStats:
+        async with self._tx("chat_stats") as conn:
+            return await _stats.chat_stats(conn, chat_pk, recent_calls=recent_calls)
+
+    async def global_stats(self, *, top: int = 5) -> GlobalStats:
+        async with self._tx("global_stats") as conn:
+            return await _stats.global_stats(conn, top=top)

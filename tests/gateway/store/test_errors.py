@@ -1,0 +1,45 @@
+"""Connection failures surface as DatabaseUnavailableError at the repository boundary."""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+
+from gateway.errors import DatabaseUnavailableError, StoreError
+from gateway.store import Store
+
+from .helpers import msg
+
+
+def _closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+async def test_unreachable_postgres_is_unavailable() -> None:
+    url = f"postgresql+asyncpg://postgres@127.0.0.1:{_closed_port()}/nothing"
+    with pytest.raises(DatabaseUnavailableError):
+        await Store.open(url)
+
+
+@pytest.mark.postgres
+async def test_missing_postgres_database_is_unavailable(pg_url: str) -> None:
+    url = pg_url.rsplit("/", 1)[0] + "/gwtest_does_not_exist"
+    with pytest.raises(DatabaseUnavailableError):
+        await Store.open(url)
+
+
+async def test_unmigrated_sqlite_reports_a_store_error(empty_sqlite_url: str) -> None:
+    store = await Store.open(empty_sqlite_url)
+    try:
+        with pytest.raises(StoreError):
+            await store.append_message(1, msg("x"))
+    finally:
+        await store.close()
+
+
+async def test_unknown_session_is_a_store_error(store: Store) -> None:
+    with pytest.raises(StoreError, match="no session"):
+        await store.append_message(999_999, msg("x"))
