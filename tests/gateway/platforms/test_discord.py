@@ -412,3 +412,37 @@ async def test_resume_after_forced_disconnect_replays_missed_messages(
     await dc.disconnect(code=4000, replay_last=1)
     await inbox.wait_for(lambda m: m.platform_message_id == str(missed), count=2)
     assert [m.platform_message_id for m in inbox.items].count(first.platform_message_id) == 1
+
+
+async def test_slash_command_in_a_thread_belongs_to_the_thread_chat(
+    dc: FakeDiscord, bot: tuple[DiscordAdapter, Inbox]
+) -> None:
+    adapter, inbox = bot
+    iid = dc.push_interaction("stats", "all", channel_id=THREAD, guild_id=GUILD, user_id=ANN)
+    msg = await inbox.message(iid)
+    assert (msg.chat.chat_id, msg.chat.thread_id) == (str(GENERAL), str(THREAD))
+    await adapter.send(OutgoingMessage(msg.chat, "thread stats", reply_handle=msg.reply_handle))
+    sent = await dc.wait_sent(1)
+    assert (sent[0].kind, sent[0].channel_id) == ("followup", THREAD)
+
+
+async def test_a_failing_handler_is_logged_and_later_messages_still_arrive(
+    dc: FakeDiscord, caplog: pytest.LogCaptureFixture
+) -> None:
+    inbox = Inbox()
+
+    async def flaky(message: IncomingMessage) -> None:
+        if message.text == "boom":
+            raise RuntimeError("handler bug")
+        await inbox.handler(message)
+
+    adapter = DiscordAdapter(dc.token, dc.api_base, dc.gateway_url, guild_ready_timeout=0.05)
+    await adapter.start(flaky, [])
+    try:
+        with caplog.at_level(logging.ERROR, logger="gateway.platforms.discord_adapter"):
+            dc.push_message(DM, "boom", author_id=ANN, username="ann")
+            after = await inbox.message(dc.push_message(DM, "still here", author_id=ANN, username="ann"))
+        assert after.text == "still here"
+        assert any(r.exc_info and isinstance(r.exc_info[1], RuntimeError) for r in caplog.records)
+    finally:
+        await adapter.stop()
