@@ -53,15 +53,9 @@ def head_end(messages: Sequence[Message], safe: Sequence[bool]) -> int:
         (i for i in range(first_user + 1, len(messages)) if messages[i]["role"] == "assistant"), None
     )
     end = first_user + 1 if reply is None else reply + 1
+    # a reply that called tools is whole only with its results: move past every unsafe cut
     while end < len(messages) and not safe[end]:
         end += 1
-    # A reply that called tools is only whole together with the results it received.
-    if reply is not None and end < len(messages) and tool_use_ids(messages[reply]):
-        answered = set(tool_use_ids(messages[reply]))
-        if messages[end]["role"] == "user" and answered & set(tool_result_ids(messages[end])):
-            end += 1
-            while end < len(messages) and not safe[end]:
-                end += 1
     return end
 
 

@@ -7,7 +7,7 @@ import itertools
 
 import pytest
 
-from agent.boundaries import PRUNED_MARKER, STUB_RESULT
+from agent.boundaries import EMPTY_AFTER_REPAIR, PRUNED_MARKER, STUB_RESULT, repair_tool_pairs
 from agent.context_compressor import SUMMARY_PREFIX, ContextCompressor, is_summary_message
 from agent.context_engine import EngineState, Outcome
 from agent.summary import FRAMING, SYSTEM_NOTE
@@ -505,6 +505,23 @@ async def test_removed_and_kept_partition_the_input_and_input_is_not_mutated() -
     assert result.summary_usage is not None
 
 
+def test_repair_gives_lost_results_a_message_of_their_own_between_two_assistant_turns() -> None:
+    broken = [user("go"), call(("x", "ls"), ("y", "ls")), assistant("where did the output go?"), user("?")]
+    repaired, report = repair_tool_pairs(broken)
+    assert report.stubbed_use_ids == ("x", "y")
+    assert report.inserted_at == (2,)
+    assert [m["role"] for m in repaired] == ["user", "assistant", "user", "assistant", "user"]
+    assert tool_result_ids(repaired[2]) == ["x", "y"]
+    assert broken[2] == assistant("where did the output go?")
+
+
+def test_repair_keeps_roles_alternating_when_a_message_held_only_orphans() -> None:
+    broken = [user("go"), assistant("hm"), results(("ghost", "old")), assistant("ok")]
+    repaired, report = repair_tool_pairs(broken)
+    assert report.dropped_result_ids == ("ghost",)
+    assert repaired[2] == {"role": "user", "content": [{"type": "text", "text": EMPTY_AFTER_REPAIR}]}
+
+
 def test_engine_name_and_exports() -> None:
     assert ContextCompressor.name == "compressor"
     assert FRAMING.startswith(SUMMARY_PREFIX)
@@ -525,5 +542,5 @@ def _assert_valid_pairs(messages: list) -> None:  # type: ignore[type-arg]
             used = {b["id"] for b in blocks_of(messages[i - 1]) if b.get("type") == "tool_use"}
             assert set(ids) <= used
         if message["role"] == "assistant" and i + 1 < len(messages):
-            used = [b["id"] for b in blocks_of(message) if b.get("type") == "tool_use"]
-            assert set(used) <= set(tool_result_ids(messages[i + 1]))
+            calls = {b["id"] for b in blocks_of(message) if b.get("type") == "tool_use"}
+            assert calls <= set(tool_result_ids(messages[i + 1]))
