@@ -89,7 +89,7 @@ class DiscordAdapter:
     ) -> None:
         self._token = token
         self._api_base_url = api_base_url.rstrip("/") if api_base_url else None
-        self._gateway_url = gateway_url
+        self._gateway_url = _websocket_url(gateway_url) if gateway_url else None
         self._guild_ready_timeout = guild_ready_timeout
         self._ready_timeout = ready_timeout
         self._max_ratelimit_timeout = max_ratelimit_timeout
@@ -415,6 +415,13 @@ def _retry_after(exc: discord.HTTPException) -> float:
         return float(header) if header else 1.0
     except ValueError:
         return 1.0
+
+
+def _websocket_url(url: str) -> str:
+    """The gateway URL with a websocket scheme; http(s) settings values are accepted and mapped."""
+    parsed = yarl.URL(url)
+    scheme = {"http": "ws", "https": "wss"}.get(parsed.scheme, parsed.scheme)
+    return str(parsed.with_scheme(scheme))
 
 
 def _log_connect_end(task: asyncio.Task[None]) -> None:

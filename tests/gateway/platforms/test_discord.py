@@ -119,6 +119,17 @@ async def test_library_urls_point_at_the_fake_while_running_and_are_restored(dc:
     assert library_urls() == before
 
 
+async def test_an_http_gateway_url_from_settings_is_used_as_a_websocket_url(dc: FakeDiscord) -> None:
+    http_url = dc.gateway_url.replace("ws://", "http://")
+    adapter = DiscordAdapter(dc.token, dc.api_base, http_url, guild_ready_timeout=0.05)
+    await adapter.start(Inbox().handler, [])
+    try:
+        assert library_urls()[1] == dc.gateway_url
+        assert len(dc.identifies) == 1
+    finally:
+        await adapter.stop()
+
+
 async def test_direct_message_is_a_private_chat(dc: FakeDiscord, bot: tuple[DiscordAdapter, Inbox]) -> None:
     _, inbox = bot
     mid = dc.push_message(DM, "hello there", author_id=ANN, username="ann")
