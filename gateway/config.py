@@ -16,6 +16,7 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import (
     AnyHttpUrl,
+    AnyUrl,
     BaseModel,
     ConfigDict,
     Field,
@@ -142,7 +143,7 @@ class Settings(BaseSettings):
 
     discord_bot_token: SecretStr | None = None
     discord_api_base_url: AnyHttpUrl = AnyHttpUrl("https://discord.com/api/v10")
-    discord_gateway_url: AnyHttpUrl | None = None
+    discord_gateway_url: AnyUrl | None = None
 
     telegram_admin_ids: IdSet = frozenset()
     discord_admin_ids: IdSet = frozenset()
