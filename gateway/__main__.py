@@ -1,0 +1,99 @@
+"""The command line: `gateway run | chat | db upgrade|downgrade|current | doctor`.
+
+Configuration errors print one line and exit 2; database errors print one line and exit 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from gateway.config import ConfigError, Settings, load_settings
+from gateway.errors import StoreError
+
+logger = logging.getLogger(__name__)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="gateway", description="Multi-platform chat gateway for Claude.")
+    parser.add_argument("--config", type=Path, help="YAML settings file (default: ./config.yaml if present)")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    commands.add_parser("run", help="serve every configured platform")
+    commands.add_parser("chat", help="talk to the bot in this terminal")
+    commands.add_parser("doctor", help="check configuration, database and the Anthropic endpoint")
+    db = commands.add_parser("db", help="database migrations")
+    db_commands = db.add_subparsers(dest="db_command", required=True, metavar="ACTION")
+    upgrade = db_commands.add_parser("upgrade", help="migrate to the newest schema (or REVISION)")
+    upgrade.add_argument("revision", nargs="?", default="head")
+    downgrade = db_commands.add_parser("downgrade", help="migrate back to REVISION ('base' empties it)")
+    downgrade.add_argument("revision")
+    db_commands.add_parser("current", help="show the schema revision and the newest one")
+    return parser
+
+
+def _setup_logging(settings: Settings) -> None:
+    logging.basicConfig(
+        level=settings.log_level,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    # Alembic announces every plugin it loads at INFO; only its migration steps are worth showing.
+    logging.getLogger("alembic.runtime.plugins").setLevel(logging.WARNING)
+
+
+def _runner_entry(name: str) -> Callable[[Settings], int] | None:
+    try:
+        from gateway import runner
+    except ModuleNotFoundError as exc:
+        if exc.name != "gateway.runner":
+            raise
+        print(
+            "gateway: the runner module (gateway/runner.py) is not available in this build", file=sys.stderr
+        )
+        return None
+    entry: Callable[[Settings], int] = getattr(runner, name)
+    return entry
+
+
+def _db(settings: Settings, action: str, revision: str | None) -> int:
+    from gateway.store import migrate
+
+    if action == "upgrade":
+        migrate.upgrade(settings.database_url, revision or "head")
+    elif action == "downgrade":
+        migrate.downgrade(settings.database_url, revision or "base")
+    current = asyncio.run(migrate.current_revision_async(settings.database_url))
+    print(f"schema revision: {current or 'none'} (head: {migrate.head_revision()})")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        settings = load_settings(yaml_path=args.config)
+    except ConfigError as exc:
+        print(str(exc), file=sys.stderr)
+        return 2
+    _setup_logging(settings)
+    try:
+        if args.command == "db":
+            return _db(settings, args.db_command, getattr(args, "revision", None))
+        if args.command == "doctor":
+            from gateway.doctor import doctor
+
+            return doctor(settings, out=sys.stdout)
+        entry = _runner_entry(args.command)
+        return 1 if entry is None else entry(settings)
+    except StoreError as exc:
+        print(f"gateway: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
