@@ -18,7 +18,7 @@ from typing import Any
 
 from telegram import BotCommand, Message, ReplyParameters, Update
 from telegram.constants import ChatAction, ParseMode
-from telegram.error import BadRequest, RetryAfter, TelegramError
+from telegram.error import BadRequest, InvalidToken, RetryAfter, TelegramError
 from telegram.ext import Application, ApplicationBuilder, ContextTypes, MessageHandler, filters
 from telegram.warnings import PTBDeprecationWarning
 
@@ -128,9 +128,18 @@ class TelegramAdapter:
                 await updater.start_polling(
                     timeout=timedelta(seconds=self._poll_timeout), allowed_updates=ALLOWED_UPDATES
                 )
+        except InvalidToken:
+            await _quiet_shutdown(app)
+            # PTB's message quotes the token itself; keep it out of logs and tracebacks.
+            raise PlatformStartError(
+                "telegram: the bot token was rejected (check TELEGRAM_BOT_TOKEN)"
+            ) from None
         except TelegramError as exc:
             await _quiet_shutdown(app)
-            raise PlatformStartError(f"telegram: could not start: {exc.message}") from exc
+            raise PlatformStartError(f"telegram: could not start: {self._redact(exc.message)}") from exc
+        except OSError as exc:  # the webhook port cannot be bound
+            await _quiet_shutdown(app)
+            raise PlatformStartError(f"telegram: could not start the webhook server: {exc}") from exc
         self._app = app
         mode = f"webhook {self._webhook_url}" if self._webhook_url else "long polling"
         logger.info(
@@ -239,7 +248,9 @@ class TelegramAdapter:
             except BadRequest:
                 raise
             except TelegramError as exc:
-                raise SendError(f"telegram send failed: {exc.message}", chat_id=chat_id) from exc
+                raise SendError(
+                    f"telegram send failed: {self._redact(exc.message)}", chat_id=chat_id
+                ) from exc
         raise AssertionError("unreachable")  # pragma: no cover
 
     def typing(self, chat: ChatRef) -> TypingContext:
@@ -251,6 +262,9 @@ class TelegramAdapter:
         await bot.send_chat_action(
             chat_id=int(chat.chat_id), action=ChatAction.TYPING, message_thread_id=thread_id
         )
+
+    def _redact(self, text: str) -> str:
+        return text.replace(self._token, "<token>")
 
     def _require_app(self) -> AnyApplication:
         if self._app is None:
@@ -339,8 +353,11 @@ def _url_path(webhook_url: str) -> str:
 async def _quiet_shutdown(app: AnyApplication) -> None:
     """Release what a failed start acquired; the start error is what the caller needs to see."""
     try:
+        if app.updater is not None and app.updater.running:
+            await app.updater.stop()
         if app.running:
             await app.stop()
         await app.shutdown()
+        await app.bot.shutdown()  # a failed initialize() leaves the bot's HTTP clients open
     except Exception:
         logger.warning("telegram: cleanup after a failed start also failed", exc_info=True)
