@@ -87,7 +87,9 @@ class FakeAnthropic:
         summary_detector: SummaryDetector = is_summary_request,
         echo_limit: int = 400,
         cache_lookback: int = DEFAULT_LOOKBACK,
+        keep_bodies: bool = True,
     ) -> None:
+        """``keep_bodies=False`` records requests without their bodies (long benchmark replays)."""
         self.api_key = api_key
         self.models = build_models(
             models, context_windows=context_windows, min_cacheable=min_cacheable, max_output=max_output
@@ -97,6 +99,7 @@ class FakeAnthropic:
         self.summary_delay = summary_delay
         self.summary_detector = summary_detector
         self.echo_limit = echo_limit
+        self.keep_bodies = keep_bodies
         self.cache = PrefixCache(lookback=cache_lookback)
         self.requests: list[RecordedRequest] = []
         self.count_tokens_calls = 0
@@ -230,6 +233,8 @@ class FakeAnthropic:
         record = RecordedRequest(body=None, headers=headers, kind="invalid", at=self.now())
         self.requests.append(record)
         response = await self._answer(request, record)
+        if not self.keep_bodies:
+            record.body = None
         delivered = request.transport is not None and not request.transport.is_closing()
         record.status = response.status if delivered else None
         return response

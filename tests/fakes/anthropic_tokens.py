@@ -41,12 +41,20 @@ class ModelSpec:
 def default_models() -> dict[str, ModelSpec]:
     """The current models, keyed by every name the API accepts for them (dated ids are aliases)."""
     sonnet = ModelSpec("claude-sonnet-4-6", "Claude Sonnet 4.6", min_cacheable=1024)
+    sonnet_45 = ModelSpec("claude-sonnet-4-5", "Claude Sonnet 4.5", min_cacheable=1024)
     opus = ModelSpec("claude-opus-4-5", "Claude Opus 4.5", min_cacheable=4096)
+    opus_46 = ModelSpec("claude-opus-4-6", "Claude Opus 4.6", max_output=128_000, min_cacheable=4096)
+    opus_41 = ModelSpec("claude-opus-4-1", "Claude Opus 4.1", max_output=32_000, min_cacheable=1024)
     haiku = ModelSpec("claude-haiku-4-5", "Claude Haiku 4.5", min_cacheable=4096)
     return {
         sonnet.id: sonnet,
+        sonnet_45.id: sonnet_45,
+        "claude-sonnet-4-5-20250929": sonnet_45,
+        opus_46.id: opus_46,
         opus.id: opus,
         "claude-opus-4-5-20251101": opus,
+        opus_41.id: opus_41,
+        "claude-opus-4-1-20250805": opus_41,
         haiku.id: haiku,
         "claude-haiku-4-5-20251001": haiku,
     }

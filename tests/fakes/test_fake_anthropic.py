@@ -583,3 +583,28 @@ async def test_separate_process_mode_answers_and_obeys_its_control_endpoints() -
         assert await remote.requests() == []
         with pytest.raises(ValueError, match="unknown fault kind"):
             await remote.script_fault("meteor")
+
+
+async def test_bodies_can_be_left_out_of_the_records_for_long_replays() -> None:
+    async with (
+        FakeAnthropic(keep_bodies=False) as lean,
+        anthropic.AsyncAnthropic(api_key="test-key", base_url=lean.base_url, max_retries=0) as sdk,
+    ):
+        await ask(sdk, user("hello"))
+
+    assert lean.requests[0].body is None
+    assert lean.requests[0].usage is not None
+    assert lean.total_usage().output_tokens > 0
+
+
+async def test_window_overrides_apply_to_dated_aliases_too() -> None:
+    async with (
+        FakeAnthropic(context_windows={"claude-haiku-4-5": 500}) as small,
+        anthropic.AsyncAnthropic(api_key="test-key", base_url=small.base_url, max_retries=0) as sdk,
+    ):
+        with pytest.raises(anthropic.BadRequestError) as caught:
+            await sdk.messages.create(
+                model="claude-haiku-4-5-20251001", max_tokens=10, messages=user("word " * 600)
+            )
+
+    assert (caught.value.api_message or "").endswith("tokens > 500 maximum")
