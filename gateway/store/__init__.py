@@ -17,9 +17,9 @@ from gateway.store.records import (
     GlobalStats,
     HygieneInputs,
     NewMessage,
+    NewSummary,
     SessionRecord,
     StoredMessage,
-    SummaryInput,
     UsageTotals,
 )
 from gateway.store.repository import Store
@@ -37,9 +37,9 @@ __all__ = [
     "GlobalStats",
     "HygieneInputs",
     "NewMessage",
+    "NewSummary",
     "SessionRecord",
     "Store",
     "StoredMessage",
-    "SummaryInput",
     "UsageTotals",
 ]

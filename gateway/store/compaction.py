@@ -15,11 +15,18 @@ from sqlalchemy import Row, case, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway.errors import NothingToUndoError, StoreError
-from gateway.store.records import CompactionApply, CompactionRecord, Outcome, Trigger
+from gateway.store.records import OUTCOMES, TRIGGERS, CompactionApply, CompactionRecord
 from gateway.store.rows import clean_json, clean_text, compactions, messages, sessions, to_compaction
 from gateway.store.window import SEQ_STEP, WINDOW_STATES, recount, seq_before
 
 logger = logging.getLogger(__name__)
+
+
+def _check_kind(trigger: str, outcome: str) -> None:
+    if trigger not in TRIGGERS:
+        raise StoreError(f"compaction trigger must be one of {sorted(TRIGGERS)}, got {trigger!r}")
+    if outcome not in OUTCOMES:
+        raise StoreError(f"compaction outcome must be one of {sorted(OUTCOMES)}, got {outcome!r}")
 
 
 async def _lock_session(conn: AsyncConnection, session_pk: int) -> Row[Any]:
@@ -45,6 +52,7 @@ async def _fetch(conn: AsyncConnection, compaction_id: int) -> CompactionRecord:
 async def apply(
     conn: AsyncConnection, session_pk: int, change: CompactionApply, now: datetime
 ) -> CompactionRecord:
+    _check_kind(change.trigger, change.outcome)
     if change.outcome == "aborted":
         raise StoreError("an aborted compaction changes nothing; use record_compaction_attempt")
     session = await _lock_session(conn, session_pk)
@@ -187,15 +195,17 @@ async def record_attempt(
     session_pk: int,
     *,
     now: datetime,
-    trigger: Trigger,
-    outcome: Outcome,
+    trigger: str,
+    outcome: str,
     reason: str,
     tokens_before: int,
     messages_before: int,
     summarizer_model: str | None,
     duration_ms: int,
     error: str | None,
+    engine_state: dict[str, Any] | None,
 ) -> CompactionRecord:
+    _check_kind(trigger, outcome)
     session = await _lock_session(conn, session_pk)
     compaction_id = await _insert_compaction(
         conn,
@@ -222,6 +232,10 @@ async def record_attempt(
             "pruned_ids": [],
         },
     )
+    if engine_state is not None:
+        await conn.execute(
+            update(sessions).where(sessions.c.id == session_pk).values(engine_state=engine_state)
+        )
     return await _fetch(conn, compaction_id)
 
 

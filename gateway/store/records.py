@@ -17,6 +17,9 @@ Trigger: TypeAlias = Literal["hygiene", "agent", "manual", "scheduled"]
 Outcome: TypeAlias = Literal["ok", "degraded", "aborted"]
 Purpose: TypeAlias = Literal["reply", "summary"]
 
+TRIGGERS: frozenset[str] = frozenset({"hygiene", "agent", "manual", "scheduled"})
+OUTCOMES: frozenset[str] = frozenset({"ok", "degraded", "aborted"})
+
 
 @dataclass(frozen=True, slots=True)
 class ChatRecord:
@@ -116,7 +119,7 @@ class CallRecord:
 
 
 @dataclass(frozen=True, slots=True)
-class SummaryInput:
+class NewSummary:
     role: Role
     content: Content
     text: str
@@ -130,10 +133,10 @@ class CompactionApply:
     `insert_summary_before_id` is the first kept tail message: the summary row sorts just before it.
     """
 
-    trigger: Trigger
-    outcome: Outcome
+    trigger: Trigger | str
+    outcome: Outcome | str
     removed_ids: list[int]
-    summary: SummaryInput | None
+    summary: NewSummary | None
     insert_summary_before_id: int | None
     reason: str = ""
     pruned_ids: list[int] = field(default_factory=list)

@@ -34,6 +34,7 @@ from gateway.store.records import (
     GlobalStats,
     HygieneInputs,
     NewMessage,
+    NewSummary,
     Outcome,
     SessionRecord,
     StoredMessage,
@@ -52,6 +53,21 @@ from gateway.store.rows import (
 )
 from gateway.store.search import search_archive
 from gateway.store.window import SEQ_STEP, WINDOW_STATES, window_query
+
+__all__ = [
+    "AppendResult",
+    "ArchiveHit",
+    "CallRecord",
+    "ChatRecord",
+    "CompactionApply",
+    "CompactionRecord",
+    "HygieneInputs",
+    "NewMessage",
+    "NewSummary",
+    "SessionRecord",
+    "Store",
+    "StoredMessage",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -145,12 +161,10 @@ class Store:
                 row = (await conn.execute(select(chats).where(chats.c.id == row.id))).one()
             return to_chat(row)
 
-    async def get_chat(self, chat_pk: int) -> ChatRecord:
+    async def get_chat(self, chat_pk: int) -> ChatRecord | None:
         async with self._tx("get_chat") as conn:
             row = (await conn.execute(select(chats).where(chats.c.id == chat_pk))).one_or_none()
-        if row is None:
-            raise StoreError(f"no chat with id {chat_pk}")
-        return to_chat(row)
+        return None if row is None else to_chat(row)
 
     def _new_session_values(self, chat_pk: int) -> dict[str, Any]:
         return {
@@ -302,6 +316,16 @@ class Store:
         async with self._tx("load_window") as conn:
             return [to_message(row) for row in await conn.execute(window_query(session_pk))]
 
+    async def get_message(self, chat_pk: int, message_id: int) -> StoredMessage | None:
+        """One message by id, only if it belongs to this chat (any state; for the recall tool)."""
+        async with self._tx("get_message") as conn:
+            row = (
+                await conn.execute(
+                    select(messages).where(messages.c.id == message_id, messages.c.chat_pk == chat_pk)
+                )
+            ).one_or_none()
+        return None if row is None else to_message(row)
+
     async def hygiene_inputs(self, session_pk: int) -> HygieneInputs:
         """What the hygiene check needs, from the session row alone (constant cost)."""
         async with self._tx("hygiene_inputs") as conn:
@@ -426,16 +450,20 @@ class Store:
         self,
         session_pk: int,
         *,
-        trigger: Trigger,
-        outcome: Outcome,
+        trigger: Trigger | str,
+        outcome: Outcome | str,
         reason: str,
         tokens_before: int = 0,
         messages_before: int = 0,
         summarizer_model: str | None = None,
         duration_ms: int = 0,
         error: str | None = None,
+        engine_state: dict[str, Any] | None = None,
     ) -> CompactionRecord:
-        """Record a compaction that changed nothing (aborted, or nothing worth removing)."""
+        """Record a compaction that changed nothing (aborted, or nothing worth removing).
+
+        The window is untouched; `engine_state`, if given, is saved (e.g. a failure counter).
+        """
         async with self._tx("record_compaction_attempt") as conn:
             return await _compaction.record_attempt(
                 conn,
@@ -449,6 +477,7 @@ class Store:
                 summarizer_model=summarizer_model,
                 duration_ms=duration_ms,
                 error=error,
+                engine_state=engine_state,
             )
 
     async def undo_last_compaction(self, session_pk: int) -> CompactionRecord:

@@ -8,7 +8,7 @@ import pytest
 from sqlalchemy import event, select
 
 from gateway.errors import NothingToUndoError, StoreError
-from gateway.store import CompactionApply, Store, SummaryInput
+from gateway.store import CompactionApply, NewSummary, Store
 from gateway.store.rows import compactions, messages
 
 from .helpers import fill, msg, new_chat
@@ -28,7 +28,7 @@ def plan(
         reason="test",
         removed_ids=removed,
         pruned_ids=pruned or [],
-        summary=SummaryInput(role="user", content=text, text=text, token_estimate=5),
+        summary=NewSummary(role="user", content=text, text=text, token_estimate=5),
         insert_summary_before_id=tail_first,
         tokens_before=100,
         tokens_after=40,
@@ -201,3 +201,20 @@ async def test_nothing_to_undo_skips_attempts_without_changes(store: Store) -> N
     with pytest.raises(NothingToUndoError):
         await store.undo_last_compaction(session)
     assert len(await store.load_window(session)) == 4
+
+
+async def test_attempt_saves_engine_state_and_unknown_kinds_are_refused(store: Store) -> None:
+    _, session = await new_chat(store)
+    await store.record_compaction_attempt(
+        session, trigger="agent", outcome="aborted", reason="too small", engine_state={"failures": 1}
+    )
+    assert (await store.get_session(session)).engine_state == {"failures": 1}
+    with pytest.raises(StoreError, match="trigger"):
+        await store.record_compaction_attempt(session, trigger="cron", outcome="ok", reason="")
+    with pytest.raises(StoreError, match="outcome"):
+        await store.apply_compaction(
+            session,
+            CompactionApply(
+                trigger="manual", outcome="fine", removed_ids=[], summary=None, insert_summary_before_id=None
+            ),
+        )

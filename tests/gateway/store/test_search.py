@@ -59,3 +59,15 @@ async def test_long_messages_get_an_excerpt_around_the_match(store: Store) -> No
     assert hit.excerpt.endswith("…")
     assert hit.role == "user"
     assert hit.author_name == "Ann"
+
+
+async def test_get_message_only_within_its_chat(store: Store) -> None:
+    mine, session = await new_chat(store, "mine")
+    theirs, _ = await new_chat(store, "theirs")
+    stored = (await store.append_message(session, msg("full text here"))).message
+    found = await store.get_message(mine, stored.id)
+    assert found is not None
+    assert found.text == "full text here"
+    assert await store.get_message(theirs, stored.id) is None
+    assert await store.get_chat(theirs) is not None
+    assert await store.get_chat(999_999) is None
