@@ -147,12 +147,14 @@ class TelegramAdapter:
         )
 
     async def stop(self, *, drain_timeout: float = 10.0) -> None:
-        """Stop receiving, let in-flight turns finish (up to `drain_timeout`), then shut the library down."""
-        app, self._app = self._app, None
+        """Stop receiving, let in-flight turns finish and reply (up to `drain_timeout`), then shut down."""
+        app = self._app
         if app is None:
             return
         if app.updater is not None and app.updater.running:
             await app.updater.stop()
+        if app.running:
+            await app.stop()  # hands updates already fetched to _on_update before returning
         if self._tasks:
             _, pending = await asyncio.wait(set(self._tasks), timeout=drain_timeout)
             for task in pending:
@@ -160,8 +162,7 @@ class TelegramAdapter:
             if pending:
                 logger.warning("telegram: cancelled %d turns still running at shutdown", len(pending))
                 await asyncio.gather(*pending, return_exceptions=True)
-        if app.running:
-            await app.stop()
+        self._app = None
         await app.shutdown()
 
     # Incoming ------------------------------------------------------------------------------------
@@ -201,7 +202,7 @@ class TelegramAdapter:
             else None
         )
         ids: list[str] = []
-        for markdown, html in render_chunks(message.text):
+        for markdown, html in render_chunks(_well_formed(message.text)):
             kwargs: dict[str, Any] = {"chat_id": chat_id, "message_thread_id": thread_id}
             if reply is not None and not ids:
                 kwargs["reply_parameters"] = reply
@@ -296,6 +297,9 @@ class _Typing:
                 await self._adapter._send_typing(self._chat)
             except (TelegramError, SendError) as exc:
                 logger.warning("telegram: typing action in chat %s failed: %s", self._chat.chat_id, exc)
+            except Exception:
+                # The indicator is cosmetic: a bug here must not abort the turn that holds it.
+                logger.exception("telegram: typing loop error in chat %s", self._chat.chat_id)
             await asyncio.sleep(TYPING_INTERVAL)
 
 
@@ -315,6 +319,11 @@ def render_chunks(text: str, *, limit: int = SPLIT_MARGIN) -> list[tuple[str, st
             # Escaping alone overflows (e.g. thousands of "<"): this chunk goes out as plain text.
             out.append((chunk, None))
     return out
+
+
+def _well_formed(text: str) -> str:
+    """Join split surrogate pairs and replace lone surrogates, which cannot be encoded for the wire."""
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
 
 
 def retry_after_seconds(exc: RetryAfter) -> float:

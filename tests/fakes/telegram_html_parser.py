@@ -65,7 +65,7 @@ def parse_html(source: str) -> str:
 
 
 def _offset(source: str, i: int) -> int:
-    return len(source[:i].encode("utf-8"))
+    return len(source[:i].encode("utf-8", "surrogatepass"))
 
 
 def _entity(source: str, i: int) -> tuple[str, int]:

@@ -14,11 +14,9 @@ and webhook delivery. Tests inject updates with `push_message`/`push_update` and
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 import aiohttp
@@ -26,74 +24,16 @@ from aiohttp import web
 
 from tests.fakes.telegram_html_parser import HtmlParseError, parse_html, utf16_len
 from tests.fakes.telegram_updates import UpdateBuilder
-
-MAX_TEXT = 4096
-_FAULTS = {
-    "retry_after": (429, "Too Many Requests: retry after {retry_after}"),
-    "parse_error": (400, 'Bad Request: can\'t parse entities: Unsupported start tag "x" at byte offset 0'),
-    "forbidden": (403, "Forbidden: bot was blocked by the user"),
-    "chat_not_found": (400, "Bad Request: chat not found"),
-    "server_error": (500, "Internal Server Error"),
-}
-
-
-class ApiError(Exception):
-    """An error answer: HTTP status, Telegram description and optional response parameters."""
-
-    def __init__(self, status: int, description: str, parameters: dict[str, Any] | None = None) -> None:
-        super().__init__(description)
-        self.status = status
-        self.description = description
-        self.parameters = parameters
-
-
-@dataclass
-class Fault:
-    kind: str
-    retry_after: int = 1
-
-
-@dataclass
-class Sent:
-    """One message the bot sent (or edited)."""
-
-    chat_id: int
-    text: str
-    parse_mode: str | None
-    message_id: int
-    visible_text: str
-    message_thread_id: int | None = None
-    reply_to: int | None = None
-    edited: bool = False
-    raw: dict[str, Any] = field(default_factory=dict)
-
-
-class _Params:
-    """Request parameters as PTB sends them: form fields (non-strings JSON-encoded) or a JSON body."""
-
-    def __init__(self, values: dict[str, Any]) -> None:
-        self.values = values
-
-    def str(self, name: str) -> str | None:
-        value = self.values.get(name)
-        return None if value is None else str(value)
-
-    def json(self, name: str) -> Any:
-        value = self.values.get(name)
-        if isinstance(value, str):
-            try:
-                return json.loads(value)
-            except ValueError:
-                raise ApiError(400, f"Bad Request: can't parse {name} JSON object") from None
-        return value
-
-    def int(self, name: str) -> int | None:
-        value = self.json(name)
-        if value is None:
-            return None
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise ApiError(400, f"Bad Request: invalid {name} specified")
-        return value
+from tests.fakes.telegram_wire import (
+    FAULTS,
+    MAX_TEXT,
+    ApiError,
+    Fault,
+    Params,
+    Sent,
+    error_response,
+    scope_key,
+)
 
 
 class FakeTelegram(UpdateBuilder):
@@ -162,14 +102,14 @@ class FakeTelegram(UpdateBuilder):
         self, method: str, *, kind: str = "retry_after", retry_after: int = 1, times: int = 1
     ) -> None:
         """Make the next `times` calls of `method` fail (`parse_error` hits only sends in HTML mode)."""
-        if kind not in _FAULTS:
-            raise ValueError(f"unknown fault kind {kind!r}; known: {sorted(_FAULTS)}")
+        if kind not in FAULTS:
+            raise ValueError(f"unknown fault kind {kind!r}; known: {sorted(FAULTS)}")
         self._faults.setdefault(method, deque()).extend(Fault(kind, retry_after) for _ in range(times))
 
     @property
     def commands(self) -> list[dict[str, str]]:
         """The default-scope command menu the bot registered."""
-        return self._commands.get(_scope_key(None, None), [])
+        return self._commands.get(scope_key(None, None), [])
 
     def called(self, method: str) -> list[dict[str, Any]]:
         return [params for name, params in self.requests if name.lower() == method.lower()]
@@ -203,41 +143,41 @@ class FakeTelegram(UpdateBuilder):
 
     async def _handle(self, request: web.Request) -> web.Response:
         if request.match_info["token"] != self.token:
-            return _error(ApiError(401, "Unauthorized"))
+            return error_response(ApiError(401, "Unauthorized"))
         method = request.match_info["method"]
         handler = getattr(self, "_m_" + method.lower(), None)
         if handler is None:
-            return _error(ApiError(404, "Not Found"))
+            return error_response(ApiError(404, "Not Found"))
         if request.content_type == "application/json":
             values = await request.json() if request.can_read_body else {}
         else:
             values = dict(await request.post())
         self.requests.append((method, values))
-        params = _Params(values)
+        params = Params(values)
         try:
             self._maybe_fail(method, params)
             result = await handler(params)
         except ApiError as exc:
-            return _error(exc)
+            return error_response(exc)
         finally:
             self._wake()
         return web.json_response({"ok": True, "result": result})
 
-    def _maybe_fail(self, method: str, params: _Params) -> None:
+    def _maybe_fail(self, method: str, params: Params) -> None:
         queue = self._faults.get(method)
         if not queue:
             return
         fault = queue[0]
-        if fault.kind == "parse_error" and (params.str("parse_mode") or "").upper() != "HTML":
+        if fault.kind == "parse_error" and (params.get_str("parse_mode") or "").upper() != "HTML":
             return
         queue.popleft()
-        status, description = _FAULTS[fault.kind]
+        status, description = FAULTS[fault.kind]
         parameters = {"retry_after": fault.retry_after} if fault.kind == "retry_after" else None
         raise ApiError(status, description.format(retry_after=fault.retry_after), parameters)
 
     # Bot API methods -----------------------------------------------------------------------------
 
-    async def _m_getme(self, params: _Params) -> dict[str, Any]:
+    async def _m_getme(self, params: Params) -> dict[str, Any]:
         return {
             **self.bot,
             "can_join_groups": True,
@@ -245,14 +185,14 @@ class FakeTelegram(UpdateBuilder):
             "supports_inline_queries": False,
         }
 
-    async def _m_getupdates(self, params: _Params) -> list[dict[str, Any]]:
+    async def _m_getupdates(self, params: Params) -> list[dict[str, Any]]:
         if self.webhook.get("url"):
             raise ApiError(
                 409, "Conflict: can't use getUpdates method while webhook is active; use deleteWebhook first"
             )
-        offset = params.int("offset") or 0
-        limit = params.int("limit") or 100
-        timeout = params.int("timeout") or 0
+        offset = params.get_int("offset") or 0
+        limit = params.get_int("limit") or 100
+        timeout = params.get_int("timeout") or 0
         if offset:
             self._updates = [u for u in self._updates if u["update_id"] >= offset]
 
@@ -266,36 +206,40 @@ class FakeTelegram(UpdateBuilder):
                 return []
         return [u for u in self._updates if u["update_id"] >= offset][:limit]
 
-    async def _m_setwebhook(self, params: _Params) -> bool:
-        url = params.str("url") or ""
+    async def _m_setwebhook(self, params: Params) -> bool:
+        url = params.get_str("url") or ""
         if url and not url.startswith(("https://", "http://")):
             raise ApiError(400, "Bad Request: bad webhook: An HTTPS URL must be provided for webhook")
-        self.webhook = {"url": url, "secret_token": params.str("secret_token")}
-        if params.json("drop_pending_updates"):
+        self.webhook = {"url": url, "secret_token": params.get_str("secret_token")}
+        if params.get_json("drop_pending_updates"):
             self._updates.clear()
         return True
 
-    async def _m_deletewebhook(self, params: _Params) -> bool:
+    async def _m_deletewebhook(self, params: Params) -> bool:
         self.webhook = {}
-        if params.json("drop_pending_updates"):
+        if params.get_json("drop_pending_updates"):
             self._updates.clear()
         return True
 
-    async def _m_getwebhookinfo(self, params: _Params) -> dict[str, Any]:
+    async def _m_getwebhookinfo(self, params: Params) -> dict[str, Any]:
         return {
             "url": self.webhook.get("url", ""),
             "has_custom_certificate": False,
             "pending_update_count": len(self._updates),
         }
 
-    async def _m_sendmessage(self, params: _Params) -> dict[str, Any]:
+    async def _m_sendmessage(self, params: Params) -> dict[str, Any]:
         chat_id = self._chat_id(params)
-        text, parse_mode = params.str("text") or "", params.str("parse_mode")
+        text, parse_mode = params.get_str("text") or "", params.get_str("parse_mode")
         visible = self._validate_text(text, parse_mode)
-        reply = params.json("reply_parameters")
-        reply_to = reply.get("message_id") if isinstance(reply, dict) else params.int("reply_to_message_id")
+        reply = params.get_json("reply_parameters")
+        reply_to = (
+            reply.get("message_id") if isinstance(reply, dict) else params.get_int("reply_to_message_id")
+        )
         self._next_message_id += 1
-        message = self._bot_message(chat_id, self._next_message_id, visible, params.int("message_thread_id"))
+        message = self._bot_message(
+            chat_id, self._next_message_id, visible, params.get_int("message_thread_id")
+        )
         self.sent.append(
             Sent(
                 chat_id=chat_id,
@@ -303,17 +247,17 @@ class FakeTelegram(UpdateBuilder):
                 parse_mode=parse_mode,
                 message_id=self._next_message_id,
                 visible_text=visible,
-                message_thread_id=params.int("message_thread_id"),
+                message_thread_id=params.get_int("message_thread_id"),
                 reply_to=reply_to,
                 raw=message,
             )
         )
         return message
 
-    async def _m_editmessagetext(self, params: _Params) -> dict[str, Any]:
+    async def _m_editmessagetext(self, params: Params) -> dict[str, Any]:
         chat_id = self._chat_id(params)
-        message_id = params.int("message_id")
-        text, parse_mode = params.str("text") or "", params.str("parse_mode")
+        message_id = params.get_int("message_id")
+        text, parse_mode = params.get_str("text") or "", params.get_str("parse_mode")
         visible = self._validate_text(text, parse_mode)
         previous = [s for s in self.sent if s.chat_id == chat_id and s.message_id == message_id]
         if not previous:
@@ -337,19 +281,19 @@ class FakeTelegram(UpdateBuilder):
         )
         return message
 
-    async def _m_sendchataction(self, params: _Params) -> bool:
+    async def _m_sendchataction(self, params: Params) -> bool:
         chat_id = self._chat_id(params)
-        action = params.str("action")
+        action = params.get_str("action")
         if action not in {"typing", "upload_photo", "record_voice", "upload_document", "choose_sticker"}:
             raise ApiError(400, "Bad Request: wrong parameter action in request")
         self.actions.append(
-            {"chat_id": chat_id, "action": action, "message_thread_id": params.int("message_thread_id"),
+            {"chat_id": chat_id, "action": action, "message_thread_id": params.get_int("message_thread_id"),
              "at": time.monotonic()}
         )  # fmt: skip
         return True
 
-    async def _m_setmycommands(self, params: _Params) -> bool:
-        commands = params.json("commands")
+    async def _m_setmycommands(self, params: Params) -> bool:
+        commands = params.get_json("commands")
         if not isinstance(commands, list) or len(commands) > 100:
             raise ApiError(400, "Bad Request: commands must be a list of at most 100 BotCommand")
         for command in commands:
@@ -358,34 +302,34 @@ class FakeTelegram(UpdateBuilder):
                 raise ApiError(400, "Bad Request: BOT_COMMAND_INVALID")
             if not (1 <= len(description) <= 256):
                 raise ApiError(400, "Bad Request: BOT_COMMAND_DESCRIPTION_INVALID")
-        key = _scope_key(params.json("scope"), params.str("language_code"))
+        key = scope_key(params.get_json("scope"), params.get_str("language_code"))
         self._commands[key] = [{"command": c["command"], "description": c["description"]} for c in commands]
         return True
 
-    async def _m_getmycommands(self, params: _Params) -> list[dict[str, str]]:
-        return self._commands.get(_scope_key(params.json("scope"), params.str("language_code")), [])
+    async def _m_getmycommands(self, params: Params) -> list[dict[str, str]]:
+        return self._commands.get(scope_key(params.get_json("scope"), params.get_str("language_code")), [])
 
-    async def _m_deletemycommands(self, params: _Params) -> bool:
-        self._commands.pop(_scope_key(params.json("scope"), params.str("language_code")), None)
+    async def _m_deletemycommands(self, params: Params) -> bool:
+        self._commands.pop(scope_key(params.get_json("scope"), params.get_str("language_code")), None)
         return True
 
-    async def _m_answercallbackquery(self, params: _Params) -> bool:
-        if not params.str("callback_query_id"):
+    async def _m_answercallbackquery(self, params: Params) -> bool:
+        if not params.get_str("callback_query_id"):
             raise ApiError(
                 400, "Bad Request: query is too old and response timeout expired or query ID is invalid"
             )
         return True
 
-    async def _m_close(self, params: _Params) -> bool:
+    async def _m_close(self, params: Params) -> bool:
         return True
 
-    async def _m_logout(self, params: _Params) -> bool:
+    async def _m_logout(self, params: Params) -> bool:
         return True
 
     # Helpers -------------------------------------------------------------------------------------
 
-    def _chat_id(self, params: _Params) -> int:
-        chat_id = params.int("chat_id")
+    def _chat_id(self, params: Params) -> int:
+        chat_id = params.get_int("chat_id")
         if chat_id is None:
             raise ApiError(400, "Bad Request: chat_id is empty")
         if self.strict_chats and chat_id not in self.chats:
@@ -422,15 +366,3 @@ class FakeTelegram(UpdateBuilder):
             message["message_thread_id"] = thread_id
             message["is_topic_message"] = True
         return message
-
-
-def _scope_key(scope: Any, language_code: str | None) -> str:
-    scope = scope or {"type": "default"}
-    return json.dumps(scope, sort_keys=True) + "|" + (language_code or "")
-
-
-def _error(exc: ApiError) -> web.Response:
-    body: dict[str, Any] = {"ok": False, "error_code": exc.status, "description": exc.description}
-    if exc.parameters:
-        body["parameters"] = exc.parameters
-    return web.json_response(body, status=exc.status)

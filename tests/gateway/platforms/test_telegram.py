@@ -234,6 +234,22 @@ async def test_a_failing_or_slow_handler_does_not_stop_other_chats(tg: FakeTeleg
         await adapter.stop()
 
 
+async def test_stop_lets_a_running_turn_finish_its_reply(tg: FakeTelegram) -> None:
+    adapter = TelegramAdapter(token=TOKEN, base_url=tg.base_url, poll_timeout=1)
+    started = asyncio.Event()
+
+    async def handler(message: IncomingMessage) -> None:
+        started.set()
+        await asyncio.sleep(0.5)
+        await adapter.send(OutgoingMessage(chat=message.chat, text="finished"))
+
+    await adapter.start(handler, [])
+    tg.push_message(21, "long question", user_id=21)
+    await asyncio.wait_for(started.wait(), 5)
+    await adapter.stop()
+    assert [s.visible_text for s in tg.sent] == ["finished"]
+
+
 async def test_long_reply_is_split_under_the_limit_without_breaking_code(
     tg: FakeTelegram, running: tuple[TelegramAdapter, Inbox]
 ) -> None:
@@ -252,6 +268,16 @@ async def test_long_reply_is_split_under_the_limit_without_breaking_code(
     assert len(code_chunks) >= 2
     assert all(s.text.count("<pre>") == s.text.count("</pre>") == 1 for s in code_chunks)
     assert all('class="language-python"' in s.text for s in code_chunks)
+
+
+async def test_emoji_only_reply_is_split_by_utf16_units_and_lone_surrogates_survive(
+    tg: FakeTelegram, running: tuple[TelegramAdapter, Inbox]
+) -> None:
+    adapter, _ = running
+    await adapter.send(OutgoingMessage(chat=ChatRef("telegram", "42"), text="😀" * 3000))
+    assert [utf16_len(s.visible_text) for s in tg.sent] == [3500, 2500]
+    await adapter.send(OutgoingMessage(chat=ChatRef("telegram", "42"), text="broken \ud800 model output"))
+    assert tg.sent[-1].visible_text == "broken \ufffd model output"
 
 
 async def test_reply_goes_to_the_topic_and_quotes_the_message(
