@@ -22,6 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from gateway.errors import StoreError
 from gateway.store import compaction as _compaction
 from gateway.store import stats as _stats
+from gateway.store import usage as _usage
 from gateway.store.db import create_engine, dialect_of, translate_errors
 from gateway.store.records import (
     AppendResult,
@@ -52,7 +53,7 @@ from gateway.store.rows import (
     to_session,
 )
 from gateway.store.search import search_archive
-from gateway.store.window import SEQ_STEP, WINDOW_STATES, window_query
+from gateway.store.window import SEQ_STEP, window_query
 
 __all__ = [
     "AppendResult",
@@ -71,7 +72,6 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-CACHE_GAPS_KEPT = 20
 Clock = Callable[[], datetime]
 
 
@@ -375,58 +375,16 @@ class Store:
         engine_state: dict[str, Any] | None = None,
     ) -> None:
         """Insert the usage row; a 'reply' call also becomes the session's reference for hygiene."""
-        now = self.now()
         async with self._tx("record_call") as conn:
-            await conn.execute(
-                llm_calls.insert().values(
-                    chat_pk=chat_pk,
-                    session_pk=session_pk,
-                    model=call.model,
-                    purpose=call.purpose,
-                    input_tokens=call.input_tokens,
-                    output_tokens=call.output_tokens,
-                    cache_creation_tokens=call.cache_creation_tokens,
-                    cache_read_tokens=call.cache_read_tokens,
-                    latency_ms=call.latency_ms,
-                    cost_usd=float(call.cost_usd),
-                    cache_ttl=call.cache_ttl,
-                    created_at=now,
-                )
+            await _usage.record_call(
+                conn,
+                session_pk,
+                chat_pk,
+                call,
+                now=self.now(),
+                last_message_id=last_message_id,
+                engine_state=engine_state,
             )
-            if call.purpose != "reply":
-                if engine_state is not None:
-                    await conn.execute(
-                        update(sessions).where(sessions.c.id == session_pk).values(engine_state=engine_state)
-                    )
-                return
-            session = (
-                await conn.execute(select(sessions).where(sessions.c.id == session_pk).with_for_update())
-            ).one()
-            gaps = [float(g) for g in (session.cache_gaps or [])]
-            if session.last_call_at is not None:
-                gaps = [*gaps, round((now - session.last_call_at).total_seconds(), 3)][-CACHE_GAPS_KEPT:]
-            since = 0
-            if last_message_id is not None:
-                # Messages stored after the one the call ended with (they arrived during the turn).
-                since = (
-                    await conn.execute(
-                        select(func.coalesce(func.sum(messages.c.token_estimate), 0)).where(
-                            messages.c.session_pk == session_pk,
-                            messages.c.state.in_(WINDOW_STATES),
-                            messages.c.id > last_message_id,
-                        )
-                    )
-                ).scalar_one()
-            values: dict[str, Any] = {
-                "last_prompt_tokens": call.prompt_tokens,
-                "last_call_message_id": last_message_id,
-                "last_call_at": now,
-                "tokens_since_call": int(since),
-                "cache_gaps": gaps,
-            }
-            if engine_state is not None:
-                values["engine_state"] = engine_state
-            await conn.execute(update(sessions).where(sessions.c.id == session_pk).values(**values))
 
     async def cost_since(self, chat_pk: int, since: datetime) -> float:
         async with self._tx("cost_since") as conn:

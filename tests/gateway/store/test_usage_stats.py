@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from gateway.store import CallRecord, Store
-from gateway.store.repository import CACHE_GAPS_KEPT
+from gateway.store.usage import CACHE_GAPS_KEPT
 
 from .helpers import fill, msg, new_chat
 from .test_compaction import plan
