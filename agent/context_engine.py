@@ -75,7 +75,7 @@ class EngineState:
 
 @dataclass(frozen=True, slots=True)
 class SummaryRequest:
-    """Everything a summarizer may need; standalone summarizers use `middle`, prefix-reusing ones `history`."""
+    """Everything a summarizer may need: standalone ones use `middle`, prefix-reusing ones `history`."""
 
     middle: Sequence[Message]
     previous_summary: str | None

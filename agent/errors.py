@@ -1,16 +1,16 @@
 """The agent's error hierarchy. Library exceptions (anthropic.*) are translated into these in `llm.py`.
 
-    AgentError
-    ├── LLMError                      a call to the model failed
-    │   ├── LLMAuthError              bad or missing API key / permission (not retryable)
-    │   ├── LLMBadRequestError        the request was rejected as invalid (not retryable)
-    │   │   └── ContextOverflowError  the prompt does not fit the model's window
-    │   ├── LLMRateLimitError         429 after the SDK's retries (carries retry_after)
-    │   ├── LLMOverloadedError        529 after retries
-    │   ├── LLMServerError            5xx after retries
-    │   └── LLMUnavailableError       timeout or connection failure after retries
-    ├── SummarizerError               the summary call failed or returned nothing usable
-    └── ToolError                     a tool raised; reported to the model as an error result
+AgentError
+├── LLMError                      a call to the model failed
+│   ├── LLMAuthError              bad or missing API key / permission (not retryable)
+│   ├── LLMBadRequestError        the request was rejected as invalid (not retryable)
+│   │   └── ContextOverflowError  the prompt does not fit the model's window
+│   ├── LLMRateLimitError         429 after the SDK's retries (carries retry_after)
+│   ├── LLMOverloadedError        529 after retries
+│   ├── LLMServerError            5xx after retries
+│   └── LLMUnavailableError       timeout or connection failure after retries
+├── SummarizerError               the summary call failed or returned nothing usable
+└── ToolError                     a tool raised; reported to the model as an error result
 """
 
 from __future__ import annotations
@@ -43,7 +43,9 @@ class ContextOverflowError(LLMBadRequestError):
 class LLMRateLimitError(LLMError):
     retryable = True
 
-    def __init__(self, message: str, *, status_code: int | None = 429, retry_after: float | None = None) -> None:
+    def __init__(
+        self, message: str, *, status_code: int | None = 429, retry_after: float | None = None
+    ) -> None:
         super().__init__(message, status_code=status_code)
         self.retry_after = retry_after
 
@@ -61,7 +63,7 @@ class LLMUnavailableError(LLMError):
 
 
 class SummarizerError(AgentError):
-    """The summarizer failed. `transient` is False for auth/quota/network faults where compaction must abort."""
+    """The summarizer failed; `abort` is True for auth/quota/network faults, where compaction must not run."""
 
     def __init__(self, message: str, *, abort: bool = False, too_small: bool = False) -> None:
         super().__init__(message)

@@ -10,7 +10,7 @@ from typing import Any
 from agent.context_engine import ContextEngine, Outcome
 from agent.models import ModelInfo
 from gateway import commands
-from gateway.commands import CommandContext, CommandHandler
+from gateway.commands import CommandContext, Handler
 from gateway.compaction import compact_session
 from gateway.errors import NothingToUndoError
 from gateway.platforms.base import ChatKind
@@ -39,14 +39,20 @@ def _compaction_line(c: CompactionRecord) -> str:
     when = c.created_at.strftime("%Y-%m-%d %H:%M")
     undone = " (undone)" if c.undone else ""
     return (
-        f"Last compaction: {c.trigger} {c.outcome}{undone} at {when} UTC — {c.messages_before}→{c.messages_after} "
+        f"Last compaction: {c.trigger} {c.outcome}{undone} at {when} UTC — "
+        f"{c.messages_before}→{c.messages_after} "
         f"messages, {c.tokens_before:,}→{c.tokens_after:,} tokens ({c.duration_ms / 1000:.1f} s)"
         + (f"; {c.reason}" if c.outcome != "ok" and c.reason else "")
     )
 
 
 def format_chat_stats(
-    stats: ChatStats, *, model: ModelInfo, compressor_threshold: float, hygiene_threshold: float, today_cost: float
+    stats: ChatStats,
+    *,
+    model: ModelInfo,
+    compressor_threshold: float,
+    hygiene_threshold: float,
+    today_cost: float,
 ) -> str:
     window = model.context_window
     current = (
@@ -81,7 +87,8 @@ def format_chat_stats(
 def format_global_stats(g: GlobalStats) -> str:
     lines = [
         "Stats across all chats",
-        f"Chats: {g.chats:,}; sessions: {g.sessions:,}; messages: {g.messages:,} ({g.archived_messages:,} archived)",
+        f"Chats: {g.chats:,}; sessions: {g.sessions:,}; "
+        f"messages: {g.messages:,} ({g.archived_messages:,} archived)",
         f"Compactions: {g.compactions:,}",
         _usage_line("Cache", g.usage),
         f"Cost: ${g.usage.cost_usd:.4f}",
@@ -116,7 +123,7 @@ class AdminHandlers:
     hygiene_threshold: float
     make_engine: Callable[[dict[str, Any] | None], ContextEngine]
 
-    def handlers(self) -> dict[str, CommandHandler]:
+    def handlers(self) -> dict[str, Handler]:
         return {"help": self.help, "new": self.new, "stats": self.stats, "compact": self.compact}
 
     async def help(self, ctx: CommandContext) -> str:

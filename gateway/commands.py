@@ -15,9 +15,13 @@ MAX_ARGS_CHARS = 500
 
 HELP = CommandSpec("help", "What this bot can do and which commands you may use", admin_only=False)
 NEW = CommandSpec("new", "Start a fresh conversation (the old one is kept)", admin_only=False)
-STATS = CommandSpec("stats", "Context, cache and cost statistics for this chat", admin_only=True, args_hint="[all]")
+STATS = CommandSpec(
+    "stats", "Context, cache and cost statistics for this chat", admin_only=True, args_hint="[all]"
+)
 COMPACT = CommandSpec(
-    "compact", "Compact this chat's context now (optional focus), or undo the last one", admin_only=True,
+    "compact",
+    "Compact this chat's context now (optional focus), or undo the last one",
+    admin_only=True,
     args_hint="[focus | undo]",
 )
 COMMANDS: tuple[CommandSpec, ...] = (HELP, NEW, STATS, COMPACT)
@@ -36,7 +40,9 @@ Handler = Callable[[CommandContext], Awaitable[str]]
 
 
 def help_text(*, is_admin: bool) -> str:
-    lines = ["I'm a chat assistant. In private chats I answer every message; in groups, mention me or reply to me."]
+    lines = [
+        "I'm a chat assistant. In private chats I answer every message; in groups, mention me or reply to me."
+    ]
     lines.append("")
     lines.append("Commands:")
     for spec in COMMANDS:
@@ -60,5 +66,7 @@ def normalise_args(args: str) -> tuple[str, str | None]:
     """Trimmed args and, when they are unusable, a clear reason."""
     args = " ".join(args.replace("\x00", " ").split())
     if len(args) > MAX_ARGS_CHARS:
-        return args[:MAX_ARGS_CHARS], f"the argument is too long ({len(args)} characters; at most {MAX_ARGS_CHARS})"
+        return args[
+            :MAX_ARGS_CHARS
+        ], f"the argument is too long ({len(args)} characters; at most {MAX_ARGS_CHARS})"
     return args, None

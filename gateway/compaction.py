@@ -81,7 +81,10 @@ async def persist_result(
     if placed is not None:
         pos, msg = placed
         summary = NewSummary(
-            role=msg["role"], content=msg["content"], text=text_of(msg), token_estimate=engine.count_tokens(msg)
+            role=msg["role"],
+            content=msg["content"],
+            text=text_of(msg),
+            token_estimate=engine.count_tokens(msg),
         )
         before_id = _first_id_after(result, refs, pos)
     elif result.summary is not None and result.summary_role is not None:
@@ -90,7 +93,9 @@ async def persist_result(
         text = result.summary
         msg_obj: Message = {"role": result.summary_role, "content": [{"type": "text", "text": text}]}
         summary = NewSummary(
-            role=result.summary_role, content=msg_obj["content"], text=text,
+            role=result.summary_role,
+            content=msg_obj["content"],
+            text=text,
             token_estimate=engine.count_tokens(msg_obj),
         )
         before_id = _first_tail_id(result, refs)
@@ -125,7 +130,9 @@ async def persist_result(
     return new_refs
 
 
-def _first_id_after(result: CompressionResult, refs: Sequence[tuple[int, ...] | None], pos: int) -> int | None:
+def _first_id_after(
+    result: CompressionResult, refs: Sequence[tuple[int, ...] | None], pos: int
+) -> int | None:
     for origin in result.origin[pos + 1 :]:
         if origin is not None and refs[origin]:
             ref = refs[origin]
@@ -161,7 +168,13 @@ async def compact_session(
     result = await engine.compress(messages, focus=focus, force=force)
     duration = time.perf_counter() - started
     await persist_result(
-        store, session_pk=session_pk, result=result, refs=refs, trigger=trigger, duration_s=duration, engine=engine
+        store,
+        session_pk=session_pk,
+        result=result,
+        refs=refs,
+        trigger=trigger,
+        duration_s=duration,
+        engine=engine,
     )
     kept = [refs[o] for o in result.origin if o is not None]
     report = CompactionReport(
@@ -178,7 +191,14 @@ async def compact_session(
     log = logger.warning if result.outcome is not Outcome.OK else logger.info
     log(
         "compaction session=%s trigger=%s outcome=%s tokens %d->%d messages %d->%d in %.2fs: %s",
-        session_pk, trigger, result.outcome.value, report.tokens_before, report.tokens_after,
-        report.messages_before, report.messages_after, duration, result.reason,
+        session_pk,
+        trigger,
+        result.outcome.value,
+        report.tokens_before,
+        report.tokens_after,
+        report.messages_before,
+        report.messages_after,
+        duration,
+        result.reason,
     )
     return report, result

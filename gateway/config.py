@@ -51,10 +51,14 @@ class _Section(BaseModel):
 
 class CompressionSettings(_Section):
     enabled: bool = True
-    threshold: float = Field(0.50, gt=0.0, lt=1.0, description="fraction of the window that triggers compaction")
+    threshold: float = Field(
+        0.50, gt=0.0, lt=1.0, description="fraction of the window that triggers compaction"
+    )
     target_ratio: float = Field(0.20, ge=0.10, le=0.80, description="share of the threshold kept as tail")
     protect_last_n: int = Field(20, ge=1, description="minimum number of newest messages always kept")
-    hygiene_threshold: float = Field(0.85, gt=0.0, lt=1.0, description="gateway hygiene fires at this fraction")
+    hygiene_threshold: float = Field(
+        0.85, gt=0.0, lt=1.0, description="gateway hygiene fires at this fraction"
+    )
     notify: bool = Field(True, description="add a one-line notice to replies when a compaction happened")
 
     @model_validator(mode="after")
@@ -98,7 +102,9 @@ class AgentSettings(_Section):
 class LimitsSettings(_Section):
     user_messages_per_minute: int = Field(20, ge=1)
     chat_daily_budget_usd: float = Field(5.0, ge=0.0, description="0 disables the budget")
-    unanswered_max_age_s: int = Field(600, ge=0, description="older unanswered turns get an apology on restart")
+    unanswered_max_age_s: int = Field(
+        600, ge=0, description="older unanswered turns get an apology on restart"
+    )
 
 
 class SchedulerSettings(_Section):

@@ -1,14 +1,14 @@
 """The gateway's error hierarchy. Library exceptions are translated into these where they are caught.
 
-    GatewayError
-    ├── StoreError                    the database refused or failed an operation
-    │   ├── DatabaseUnavailableError  connection lost / server down (messages go to the spool)
-    │   └── NothingToUndoError        `/compact undo` with no compaction to restore
-    ├── SendError                     a platform could not deliver a reply
-    │   ├── SendRetryLater            flood control; carries retry_after seconds
-    │   └── SendRejected              the platform rejected the content (e.g. bad markup)
-    ├── PlatformStartError            an adapter could not connect at start-up
-    └── ChatLockTimeout               another turn holds the chat for too long
+GatewayError
+├── StoreError                    the database refused or failed an operation
+│   ├── DatabaseUnavailableError  connection lost / server down (messages go to the spool)
+│   └── NothingToUndoError        `/compact undo` with no compaction to restore
+├── SendError                     a platform could not deliver a reply
+│   ├── SendRetryLater            flood control; carries retry_after seconds
+│   └── SendRejected              the platform rejected the content (e.g. bad markup)
+├── PlatformStartError            an adapter could not connect at start-up
+└── ChatLockTimeout               another turn holds the chat for too long
 """
 
 from __future__ import annotations

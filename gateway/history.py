@@ -16,8 +16,13 @@ class ChatHistorySearch:
     async def search(self, query: str, limit: int) -> list[Excerpt]:
         hits = await self._store.search_archive(self._chat_pk, query, limit=limit)
         return [
-            Excerpt(message_id=h.message_id, role=h.role, author=h.author_name, created_at=h.created_at,
-                    text=h.excerpt)
+            Excerpt(
+                message_id=h.message_id,
+                role=h.role,
+                author=h.author_name,
+                created_at=h.created_at,
+                text=h.excerpt,
+            )
             for h in hits
         ]
 

@@ -14,14 +14,16 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
-from agent.tokens import estimate_text
+from agent.prompt_caching import context_block
+from agent.tokens import estimate_message
 from gateway import commands
 from gateway.auth import Authorizer
 from gateway.commands import CommandContext
 from gateway.errors import GatewayError, SendError
 from gateway.platforms.base import ChatKind, ChatRef, IncomingMessage, OutgoingMessage
-from gateway.rendering import render_incoming, unsupported_media_reply
+from gateway.rendering import clean_name, render_incoming, unsupported_media_reply
 from gateway.store.repository import NewMessage, Store
 from gateway.turns import TurnRunner
 
@@ -48,6 +50,17 @@ class RateLimiter:
             return False
         q.append(now)
         return True
+
+
+def request_context(msg: IncomingMessage) -> dict[str, str]:
+    """Date, chat and speaker for the message the bot is about to answer."""
+    sent = msg.sent_at.astimezone(UTC) if msg.sent_at.tzinfo else msg.sent_at.replace(tzinfo=UTC)
+    ctx = {"time": sent.strftime("%Y-%m-%d %H:%M UTC (%A)"), "platform": msg.chat.platform}
+    if msg.chat.title:
+        ctx["chat"] = clean_name(msg.chat.title)
+    if msg.chat.kind is not ChatKind.PRIVATE:
+        ctx["speaker"] = clean_name(msg.author.display_name)
+    return ctx
 
 
 class Pipeline:
@@ -79,8 +92,12 @@ class Pipeline:
         try:
             await self._handle(msg)
         except Exception:
-            logger.exception("failed to handle message %s in chat %s:%s", msg.platform_message_id,
-                             msg.chat.platform, msg.chat.chat_id)
+            logger.exception(
+                "failed to handle message %s in chat %s:%s",
+                msg.platform_message_id,
+                msg.chat.platform,
+                msg.chat.chat_id,
+            )
 
     async def _handle(self, msg: IncomingMessage) -> None:
         platform = msg.chat.platform
@@ -127,7 +144,11 @@ class Pipeline:
             await self._reply(msg, f"/{name}: {problem}.")
             return
         chat = await self.store.get_or_create_chat(
-            msg.chat.platform, msg.chat.chat_id, msg.chat.thread_id, kind=msg.chat.kind.value, title=msg.chat.title
+            msg.chat.platform,
+            msg.chat.chat_id,
+            msg.chat.thread_id,
+            kind=msg.chat.kind.value,
+            title=msg.chat.title,
         )
         handler = self.command_handlers[name]
         try:
@@ -152,10 +173,17 @@ class Pipeline:
         needs_reply = addressed and not media_only and not msg.is_edit
         refusal: str | None = None
         if needs_reply and not self.rate_limiter.allow(msg.chat.platform, msg.author.user_id):
-            needs_reply, refusal = False, "You're sending messages faster than I can answer. I kept this one; " \
-                "please wait a minute before asking again."
+            needs_reply, refusal = (
+                False,
+                "You're sending messages faster than I can answer. I kept this one; "
+                "please wait a minute before asking again.",
+            )
         chat = await self.store.get_or_create_chat(
-            msg.chat.platform, msg.chat.chat_id, msg.chat.thread_id, kind=msg.chat.kind.value, title=msg.chat.title
+            msg.chat.platform,
+            msg.chat.chat_id,
+            msg.chat.thread_id,
+            kind=msg.chat.kind.value,
+            title=msg.chat.title,
         )
         if needs_reply and self.daily_budget_usd > 0:
             spent = await self.store.cost_since(chat.id, datetime.now(UTC) - timedelta(days=1))
@@ -166,23 +194,32 @@ class Pipeline:
                     "I kept your message and will answer again tomorrow."
                 )
         session = await self.store.active_session(chat.id)
+        content: list[dict[str, Any]] = [{"type": "text", "text": rendered.text}]
+        if needs_reply:
+            # Per-request context travels with the message it belongs to (never in the system prompt),
+            # so every earlier message stays byte-identical and the cached prefix keeps hitting.
+            content.insert(0, context_block(request_context(msg)))
         result = await self.store.append_message(
             session.id,
             NewMessage(
                 role="user",
-                content=[{"type": "text", "text": rendered.text}],
+                content=content,
                 text=rendered.text,
                 author_id=msg.author.user_id,
                 author_name=msg.author.display_name,
                 platform_message_id=msg.platform_message_id,
-                token_estimate=estimate_text(rendered.text) + 4,
+                token_estimate=estimate_message({"role": "user", "content": content}),
                 needs_reply=needs_reply,
                 created_at=msg.sent_at,
             ),
         )
         if not result.created:
-            logger.info("duplicate delivery of %s in %s:%s ignored", msg.platform_message_id,
-                        msg.chat.platform, msg.chat.chat_id)
+            logger.info(
+                "duplicate delivery of %s in %s:%s ignored",
+                msg.platform_message_id,
+                msg.chat.platform,
+                msg.chat.chat_id,
+            )
             return
         if addressed and media_only:
             await self._reply(msg, unsupported_media_reply(rendered.unsupported_media))
@@ -213,9 +250,9 @@ class Pipeline:
             if self._tasks.get(key) is asyncio.current_task():
                 del self._tasks[key]
 
-    async def drain(self, timeout: float | None = None) -> None:
+    async def drain(self, wait_s: float | None = None) -> None:
         """Wait for running turns (used at shutdown and in tests)."""
-        deadline = None if timeout is None else time.monotonic() + timeout
+        deadline = None if wait_s is None else time.monotonic() + wait_s
         while self._tasks:
             remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
             if remaining == 0.0:
@@ -226,7 +263,10 @@ class Pipeline:
 
     async def _reply(self, msg: IncomingMessage, text: str) -> None:
         out = OutgoingMessage(
-            chat=msg.chat, text=text, reply_to_message_id=msg.platform_message_id, reply_handle=msg.reply_handle
+            chat=msg.chat,
+            text=text,
+            reply_to_message_id=msg.platform_message_id,
+            reply_handle=msg.reply_handle,
         )
         try:
             await self.send(out)

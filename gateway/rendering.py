@@ -77,7 +77,14 @@ def render_incoming(msg: IncomingMessage) -> Rendered:
 
 
 def unsupported_media_reply(kinds: tuple[str, ...]) -> str:
-    names = {"photo": "photos", "sticker": "stickers", "voice": "voice messages", "audio": "audio files",
-             "video": "videos", "document": "documents", "animation": "animations"}
+    names = {
+        "photo": "photos",
+        "sticker": "stickers",
+        "voice": "voice messages",
+        "audio": "audio files",
+        "video": "videos",
+        "document": "documents",
+        "animation": "animations",
+    }
     what = ", ".join(dict.fromkeys(names.get(k, "attachments") for k in kinds))
     return UNSUPPORTED_MEDIA_REPLY.format(what=what[:1].upper() + what[1:], verb="are")

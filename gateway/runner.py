@@ -17,7 +17,7 @@ from typing import Any
 from agent.context_engine import CompressionConfig, ContextEngine, EngineState, resolve_engine
 from agent.llm import AnthropicClient, LLMClient
 from agent.loop import LoopConfig
-from agent.models import ModelInfo, lookup_model
+from agent.models import CacheTTL, ModelInfo, lookup_model
 from agent.summarizer import LLMSummarizer
 from agent.tokens import estimate_message
 from agent.tools.current_time import current_time_tool
@@ -45,7 +45,7 @@ NO_PLATFORM_HELP = (
 NO_KEY_HELP = "ANTHROPIC_API_KEY is not set; the bot cannot answer without it (see .env.example)."
 
 
-def cache_ttl_of(settings: Settings) -> str | None:
+def cache_ttl_of(settings: Settings) -> CacheTTL | None:
     if not settings.prompt_caching.enabled:
         return None
     ttl = settings.prompt_caching.cache_ttl
@@ -63,7 +63,8 @@ def model_status_line(settings: Settings, model: ModelInfo) -> str:
         else "compression disabled"
     )
     return (
-        f"model: {model.name} (window {model.context_window:,} tokens); prompt caching: {caching}; {compression}; "
+        f"model: {model.name} (window {model.context_window:,} tokens); prompt caching: {caching}; "
+        f"{compression}; "
         f"summaries by {settings.summary_model}"
     )
 
@@ -71,8 +72,15 @@ def model_status_line(settings: Settings, model: ModelInfo) -> str:
 class Gateway:
     """The running product: adapters in, pipeline, replies out."""
 
-    def __init__(self, settings: Settings, adapters: Sequence[PlatformAdapter], *, store: Store, llm: LLMClient,
-                 summary_llm: LLMClient | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        adapters: Sequence[PlatformAdapter],
+        *,
+        store: Store,
+        llm: LLMClient,
+        summary_llm: LLMClient | None = None,
+    ) -> None:
         self.settings = settings
         self.adapters = {a.name: a for a in adapters}
         self.store = store
@@ -92,7 +100,7 @@ class Gateway:
                     model=self.model,
                     max_tokens=min(settings.agent.max_output_tokens, self.model.max_output),
                     max_iterations=settings.agent.max_iterations,
-                    cache_ttl=ttl,  # type: ignore[arg-type]
+                    cache_ttl=ttl,
                     tool_output_max_chars=settings.agent.tool_output_max_chars,
                 ),
                 compression_enabled=settings.compression.enabled,
@@ -108,7 +116,10 @@ class Gateway:
         auth = Authorizer(
             policy_from_ids(
                 admins={"telegram": settings.telegram_admin_ids, "discord": settings.discord_admin_ids},
-                allowed={"telegram": settings.telegram_allowed_users, "discord": settings.discord_allowed_users},
+                allowed={
+                    "telegram": settings.telegram_allowed_users,
+                    "discord": settings.discord_allowed_users,
+                },
                 allow_all=settings.gateway_allow_all_users,
             )
         )
@@ -151,7 +162,10 @@ class Gateway:
 
     def make_tools(self, chat_pk: int) -> ToolRegistry:
         return ToolRegistry(
-            [recall_tool(ChatHistorySearch(self.store, chat_pk)), current_time_tool(lambda: datetime.now(UTC))]
+            [
+                recall_tool(ChatHistorySearch(self.store, chat_pk)),
+                current_time_tool(lambda: datetime.now(UTC)),
+            ]
         )
 
     # -- I/O -----------------------------------------------------------------------------------------
@@ -199,20 +213,31 @@ class Gateway:
             chat = await self.store.get_chat(chat_pk)
             if chat is None or chat.platform not in self.adapters:
                 continue
-            ref = ChatRef(platform=chat.platform, chat_id=chat.chat_id, thread_id=chat.thread_id or None,
-                          kind=ChatKind(chat.kind), title=chat.title)
+            ref = ChatRef(
+                platform=chat.platform,
+                chat_id=chat.chat_id,
+                thread_id=chat.thread_id or None,
+                kind=ChatKind(chat.kind),
+                title=chat.title,
+            )
             stale = [r for r in rows if now - r.created_at > max_age]
             if stale:
                 await self.store.mark_replied([r.id for r in stale])
-                await self.send(OutgoingMessage(
-                    chat=ref,
-                    text="Sorry — I was restarted and could not answer your earlier message in time. "
-                    "It is kept in the conversation; please ask again if you still need an answer.",
-                    reply_to_message_id=stale[-1].platform_message_id,
-                ))
+                await self.send(
+                    OutgoingMessage(
+                        chat=ref,
+                        text="Sorry — I was restarted and could not answer your earlier message in time. "
+                        "It is kept in the conversation; please ask again if you still need an answer.",
+                        reply_to_message_id=stale[-1].platform_message_id,
+                    )
+                )
             if len(stale) < len(rows):
-                logger.info("recovering %d unanswered message(s) in %s:%s", len(rows) - len(stale),
-                            chat.platform, chat.chat_id)
+                logger.info(
+                    "recovering %d unanswered message(s) in %s:%s",
+                    len(rows) - len(stale),
+                    chat.platform,
+                    chat.chat_id,
+                )
                 self.pipeline.schedule(ref, chat_pk)
 
     async def stop(self) -> None:
@@ -221,7 +246,7 @@ class Gateway:
                 await adapter.stop()
             except Exception:
                 logger.exception("error while stopping %s", adapter.name)
-        await self.pipeline.drain(timeout=10)
+        await self.pipeline.drain(wait_s=10)
 
 
 def _make_llm(settings: Settings) -> AnthropicClient:
@@ -237,10 +262,14 @@ def _make_summary_llm(settings: Settings, main: AnthropicClient) -> AnthropicCli
     if base is None:
         return main
     assert settings.anthropic_api_key is not None
-    return AnthropicClient(api_key=settings.anthropic_api_key.get_secret_value(), base_url=str(base).rstrip("/"))
+    return AnthropicClient(
+        api_key=settings.anthropic_api_key.get_secret_value(), base_url=str(base).rstrip("/")
+    )
 
 
-async def _serve(settings: Settings, adapters: Sequence[PlatformAdapter], *, until: asyncio.Event | None = None) -> int:
+async def _serve(
+    settings: Settings, adapters: Sequence[PlatformAdapter], *, until: asyncio.Event | None = None
+) -> int:
     store = await Store.open(settings.database_url)
     llm = _make_llm(settings)
     summary_llm = _make_summary_llm(settings, llm)

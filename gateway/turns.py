@@ -26,14 +26,14 @@ from agent.errors import (
 )
 from agent.llm import LLMClient, LLMResponse
 from agent.loop import Entry, LoopConfig, TurnResult, run_turn
-from agent.models import ModelInfo, cost_usd
+from agent.models import CacheTTL, ModelInfo, cost_usd
 from agent.tools.registry import ToolRegistry
 from agent.types import Message
 from gateway.compaction import CompactionReport, compact_session, persist_result
 from gateway.hygiene import decide
 from gateway.platforms.base import ChatRef, OutgoingMessage
 from gateway.store.lock import ChatLocks
-from gateway.store.repository import CallRecord, NewMessage, StoredMessage, Store
+from gateway.store.repository import CallRecord, NewMessage, Store, StoredMessage
 from gateway.window import build_window
 
 logger = logging.getLogger(__name__)
@@ -53,7 +53,7 @@ class TurnSettings:
     compression_enabled: bool
     hygiene_threshold: float
     notify_compaction: bool
-    cache_ttl: str | None
+    cache_ttl: CacheTTL | None
 
 
 SYSTEM_NOTE = (
@@ -71,7 +71,10 @@ def human_error(exc: LLMError) -> str:
     if isinstance(exc, LLMRateLimitError | LLMOverloadedError):
         return f"The assistant is overloaded right now. {kept}"
     if isinstance(exc, LLMAuthError):
-        return "The assistant is not available: the bot's API key was rejected. An admin needs to fix it. " + kept
+        return (
+            "The assistant is not available: the bot's API key was rejected. An admin needs to fix it. "
+            + kept
+        )
     if isinstance(exc, LLMBadRequestError):
         return f"The assistant could not process this conversation ({type(exc).__name__}). {kept}"
     return f"The assistant is unreachable at the moment. {kept}"
@@ -89,8 +92,18 @@ def notice_for(report: CompactionReport) -> str:
 class _Hooks:
     """The agent loop's persistence hooks for one turn."""
 
-    def __init__(self, runner: TurnRunner, *, chat_pk: int, session_pk: int, engine: ContextEngine) -> None:
+    def __init__(
+        self,
+        runner: TurnRunner,
+        *,
+        chat_pk: int,
+        session_pk: int,
+        engine: ContextEngine,
+        after_id: int | None,
+    ) -> None:
         self.runner = runner
+        self.after_id = after_id
+        """The turn's messages are stored right after this one, before anything that arrived meanwhile."""
         self.chat_pk = chat_pk
         self.session_pk = session_pk
         self.engine = engine
@@ -113,10 +126,15 @@ class _Hooks:
                 )
                 for m in messages
             ],
+            after_id=self.after_id,
         )
-        return [(s.id,) for s in stored]
+        if stored:
+            self.after_id = stored[-1].message.id
+        return [(s.message.id,) for s in stored]
 
-    async def compacted(self, result: CompressionResult, refs: list[object | None], trigger: str) -> list[object | None]:
+    async def compacted(
+        self, result: CompressionResult, refs: list[object | None], trigger: str
+    ) -> list[object | None]:
         typed: list[Ref] = [r if isinstance(r, tuple) else None for r in refs]
         new_refs = await persist_result(
             self.runner.store,
@@ -151,7 +169,7 @@ class _Hooks:
             self.chat_pk,
             CallRecord(
                 model=response.model or model.name,
-                purpose=purpose,
+                purpose="summary" if purpose == "summary" else "reply",
                 input_tokens=response.usage.input_tokens,
                 output_tokens=response.usage.output_tokens,
                 cache_creation_tokens=response.usage.cache_creation_input_tokens,
@@ -163,6 +181,11 @@ class _Hooks:
             last_message_id=last_id,
             engine_state=self.engine.state.to_json(),
         )
+
+
+def _ref_label(ref: object) -> object:
+    """The stored message id the model may pass to `recall` (the newest row of a merged message)."""
+    return max(ref) if isinstance(ref, tuple) and ref else ref
 
 
 def _plain(message: Message) -> str:
@@ -226,7 +249,13 @@ class TurnRunner:
                 notices.append(notice_for(report))
             items = build_window(rows)
             window = [Entry(message=i.message, ref=i.ids) for i in items]
-            hooks = _Hooks(self, chat_pk=chat_pk, session_pk=session_pk, engine=engine)
+            hooks = _Hooks(
+                self,
+                chat_pk=chat_pk,
+                session_pk=session_pk,
+                engine=engine,
+                after_id=rows[-1].id if rows else None,
+            )
             session = await self.store.active_session(chat_pk)
             system = system_prompt_for(self.settings.system_prompt, session.compaction_count)
             started = time.perf_counter()
@@ -238,19 +267,27 @@ class TurnRunner:
                     system=system,
                     tools=self.make_tools(chat_pk),
                     config=self.settings.loop,
-                    dynamic_context=self._dynamic_context(chat, pending),
+                    dynamic_context={},  # stored with each addressed message, so the prefix stays cached
                     hooks=hooks,
+                    ref_label=_ref_label,
                 )
             logger.info(
                 "turn chat=%s:%s iterations=%d in %.2fs",
-                chat.platform, chat.chat_id, result.iterations, time.perf_counter() - started,
+                chat.platform,
+                chat.chat_id,
+                result.iterations,
+                time.perf_counter() - started,
             )
             if self.settings.notify_compaction:
                 notices.extend(notice_for(r) for r in hooks.reports)
             text = result.reply_text.strip() or "(no reply)"
         except LLMError as exc:
             logger.warning(
-                "LLM call failed for chat %s:%s: %s (%s)", chat.platform, chat.chat_id, type(exc).__name__, exc
+                "LLM call failed for chat %s:%s: %s (%s)",
+                chat.platform,
+                chat.chat_id,
+                type(exc).__name__,
+                exc,
             )
             text = human_error(exc)
         await self.store.mark_replied([r.id for r in pending])
@@ -286,13 +323,3 @@ class TurnRunner:
         if report.changed:
             rows = await self.store.load_window(session_pk)
         return rows, report
-
-    def _dynamic_context(self, chat: ChatRef, pending: Sequence[StoredMessage]) -> dict[str, str]:
-        now = self.clock()
-        ctx = {"date": now.strftime("%Y-%m-%d %H:%M %Z").strip(), "platform": chat.platform}
-        if chat.title:
-            ctx["chat"] = chat.title
-        speakers = list(dict.fromkeys(r.author_name for r in pending if r.author_name))
-        if speakers and chat.kind.value != "private":
-            ctx["speaking"] = ", ".join(speakers)
-        return ctx

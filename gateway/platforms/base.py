@@ -73,7 +73,7 @@ class IncomingMessage:
     is_interaction: bool = False
     """Discord slash-command interaction: replies go through the interaction response."""
     reply_handle: object | None = field(default=None, compare=False, repr=False)
-    """Opaque per-adapter handle (e.g. a pending interaction) passed back to `send`; never inspected outside."""
+    """Opaque adapter handle (e.g. a pending interaction) passed back to `send`; never inspected elsewhere."""
 
 
 @dataclass(frozen=True, slots=True)

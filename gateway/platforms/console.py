@@ -50,11 +50,21 @@ class _Typing:
 
 class ConsoleAdapter:
     name = "console"
-    capabilities = Capabilities(max_message_length=1_000_000, length_unit="chars", markdown="plain",
-                                supports_edit=False, supports_typing=False)
+    capabilities = Capabilities(
+        max_message_length=1_000_000,
+        length_unit="chars",
+        markdown="plain",
+        supports_edit=False,
+        supports_typing=False,
+    )
 
-    def __init__(self, *, stdin: asyncio.StreamReader | None = None, stdout: IO[str] | None = None,
-                 user_name: str = "you") -> None:
+    def __init__(
+        self,
+        *,
+        stdin: asyncio.StreamReader | None = None,
+        stdout: IO[str] | None = None,
+        user_name: str = "you",
+    ) -> None:
         self._reader = stdin
         self._out = stdout or sys.stdout
         self._user_name = user_name
@@ -79,7 +89,9 @@ class ConsoleAdapter:
                 try:
                     raw = await self._reader.readline()
                 except ValueError:  # a line above the limit: drain it and tell the user
-                    self._print(f"(That line is longer than {LINE_LIMIT // (1024 * 1024)} MiB and was not sent.)")
+                    self._print(
+                        f"(That line is longer than {LINE_LIMIT // (1024 * 1024)} MiB and was not sent.)"
+                    )
                     continue
                 if not raw:
                     break

@@ -52,14 +52,16 @@ def _discord(settings: Settings) -> PlatformAdapter:
 PLATFORMS: tuple[PlatformEntry, ...] = (
     PlatformEntry(
         name="telegram",
-        token_key="TELEGRAM_BOT_TOKEN",
+        token_key="TELEGRAM_BOT_TOKEN",  # noqa: S106 - the name of the setting, not a secret
         configured=lambda s: s.telegram_bot_token is not None,
         build=_telegram,
-        describe=lambda s: "webhook " + str(s.telegram_webhook_url) if s.telegram_webhook_url else "long polling",
+        describe=lambda s: (
+            "webhook " + str(s.telegram_webhook_url) if s.telegram_webhook_url else "long polling"
+        ),
     ),
     PlatformEntry(
         name="discord",
-        token_key="DISCORD_BOT_TOKEN",
+        token_key="DISCORD_BOT_TOKEN",  # noqa: S106 - the name of the setting, not a secret
         configured=lambda s: s.discord_bot_token is not None,
         build=_discord,
         describe=lambda s: "gateway websocket, message-content intent",

@@ -224,17 +224,61 @@ class Store:
         """Store one message; a platform message id already stored in the chat returns the old row."""
         return (await self.append_messages(session_pk, [message]))[0]
 
-    async def append_messages(self, session_pk: int, batch: Sequence[NewMessage]) -> list[AppendResult]:
-        """Store several messages of one session in order, in one transaction with the counters."""
+    async def append_messages(
+        self, session_pk: int, batch: Sequence[NewMessage], *, after_id: int | None = None
+    ) -> list[AppendResult]:
+        """Store several messages of one session in order, in one transaction with the counters.
+
+        With `after_id`, the batch is placed right after that message even if newer messages exist (a
+        turn's reply goes after the messages it answered, before those that arrived while it ran).
+        """
         if not batch:
             return []
         try:
-            return await self._append(session_pk, batch)
+            return await self._append(session_pk, batch, after_id)
         except _RedeliveredDuringAppend:
             logger.debug("concurrent redelivery in session %s; retrying append", session_pk)
-            return await self._append(session_pk, batch)
+            return await self._append(session_pk, batch, after_id)
 
-    async def _append(self, session_pk: int, batch: Sequence[NewMessage]) -> list[AppendResult]:
+    async def _placement(
+        self, conn: AsyncConnection, session_pk: int, after_id: int, count: int
+    ) -> list[int] | None:
+        """Seqs for `count` rows right after message `after_id`, or None when nothing follows it."""
+        after_seq = (
+            await conn.execute(
+                select(messages.c.seq).where(messages.c.id == after_id, messages.c.session_pk == session_pk)
+            )
+        ).scalar_one_or_none()
+        if after_seq is None:
+            raise StoreError(f"message {after_id} is not in session {session_pk}")
+        next_seq = (
+            await conn.execute(
+                select(func.min(messages.c.seq)).where(
+                    messages.c.session_pk == session_pk, messages.c.seq > after_seq
+                )
+            )
+        ).scalar_one_or_none()
+        if next_seq is None:
+            return None
+        if next_seq - after_seq <= count:
+            shift = SEQ_STEP * (count + 1)
+            await conn.execute(
+                update(messages)
+                .where(messages.c.session_pk == session_pk, messages.c.seq > after_seq)
+                .values(seq=messages.c.seq + shift)
+            )
+            await conn.execute(
+                update(sessions)
+                .where(sessions.c.id == session_pk)
+                .values(next_seq=sessions.c.next_seq + shift)
+            )
+            next_seq += shift
+        gap = next_seq - after_seq
+        return [after_seq + (gap * (k + 1)) // (count + 1) for k in range(count)]
+
+    async def _append(
+        self, session_pk: int, batch: Sequence[NewMessage], after_id: int | None = None
+    ) -> list[AppendResult]:
         async with self._tx("append_messages") as conn:
             chat_pk = (
                 await conn.execute(select(sessions.c.chat_pk).where(sessions.c.id == session_pk))
@@ -260,15 +304,19 @@ class Store:
                     )
                 ).scalar_one()
             seq = seq_end - SEQ_STEP * len(fresh)
+            placed = (
+                await self._placement(conn, session_pk, after_id, len(fresh)) if after_id and fresh else None
+            )
             results: list[AppendResult] = []
             for m in batch:
                 if m.platform_message_id in existing:
                     results.append(AppendResult(existing[m.platform_message_id], created=False))
                     continue
+                row_seq = placed.pop(0) if placed else seq
                 row = (
                     await conn.execute(
                         self._insert(messages)
-                        .values(**self._message_values(session_pk, chat_pk, seq, m))
+                        .values(**self._message_values(session_pk, chat_pk, row_seq, m))
                         .on_conflict_do_nothing()
                         .returning(*messages.c)
                     )
