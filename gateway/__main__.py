@@ -14,6 +14,7 @@ from pathlib import Path
 
 from gateway.config import ConfigError, Settings, load_settings
 from gateway.errors import StoreError
+from gateway.logsetup import setup_logging
 
 logger = logging.getLogger(__name__)
 
@@ -36,13 +37,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _setup_logging(settings: Settings) -> None:
-    logging.basicConfig(
-        level=settings.log_level,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
-    # Alembic announces every plugin it loads at INFO; only its migration steps are worth showing.
-    logging.getLogger("alembic.runtime.plugins").setLevel(logging.WARNING)
+    setup_logging(settings)
 
 
 def _runner_entry(name: str) -> Callable[[Settings], int] | None:

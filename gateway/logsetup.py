@@ -1,0 +1,86 @@
+"""Logging for the gateway process: one format, quiet HTTP clients, and secrets redacted everywhere.
+
+HTTP client libraries log request URLs, and the Telegram Bot API puts the bot token in the URL path,
+so a filter on the root handlers replaces every configured secret (and anything shaped like a bot
+token) before a record is written.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import sys
+from collections.abc import Iterable
+
+from gateway.config import Settings
+
+REDACTED = "<redacted>"
+_TELEGRAM_TOKEN = re.compile(r"\b\d{5,}:[A-Za-z0-9_-]{30,}\b")
+_URL_PASSWORD = re.compile(r"(?P<scheme>[a-z][a-z0-9+.-]*://[^:/@\s]+:)[^@\s]+@", re.IGNORECASE)
+NOISY = (
+    "httpx",
+    "httpx2",
+    "httpcore",
+    "httpcore2",
+    "telegram.ext",
+    "discord.gateway",
+    "discord.http",
+    "aiohttp.access",
+    "alembic.runtime.plugins",
+    "apscheduler.executors.default",
+    "tornado.access",
+)
+
+
+class RedactingFilter(logging.Filter):
+    """Replace secrets in the rendered message (args included) of every record."""
+
+    def __init__(self, secrets: Iterable[str]) -> None:
+        super().__init__()
+        self._secrets = sorted({s for s in secrets if s and len(s) >= 6}, key=len, reverse=True)
+
+    def redact(self, text: str) -> str:
+        for secret in self._secrets:
+            text = text.replace(secret, REDACTED)
+        text = _TELEGRAM_TOKEN.sub(REDACTED, text)
+        return _URL_PASSWORD.sub(lambda m: m.group("scheme") + REDACTED + "@", text)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        redacted = self.redact(message)
+        if record.exc_info and not record.exc_text:
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        if record.exc_text:
+            record.exc_text = self.redact(record.exc_text)
+        if redacted != message:
+            record.msg, record.args = redacted, None
+        return True
+
+
+def secrets_of(settings: Settings) -> list[str]:
+    values = [
+        settings.anthropic_api_key,
+        settings.telegram_bot_token,
+        settings.discord_bot_token,
+        settings.telegram_webhook_secret,
+    ]
+    found = [v.get_secret_value() for v in values if v is not None]
+    match = _URL_PASSWORD.search(settings.database_url)
+    if match:
+        found.append(settings.database_url[match.end("scheme") : match.end() - 1])
+    return found
+
+
+def setup_logging(settings: Settings) -> None:
+    logging.basicConfig(
+        level=settings.log_level,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+        force=True,
+    )
+    redactor = RedactingFilter(secrets_of(settings))
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(redactor)
+    if settings.log_level != "DEBUG":
+        for name in NOISY:
+            logging.getLogger(name).setLevel(logging.WARNING)
