@@ -53,7 +53,8 @@ class GatewayProcess:
             await self.wait_log(ready, timeout=timeout)
 
     async def _read(self) -> None:
-        assert self.proc is not None and self.proc.stdout is not None
+        assert self.proc is not None
+        assert self.proc.stdout is not None
         while True:
             line = await self.proc.stdout.readline()
             if not line:
@@ -66,7 +67,7 @@ class GatewayProcess:
         return "\n".join(self.logs)
 
     async def wait_log(self, pattern: str, *, timeout: float = 20.0, after: int = 0) -> str:
-        """The first log line (from index `after`) matching regex `pattern`; fails with the logs on timeout."""
+        """The first log line (from index `after`) matching `pattern`; fails with the logs on timeout."""
         regex = re.compile(pattern)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
@@ -74,11 +75,13 @@ class GatewayProcess:
             for line in self.logs[after:]:
                 if regex.search(line):
                     return line
-            if self.proc is not None and self.proc.returncode is not None and self._reader and self._reader.done():
-                raise AssertionError(f"gateway exited ({self.proc.returncode}) before {pattern!r}:\n{self.log_text()}")
+            exited = self.proc is not None and self.proc.returncode is not None
+            if exited and self._reader is not None and self._reader.done():
+                code = self.proc.returncode if self.proc else None
+                raise AssertionError(f"gateway exited ({code}) before {pattern!r}:\n{self.log_text()}")
             remaining = deadline - loop.time()
             if remaining <= 0:
-                raise AssertionError(f"no log line matching {pattern!r} within {timeout}s:\n{self.log_text()}")
+                raise AssertionError(f"no log line matching {pattern!r} in {timeout}s:\n{self.log_text()}")
             self._new_line.clear()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._new_line.wait(), timeout=min(remaining, 0.5))
@@ -115,10 +118,27 @@ class GatewayProcess:
 def _is_gateway_setting(name: str) -> bool:
     """Environment variables of the developer's shell that must not leak into a test gateway."""
     upper = name.upper()
-    prefixes = ("TELEGRAM_", "DISCORD_", "ANTHROPIC_", "COMPRESSION__", "PROMPT_CACHING__", "AUXILIARY__",
-                "CONTEXT__", "AGENT__", "LIMITS__", "SCHEDULER__", "OBSERVABILITY__")
-    return upper.startswith(prefixes) or upper in {"DATABASE_URL", "MODEL", "MODEL_CONTEXT_LENGTH",
-                                                   "GATEWAY_ALLOW_ALL_USERS", "LOG_LEVEL", "SPOOL_DIR"}
+    prefixes = (
+        "TELEGRAM_",
+        "DISCORD_",
+        "ANTHROPIC_",
+        "COMPRESSION__",
+        "PROMPT_CACHING__",
+        "AUXILIARY__",
+        "CONTEXT__",
+        "AGENT__",
+        "LIMITS__",
+        "SCHEDULER__",
+        "OBSERVABILITY__",
+    )
+    return upper.startswith(prefixes) or upper in {
+        "DATABASE_URL",
+        "MODEL",
+        "MODEL_CONTEXT_LENGTH",
+        "GATEWAY_ALLOW_ALL_USERS",
+        "LOG_LEVEL",
+        "SPOOL_DIR",
+    }
 
 
 @contextlib.asynccontextmanager
