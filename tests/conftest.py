@@ -24,7 +24,7 @@ DEFAULT_TEST_POSTGRES_URL = "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
 
 
 def _server_url() -> str:
-    return os.environ.get("TEST_POSTGRES_URL", DEFAULT_TEST_POSTGRES_URL)  # noqa: TID251 - test plumbing
+    return os.environ.get("TEST_POSTGRES_URL", DEFAULT_TEST_POSTGRES_URL)
 
 
 def _asyncpg_dsn(sqlalchemy_url: str) -> str:
@@ -36,7 +36,7 @@ async def _admin_connection() -> asyncpg.Connection:
         return await asyncpg.connect(_asyncpg_dsn(_server_url()), timeout=5)
     except (OSError, asyncpg.PostgresError, TimeoutError) as exc:
         message = f"PostgreSQL unreachable at {_server_url()}: {exc!r}"
-        if os.environ.get("REQUIRE_POSTGRES") == "1":  # noqa: TID251 - test plumbing
+        if os.environ.get("REQUIRE_POSTGRES") == "1":
             pytest.fail(message)
         pytest.skip(message)
 

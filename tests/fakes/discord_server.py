@@ -292,13 +292,13 @@ class FakeDiscord:
         """
         self.gateway.disconnect(code, replay_last=replay_last)
 
-    async def wait_sent(self, n: int, timeout: float = 5.0) -> list[SentMessage]:  # noqa: ASYNC109
+    async def wait_sent(self, n: int, timeout: float = 5.0) -> list[SentMessage]:
         """Wait until at least `n` messages were sent by the bot; returns them all."""
         async with self._sent_cond:
             await asyncio.wait_for(self._sent_cond.wait_for(lambda: len(self.sent) >= n), timeout)
             return list(self.sent)
 
-    async def wait_for(self, predicate: Any, timeout: float = 5.0) -> None:  # noqa: ASYNC109
+    async def wait_for(self, predicate: Any, timeout: float = 5.0) -> None:
         """Wait until `predicate()` holds (checked whenever the fake records something)."""
         async with self._sent_cond:
             await asyncio.wait_for(self._sent_cond.wait_for(predicate), timeout)

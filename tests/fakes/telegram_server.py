@@ -114,11 +114,11 @@ class FakeTelegram(UpdateBuilder):
     def called(self, method: str) -> list[dict[str, Any]]:
         return [params for name, params in self.requests if name.lower() == method.lower()]
 
-    async def wait_for(self, predicate: Callable[[], bool], timeout: float = 5.0) -> None:  # noqa: ASYNC109 - a test helper, not a library call
+    async def wait_for(self, predicate: Callable[[], bool], timeout: float = 5.0) -> None:
         async with asyncio.timeout(timeout), self._changed:
             await self._changed.wait_for(predicate)
 
-    async def wait_sent(self, n: int, timeout: float = 5.0) -> list[Sent]:  # noqa: ASYNC109
+    async def wait_sent(self, n: int, timeout: float = 5.0) -> list[Sent]:
         await self.wait_for(lambda: len(self.sent) >= n, timeout)
         return self.sent
 

@@ -40,7 +40,7 @@ class Inbox:
         predicate: Callable[[IncomingMessage], bool],
         *,
         count: int = 1,
-        timeout: float = 5.0,  # noqa: ASYNC109
+        timeout: float = 5.0,
     ) -> list[IncomingMessage]:
         def matching() -> list[IncomingMessage]:
             return [m for m in self.items if predicate(m)]

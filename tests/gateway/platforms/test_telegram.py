@@ -33,7 +33,7 @@ class Inbox:
     async def __call__(self, message: IncomingMessage) -> None:
         await self.queue.put(message)
 
-    async def next(self, timeout: float = 5.0) -> IncomingMessage:  # noqa: ASYNC109 - test helper
+    async def next(self, timeout: float = 5.0) -> IncomingMessage:
         return await asyncio.wait_for(self.queue.get(), timeout)
 
 
