@@ -7,13 +7,14 @@ reads go through the (session_pk, state, seq) index so archived history is never
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from typing import Any, ClassVar
 
 from sqlalchemy import (
     JSON,
     BigInteger,
     Boolean,
+    Date,
     DateTime,
     Dialect,
     Double,
@@ -97,6 +98,13 @@ class ChatSession(Base):
             postgresql_where=sql_text("active"),
             sqlite_where=sql_text("active"),
         ),
+        # The scheduler's scan for idle active sessions (proactive and cache-aware compaction).
+        Index(
+            "ix_sessions_idle",
+            "last_activity_at",
+            postgresql_where=sql_text("active"),
+            sqlite_where=sql_text("active"),
+        ),
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
@@ -116,6 +124,8 @@ class ChatSession(Base):
     compaction_count: Mapped[int] = mapped_column(Integer)
     engine_state: Mapped[dict[str, Any]]
     cache_gaps: Mapped[list[Any]]
+    # When a message was last stored in the session (arrival time, not the platform's timestamp).
+    last_activity_at: Mapped[datetime | None]
 
 
 class Compaction(Base):
@@ -158,6 +168,13 @@ class Message(Base):
             postgresql_where=sql_text("needs_reply AND NOT replied"),
             sqlite_where=sql_text("needs_reply AND NOT replied"),
         ),
+        # Archive retention deletes by age without scanning the window rows.
+        Index(
+            "ix_messages_archived_created",
+            "created_at",
+            postgresql_where=sql_text("state = 'archived'"),
+            sqlite_where=sql_text("state = 'archived'"),
+        ),
     )
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
@@ -181,7 +198,10 @@ class Message(Base):
 
 class LlmCall(Base):
     __tablename__ = "llm_calls"
-    __table_args__ = (Index("ix_llm_calls_chat_created", "chat_pk", "created_at"),)
+    __table_args__ = (
+        Index("ix_llm_calls_chat_created", "chat_pk", "created_at"),
+        Index("ix_llm_calls_created", "created_at"),
+    )
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
     chat_pk: Mapped[int] = mapped_column(ForeignKey("chats.id", ondelete="CASCADE"))
@@ -196,3 +216,22 @@ class LlmCall(Base):
     cost_usd: Mapped[float] = mapped_column(Double)
     cache_ttl: Mapped[str | None] = mapped_column(String(8))
     created_at: Mapped[datetime]
+
+
+class UsageDaily(Base):
+    """Per day, chat and model: calls, tokens by kind and cost, rolled up from `llm_calls` by a job."""
+
+    __tablename__ = "usage_daily"
+    __table_args__ = (UniqueConstraint("day", "chat_pk", "model"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    day: Mapped[date] = mapped_column(Date)
+    chat_pk: Mapped[int] = mapped_column(ForeignKey("chats.id", ondelete="CASCADE"), index=True)
+    model: Mapped[str] = mapped_column(String(128))
+    calls: Mapped[int] = mapped_column(Integer)
+    input_tokens: Mapped[int] = mapped_column(BigInteger)
+    output_tokens: Mapped[int] = mapped_column(BigInteger)
+    cache_read_tokens: Mapped[int] = mapped_column(BigInteger)
+    cache_write_tokens: Mapped[int] = mapped_column(BigInteger)
+    cost_usd: Mapped[float] = mapped_column(Double)
+    updated_at: Mapped[datetime]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import func, select, text, update
@@ -21,6 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from gateway.errors import StoreError
 from gateway.store import compaction as _compaction
+from gateway.store import jobs as _jobs
 from gateway.store import stats as _stats
 from gateway.store import usage as _usage
 from gateway.store.db import create_engine, dialect_of, translate_errors
@@ -299,6 +300,7 @@ class Store:
                             active_message_count=sessions.c.active_message_count + len(fresh),
                             active_tokens=sessions.c.active_tokens + tokens,
                             tokens_since_call=sessions.c.tokens_since_call + tokens,
+                            last_activity_at=self.now(),
                         )
                         .returning(sessions.c.next_seq)
                     )
@@ -444,6 +446,37 @@ class Store:
                 )
             ).scalar_one()
         return float(total)
+
+    # Scheduled jobs (queries in gateway/store/jobs.py) --------------------------------------------
+
+    async def cache_state(self, session_pk: int) -> _jobs.CacheState:
+        """The session's context size, last reply call time and TTL, and its recent request gaps."""
+        async with self._tx("cache_state") as conn:
+            state = await _jobs.cache_state(conn, session_pk)
+        if state is None:
+            raise StoreError(f"no session with id {session_pk}")
+        return state
+
+    async def idle_sessions(
+        self, *, idle_since: datetime, min_tokens: int, limit: int = 100
+    ) -> list[_jobs.CacheState]:
+        """Active sessions idle since `idle_since` with at least `min_tokens` of context, oldest first."""
+        async with self._tx("idle_sessions") as conn:
+            return await _jobs.idle_sessions(conn, idle_since=idle_since, min_tokens=min_tokens, limit=limit)
+
+    async def delete_archived_before(self, cutoff: datetime) -> int:
+        """Delete one batch of archived messages older than `cutoff` (never active or summary rows)."""
+        async with self._tx("delete_archived_before") as conn:
+            return await _jobs.delete_archived_before(conn, cutoff)
+
+    async def rollup_usage_day(self, day: date) -> int:
+        """Recompute `usage_daily` rows for one UTC day from the usage log; returns the rows written."""
+        async with self._tx("rollup_usage_day") as conn:
+            return await _jobs.rollup_day(conn, day, now=self.now(), dialect=self.dialect)
+
+    async def daily_usage(self, day: date) -> list[_jobs.DailyUsage]:
+        async with self._tx("daily_usage") as conn:
+            return await _jobs.daily_usage(conn, day)
 
     # Compaction, search, stats (implemented in sibling modules) -----------------------------------
 
