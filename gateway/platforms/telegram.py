@@ -87,6 +87,8 @@ class TelegramAdapter:
         self._handler: GatewayHandler | None = None
         self._bot: BotIdentity | None = None
         self._tasks: set[asyncio.Task[None]] = set()
+        self._chat_order: dict[tuple[str, str, str], asyncio.Lock] = {}
+        """One FIFO lock per chat: a chat's updates reach the gateway (and the store) in arrival order."""
 
     @property
     def bot_username(self) -> str | None:
@@ -173,22 +175,36 @@ class TelegramAdapter:
         incoming = convert_update(update, self._bot)
         if incoming is None:
             return
+        key = incoming.chat.key
+        order = self._chat_order.setdefault(key, asyncio.Lock())
         task = asyncio.create_task(
-            self._deliver(self._handler, incoming), name=f"telegram:{incoming.chat.chat_id}"
+            self._deliver(self._handler, incoming, order), name=f"telegram:{incoming.chat.chat_id}"
         )
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+        task.add_done_callback(lambda _t: self._forget_order(key, order))
+
+    def _forget_order(self, key: tuple[str, str, str], order: asyncio.Lock) -> None:
+        if (
+            not order.locked()
+            and self._chat_order.get(key) is order
+            and not any(t.get_name() == f"telegram:{key[1]}" for t in self._tasks)
+        ):
+            del self._chat_order[key]
 
     @staticmethod
-    async def _deliver(handler: GatewayHandler, incoming: IncomingMessage) -> None:
-        try:
-            await handler(incoming)
-        except Exception:
-            logger.exception(
-                "telegram: handling message %s in chat %s failed",
-                incoming.platform_message_id,
-                incoming.chat.chat_id,
-            )
+    async def _deliver(handler: GatewayHandler, incoming: IncomingMessage, order: asyncio.Lock) -> None:
+        # Tasks start in update order and queue on the chat's lock first thing (asyncio locks are FIFO),
+        # so different chats run concurrently while one chat's messages are stored in platform order.
+        async with order:
+            try:
+                await handler(incoming)
+            except Exception:
+                logger.exception(
+                    "telegram: handling message %s in chat %s failed",
+                    incoming.platform_message_id,
+                    incoming.chat.chat_id,
+                )
 
     # Outgoing ------------------------------------------------------------------------------------
 
