@@ -1,0 +1,82 @@
+"""Per-chat prompt-cache decisions (pure): the TTL for the next request, and whether to compact now
+because the cache has expired.
+
+Once a session's cache entry has expired, its next request writes the whole prefix again whatever we
+do, so compacting first adds no cache write and makes that write (and every later read) smaller. A
+compaction while the cache is warm would throw away a prefix that is already paid for.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Literal
+
+from agent.models import CacheTTL, ModelInfo
+from agent.ttl_policy import choose_ttl
+
+CacheMode = Literal["5m", "1h", "auto"]
+TTL_SECONDS: dict[str, float] = {"5m": 300.0, "1h": 3600.0}
+MIN_MESSAGES = 4
+"""Below this many messages there is nothing worth summarising."""
+
+
+def ttl_for_turn(
+    mode: CacheMode | None, gaps_seconds: Sequence[float], *, prefix_tokens: int, model: ModelInfo
+) -> CacheTTL | None:
+    """The TTL for this chat's next request: fixed, or (auto) the cheapest for its gaps.
+
+    Returns None for "place no cache markers"; `mode` None means caching is disabled.
+    """
+    if mode is None:
+        return None
+    if mode == "auto":
+        return choose_ttl(gaps_seconds, prefix_tokens=prefix_tokens, model=model)
+    return mode
+
+
+def cache_expired(last_call_at: datetime | None, last_ttl: str | None, now: datetime) -> bool:
+    """True when no cache entry of this session can still be read (never cached, no markers, or too old)."""
+    if last_call_at is None or last_ttl is None:
+        return True
+    ttl = TTL_SECONDS.get(last_ttl)
+    if ttl is None:
+        return True
+    return now - last_call_at > timedelta(seconds=ttl)
+
+
+@dataclass(frozen=True, slots=True)
+class CompactDecision:
+    fire: bool
+    reason: str
+
+
+def decide_compaction(
+    *,
+    enabled: bool,
+    message_count: int,
+    context_tokens: int,
+    context_length: int,
+    last_call_at: datetime | None,
+    last_ttl: str | None,
+    now: datetime,
+    cache_aware_share: float,
+    proactive_share: float | None = None,
+) -> CompactDecision:
+    """Compact ahead of the next request? Cache-aware: above `cache_aware_share` once the cache expired.
+
+    Proactive (background jobs only, `proactive_share` given): above that share whatever the cache state.
+    """
+    if not enabled:
+        return CompactDecision(False, "compression disabled")
+    if message_count < MIN_MESSAGES:
+        return CompactDecision(False, f"only {message_count} messages")
+    share = context_tokens / context_length
+    if proactive_share is not None and share >= proactive_share:
+        return CompactDecision(True, f"idle at {share:.0%} of the window (>= {proactive_share:.0%})")
+    if share < cache_aware_share:
+        return CompactDecision(False, f"{share:.0%} of the window (< {cache_aware_share:.0%})")
+    if not cache_expired(last_call_at, last_ttl, now):
+        return CompactDecision(False, f"{share:.0%} of the window but the prompt cache is still warm")
+    return CompactDecision(True, f"cache expired at {share:.0%} of the window (>= {cache_aware_share:.0%})")

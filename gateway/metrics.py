@@ -1,0 +1,183 @@
+"""Prometheus metrics (the only module importing prometheus-client) and the HTTP server for /metrics and
+/healthz, which runs only when `observability.metrics_port` is set.
+
+Each `Metrics` owns its registry, so several gateways (tests, benchmarks) in one process never clash.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+from aiohttp import web
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
+
+from agent.usage import Usage
+
+logger = logging.getLogger(__name__)
+
+TOKEN_KINDS = ("input", "cache_read", "cache_write", "output")
+LATENCY_BUCKETS = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0, 120.0)
+OVERHEAD_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
+HEALTH_TIMEOUT_S = 3.0
+
+ChatKey = tuple[str, str, str | None]
+"""(platform, chat_id, thread_id): the unit a turn answers."""
+
+
+@dataclass
+class _Arrivals:
+    """perf_counter of the oldest update per chat still waiting for an LLM request."""
+
+    first: dict[ChatKey, float] = field(default_factory=dict)
+
+    def mark(self, key: ChatKey, at: float | None = None) -> None:
+        self.first.setdefault(key, time.perf_counter() if at is None else at)
+
+    def take(self, key: ChatKey) -> float | None:
+        return self.first.pop(key, None)
+
+
+class Metrics:
+    """The gateway's counters, gauges and histograms, and the observation methods that feed them."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        r = self.registry
+        self.tokens = Counter(
+            "gateway_llm_tokens", "LLM tokens by kind (input = uncached input)", ["kind"], registry=r
+        )
+        self.llm_calls = Counter("gateway_llm_calls", "LLM requests by purpose", ["purpose"], registry=r)
+        self.cache_hit_ratio = Gauge(
+            "gateway_cache_hit_ratio",
+            "Share of prompt tokens read from the prompt cache since start",
+            registry=r,
+        )
+        self.cache_hit_ratio.set_function(self._hit_ratio)
+        self.compactions = Counter(
+            "gateway_compactions", "Compactions by trigger and outcome", ["trigger", "outcome"], registry=r
+        )
+        self.turn_seconds = Histogram(
+            "gateway_turn_seconds", "Wall time of one turn (lock held)", buckets=LATENCY_BUCKETS, registry=r
+        )
+        self.overhead_seconds = Histogram(
+            "gateway_overhead_seconds",
+            "Update arrival to the first LLM request of the turn that answers it",
+            buckets=OVERHEAD_BUCKETS,
+            registry=r,
+        )
+        self.messages_stored = Counter("gateway_messages_stored", "Messages stored", ["role"], registry=r)
+        self.spool_depth = Gauge("gateway_spool_depth", "Updates waiting in the spool", registry=r)
+        self.job_runs = Counter(
+            "gateway_job_runs", "Scheduled job runs by result", ["job", "result"], registry=r
+        )
+        self.arrivals = _Arrivals()
+        self._prompt_tokens = (0, 0)
+        """(cache-read, all prompt) tokens since start, for the hit ratio."""
+        for kind in TOKEN_KINDS:
+            self.tokens.labels(kind=kind)
+
+    def _hit_ratio(self) -> float:
+        read, prompt = self._prompt_tokens
+        return read / prompt if prompt else 0.0
+
+    # -- observations -------------------------------------------------------------------------------
+
+    def observe_usage(self, usage: Usage, *, purpose: str) -> None:
+        self.llm_calls.labels(purpose=purpose).inc()
+        self.tokens.labels(kind="input").inc(usage.input_tokens)
+        self.tokens.labels(kind="cache_read").inc(usage.cache_read_input_tokens)
+        self.tokens.labels(kind="cache_write").inc(usage.cache_creation_input_tokens)
+        self.tokens.labels(kind="output").inc(usage.output_tokens)
+        read, prompt = self._prompt_tokens
+        self._prompt_tokens = (read + usage.cache_read_input_tokens, prompt + usage.prompt_tokens)
+
+    def observe_compaction(self, trigger: str, outcome: str) -> None:
+        self.compactions.labels(trigger=trigger, outcome=outcome).inc()
+
+    def observe_turn(self, seconds: float) -> None:
+        self.turn_seconds.observe(seconds)
+
+    def observe_overhead(self, key: ChatKey, *, now: float | None = None) -> None:
+        """At a turn's first LLM request: the time since the oldest update it answers arrived."""
+        arrived = self.arrivals.take(key)
+        if arrived is not None:
+            self.overhead_seconds.observe(max(0.0, (time.perf_counter() if now is None else now) - arrived))
+
+    def message_stored(self, role: str, count: int = 1) -> None:
+        self.messages_stored.labels(role=role).inc(count)
+
+    def observe_job(self, job: str, result: str) -> None:
+        self.job_runs.labels(job=job, result=result).inc()
+
+    def track_spool(self, depth: Callable[[], int]) -> None:
+        """Report the spool's depth at every scrape."""
+        self.spool_depth.set_function(lambda: float(depth()))
+
+    def exposition(self) -> bytes:
+        return generate_latest(self.registry)
+
+
+Ping = Callable[[], Awaitable[None]]
+
+
+class MetricsServer:
+    """aiohttp server: GET /metrics (Prometheus text format), GET /healthz (200 when the DB answers)."""
+
+    def __init__(self, metrics: Metrics, ping: Ping, *, host: str, port: int) -> None:
+        self._metrics = metrics
+        self._ping = ping
+        self._host = host
+        self._port = port
+        self._runner: web.AppRunner | None = None
+
+    async def start(self) -> None:
+        app = web.Application()
+        app.router.add_get("/metrics", self._serve_metrics)
+        app.router.add_get("/healthz", self._serve_health)
+        runner = web.AppRunner(app, access_log=None)
+        await runner.setup()
+        site = web.TCPSite(runner, self._host, self._port)
+        try:
+            await site.start()
+        except OSError:
+            await runner.cleanup()
+            raise
+        self._runner = runner
+        logger.info("metrics and health on http://%s:%d (/metrics, /healthz)", self._host, self.port)
+
+    @property
+    def port(self) -> int:
+        """The bound port (useful when started with port 0)."""
+        if self._runner is None:
+            return self._port
+        for address in self._runner.addresses:
+            if isinstance(address, tuple):
+                return int(address[1])
+        return self._port
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    async def _serve_metrics(self, _request: web.Request) -> web.Response:
+        body = self._metrics.exposition()
+        return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+    async def _serve_health(self, _request: web.Request) -> web.Response:
+        try:
+            await asyncio.wait_for(self._ping(), timeout=HEALTH_TIMEOUT_S)
+        except Exception as exc:  # any failure to answer means "not healthy"; the probe reports why
+            logger.warning("health check failed: %s: %s", type(exc).__name__, exc)
+            return _json(503, {"status": "unavailable", "error": type(exc).__name__})
+        return _json(200, {"status": "ok"})
+
+
+def _json(status: int, payload: dict[str, str]) -> web.Response:
+    return web.Response(status=status, text=json.dumps(payload), content_type="application/json")
