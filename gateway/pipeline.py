@@ -21,9 +21,10 @@ from agent.tokens import estimate_message
 from gateway import commands
 from gateway.auth import Authorizer
 from gateway.commands import CommandContext
-from gateway.errors import GatewayError, SendError
+from gateway.errors import DatabaseUnavailableError, GatewayError, SendError
 from gateway.platforms.base import ChatKind, ChatRef, IncomingMessage, OutgoingMessage
 from gateway.rendering import clean_name, render_incoming, unsupported_media_reply
+from gateway.spool import Spool
 from gateway.store.repository import NewMessage, Store
 from gateway.turns import TurnRunner
 
@@ -74,6 +75,8 @@ class Pipeline:
         command_handlers: dict[str, CommandHandler],
         rate_limiter: RateLimiter,
         daily_budget_usd: float,
+        spool: Spool | None = None,
+        db_retry_s: float = 1.0,
     ) -> None:
         self.store = store
         self.auth = auth
@@ -82,6 +85,8 @@ class Pipeline:
         self.command_handlers = command_handlers
         self.rate_limiter = rate_limiter
         self.daily_budget_usd = daily_budget_usd
+        self.spool = spool
+        self.db_retry_s = db_retry_s
         self._tasks: dict[tuple[str, str, str], asyncio.Task[None]] = {}
         self._dirty: set[tuple[str, str, str]] = set()
 
@@ -108,9 +113,29 @@ class Pipeline:
             await self._refuse_unauthorized(msg)
             return
         if msg.is_command:
-            await self._command(msg)
+            try:
+                await self._command(msg)
+            except DatabaseUnavailableError:
+                logger.warning("/%s in %s:%s: database unavailable", msg.command, platform, msg.chat.chat_id)
+                await self._reply(
+                    msg, "Storage is unavailable right now; please try the command again in a minute."
+                )
             return
-        await self._message(msg)
+        if self.spool is None:
+            await self._message(msg)
+            return
+        if self.spool.depth:
+            # Older messages are still waiting in the spool: queue behind them to keep platform order.
+            await self.spool.put(msg)
+            return
+        try:
+            await self._message(msg)
+        except DatabaseUnavailableError:
+            await self.spool.put(msg)
+
+    async def replay(self, msg: IncomingMessage) -> None:
+        """Store a spooled message (idempotent on its platform id) and schedule its turn."""
+        await self._message(msg, replayed=True)
 
     async def _refuse_unauthorized(self, msg: IncomingMessage) -> None:
         logger.info("unauthorized user %s on %s", msg.author.user_id, msg.chat.platform)
@@ -163,7 +188,7 @@ class Pipeline:
     def _should_answer(self, msg: IncomingMessage) -> bool:
         return msg.chat.kind is ChatKind.PRIVATE or msg.mentions_bot or msg.reply_to_bot
 
-    async def _message(self, msg: IncomingMessage) -> None:
+    async def _message(self, msg: IncomingMessage, *, replayed: bool = False) -> None:
         rendered = render_incoming(msg)
         if not rendered.text:
             logger.debug("empty message %s ignored", msg.platform_message_id)
@@ -172,7 +197,11 @@ class Pipeline:
         media_only = bool(rendered.unsupported_media) and not (msg.text or "").strip()
         needs_reply = addressed and not media_only and not msg.is_edit
         refusal: str | None = None
-        if needs_reply and not self.rate_limiter.allow(msg.chat.platform, msg.author.user_id):
+        if (
+            needs_reply
+            and not replayed
+            and not self.rate_limiter.allow(msg.chat.platform, msg.author.user_id)
+        ):
             needs_reply, refusal = (
                 False,
                 "You're sending messages faster than I can answer. I kept this one; "
@@ -243,7 +272,18 @@ class Pipeline:
         try:
             while key in self._dirty:
                 self._dirty.discard(key)
-                await self.turns.answer_pending(chat, chat_pk)
+                try:
+                    await self.turns.answer_pending(chat, chat_pk)
+                except DatabaseUnavailableError:
+                    # The messages are stored and still unanswered: try again once the database is back.
+                    logger.warning(
+                        "turn in chat %s:%s waits for the database; retrying in %.0fs",
+                        chat.platform,
+                        chat.chat_id,
+                        self.db_retry_s,
+                    )
+                    self._dirty.add(key)
+                    await asyncio.sleep(self.db_retry_s)
         except Exception:
             logger.exception("turn failed in chat %s:%s", chat.platform, chat.chat_id)
         finally:

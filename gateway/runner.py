@@ -32,6 +32,7 @@ from gateway.history import ChatHistorySearch
 from gateway.pipeline import Pipeline, RateLimiter
 from gateway.platforms.base import ChatKind, ChatRef, OutgoingMessage, PlatformAdapter
 from gateway.platforms.registry import build_adapters, status_lines
+from gateway.spool import Spool
 from gateway.store.lock import ChatLocks
 from gateway.store.repository import Store
 from gateway.turns import TurnRunner, TurnSettings
@@ -88,6 +89,7 @@ class Gateway:
         self.summary_llm = summary_llm or llm
         self.model = lookup_model(settings.model, context_override=settings.model_context_length)
         self.locks = ChatLocks(store)
+        self.spool = Spool(settings.spool_dir)
         ttl = cache_ttl_of(settings)
         self.turns = TurnRunner(
             store=store,
@@ -139,7 +141,9 @@ class Gateway:
             command_handlers=admin.handlers(),
             rate_limiter=RateLimiter(per_minute=settings.limits.user_messages_per_minute),
             daily_budget_usd=settings.limits.chat_daily_budget_usd,
+            spool=self.spool,
         )
+        self._spool_task: asyncio.Task[None] | None = None
 
     # -- factories -----------------------------------------------------------------------------------
 
@@ -199,6 +203,10 @@ class Gateway:
         for adapter in self.adapters.values():
             await adapter.start(self.pipeline.handle, specs)
             logger.info("%s: connected", adapter.name)
+        if self.spool.depth:
+            logger.info("spool: %d message(s) from before the restart to write through", self.spool.depth)
+            await self.spool.drain(self.pipeline.replay)
+        self._spool_task = asyncio.create_task(self.spool.run(self.pipeline.replay), name="spool-drain")
         await self.recover_unanswered()
 
     async def recover_unanswered(self) -> None:
@@ -246,6 +254,10 @@ class Gateway:
                 await adapter.stop()
             except Exception:
                 logger.exception("error while stopping %s", adapter.name)
+        if self._spool_task is not None:
+            self._spool_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._spool_task
         await self.pipeline.drain(wait_s=10)
 
 
