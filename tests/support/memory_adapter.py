@@ -1,0 +1,189 @@
+"""An in-memory `PlatformAdapter` for fast gateway tests: a queue in, a list out.
+
+Tests drive it like a platform: `await adapter.say("hi")` delivers one message through the real
+pipeline, waits until every turn it caused has finished, and returns the replies sent meanwhile.
+`post` only waits until the message has been handled (stored), so several can arrive during one turn.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from gateway.errors import SendError
+from gateway.platforms.base import (
+    Author,
+    Capabilities,
+    ChatKind,
+    ChatRef,
+    CommandSpec,
+    IncomingMessage,
+    MessageHandler,
+    OutgoingMessage,
+    SentMessage,
+)
+
+BOT_USERNAME = "testbot"
+ALICE = Author(user_id="42", display_name="Alice")
+BOB = Author(user_id="43", display_name="Bob")
+ADMIN = Author(user_id="1", display_name="Admin")
+
+
+def private_chat(user: Author, platform: str = "telegram") -> ChatRef:
+    return ChatRef(platform=platform, chat_id=user.user_id, kind=ChatKind.PRIVATE)
+
+
+def group_chat(chat_id: str = "-100", title: str = "Team", platform: str = "telegram") -> ChatRef:
+    return ChatRef(platform=platform, chat_id=chat_id, kind=ChatKind.GROUP, title=title)
+
+
+def parse_command(text: str, username: str) -> tuple[str, str, str | None] | None:
+    """`/name@target args` -> (name, args, target or None when addressed to us / to nobody)."""
+    if not text.startswith("/") or len(text) < 2 or text[1].isspace():
+        return None
+    head, _, rest = text[1:].partition(" ")
+    name, _, target = head.partition("@")
+    foreign = target if target and target.lower() != username.lower() else None
+    return name.lower(), rest.strip(), foreign
+
+
+@dataclass
+class TypingEvent:
+    chat: ChatRef
+    entered: bool
+
+
+class _Typing:
+    """Records entering and leaving, as a platform would start and stop its typing indicator."""
+
+    def __init__(self, adapter: MemoryAdapter, chat: ChatRef) -> None:
+        self._adapter = adapter
+        self._chat = chat
+
+    async def __aenter__(self) -> None:
+        self._adapter.typing_events.append(TypingEvent(self._chat, entered=True))
+        self._adapter.typing_started.set()
+
+    async def __aexit__(self, *exc: object) -> None:
+        self._adapter.typing_events.append(TypingEvent(self._chat, entered=False))
+
+
+@dataclass
+class _Delivery:
+    message: IncomingMessage
+    handled: asyncio.Future[None]
+
+
+@dataclass
+class MemoryAdapter:
+    """Poses as platform `name` so the gateway's per-platform admin and allow lists apply to it."""
+
+    name: str = "telegram"
+    username: str = BOT_USERNAME
+    capabilities: Capabilities = field(
+        default_factory=lambda: Capabilities(
+            max_message_length=4096, length_unit="chars", markdown="plain", supports_edit=False
+        )
+    )
+    settle: Callable[[], Awaitable[None]] | None = None
+    """Waits for every running turn (the harness sets it to the pipeline's `drain`)."""
+    sent: list[OutgoingMessage] = field(default_factory=list)
+    typing_events: list[TypingEvent] = field(default_factory=list)
+    commands: list[CommandSpec] = field(default_factory=list)
+    fail_sends: bool = False
+    typing_started: asyncio.Event = field(default_factory=asyncio.Event)
+    """Set when a turn starts showing the typing indicator (a turn is running)."""
+    _inbox: asyncio.Queue[_Delivery] = field(default_factory=asyncio.Queue)
+    _task: asyncio.Task[None] | None = None
+    _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
+
+    # -- PlatformAdapter -----------------------------------------------------------------------------
+
+    async def start(self, handler: MessageHandler, commands: list[CommandSpec]) -> None:
+        self.commands = list(commands)
+        self._task = asyncio.create_task(self._deliver(handler), name=f"memory-adapter:{self.name}")
+
+    async def _deliver(self, handler: MessageHandler) -> None:
+        while True:
+            delivery = await self._inbox.get()
+            try:
+                await handler(delivery.message)
+            except BaseException as exc:
+                delivery.handled.set_exception(exc)
+                if not isinstance(exc, Exception):
+                    raise
+            else:
+                delivery.handled.set_result(None)
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+
+    async def send(self, message: OutgoingMessage) -> SentMessage:
+        if self.fail_sends:
+            raise SendError("memory adapter told to fail", chat_id=message.chat.chat_id)
+        self.sent.append(message)
+        return SentMessage(platform_message_ids=(f"out-{next(self._ids)}",))
+
+    def typing(self, chat: ChatRef) -> _Typing:
+        return _Typing(self, chat)
+
+    # -- driving it from a test ----------------------------------------------------------------------
+
+    def incoming(
+        self,
+        text: str,
+        *,
+        user: Author = ALICE,
+        chat: ChatRef | None = None,
+        message_id: str | None = None,
+        **flags: Any,
+    ) -> IncomingMessage:
+        """An `IncomingMessage` as an adapter would build it; `flags` set any other field."""
+        command = parse_command(text, self.username)
+        fields: dict[str, Any] = {
+            "chat": chat or private_chat(user, self.name),
+            "author": user,
+            "text": text,
+            "platform_message_id": message_id or f"m{next(self._ids)}",
+            "sent_at": datetime.now(UTC),
+        }
+        if command is not None:
+            fields.update(
+                is_command=True, command=command[0], command_args=command[1], command_target=command[2]
+            )
+        fields.update(flags)
+        return IncomingMessage(**fields)
+
+    async def post(self, text: str, **kwargs: Any) -> IncomingMessage:
+        """Deliver one message and wait until the gateway has handled it (not for the turn it starts)."""
+        message = self.incoming(text, **kwargs)
+        await self.deliver(message)
+        return message
+
+    async def deliver(self, message: IncomingMessage) -> None:
+        handled: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        await self._inbox.put(_Delivery(message, handled))
+        await handled
+
+    async def say(self, text: str, **kwargs: Any) -> list[OutgoingMessage]:
+        """Deliver one message, wait for every turn to finish, return the replies sent meanwhile."""
+        before = len(self.sent)
+        await self.post(text, **kwargs)
+        await self.wait_idle()
+        return self.sent[before:]
+
+    async def wait_idle(self) -> None:
+        if self.settle is not None:
+            await self.settle()
+
+    def texts(self) -> list[str]:
+        return [m.text for m in self.sent]
