@@ -18,6 +18,7 @@ from typing import Any
 from agent.context_engine import ContextEngine
 from gateway.cache_policy import decide_compaction
 from gateway.compaction import CompactionReport, compact_session
+from gateway.scheduler import JobSpec
 from gateway.store.lock import ChatLocks
 from gateway.store.repository import Store
 from gateway.window import build_window
@@ -137,3 +138,41 @@ async def rollup_usage(*, store: Store, now: datetime) -> int:
         written += await store.rollup_usage_day(day)
     logger.info("usage rollup: %d row(s) for %s and %s", written, today - timedelta(days=1), today)
     return written
+
+
+Clock = Callable[[], datetime]
+IDLE_SCAN_EVERY = timedelta(minutes=5)
+RETENTION_EVERY = timedelta(hours=6)
+ROLLUP_EVERY = timedelta(hours=1)
+
+
+def standard_jobs(
+    *,
+    store: Store,
+    locks: ChatLocks,
+    make_engine: EngineFactory,
+    idle: IdleCompaction,
+    retention_days: int,
+    clock: Clock,
+    observe: CompactionObserver | None = None,
+) -> list[JobSpec]:
+    """The gateway's jobs: idle compaction, archive retention (if an age is set) and the usage rollup."""
+
+    async def compaction_job() -> None:
+        await compact_idle_sessions(
+            store=store, locks=locks, make_engine=make_engine, config=idle, now=clock(), observe=observe
+        )
+
+    async def retention_job() -> None:
+        await purge_archive(store=store, retention_days=retention_days, now=clock())
+
+    async def rollup_job() -> None:
+        await rollup_usage(store=store, now=clock())
+
+    specs = [
+        JobSpec("idle-compaction", compaction_job, min(IDLE_SCAN_EVERY, idle.idle)),
+        JobSpec("usage-rollup", rollup_job, ROLLUP_EVERY),
+    ]
+    if retention_days > 0:
+        specs.append(JobSpec("archive-retention", retention_job, RETENTION_EVERY))
+    return specs

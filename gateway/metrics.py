@@ -32,12 +32,15 @@ ChatKey = tuple[str, str, str | None]
 
 @dataclass
 class _Arrivals:
-    """perf_counter of the oldest update per chat still waiting for an LLM request."""
+    """perf_counter of the newest update per chat not yet followed by an LLM request.
+
+    The newest, not the oldest: a group message the bot was not asked about must not count as waiting.
+    """
 
     first: dict[ChatKey, float] = field(default_factory=dict)
 
     def mark(self, key: ChatKey, at: float | None = None) -> None:
-        self.first.setdefault(key, time.perf_counter() if at is None else at)
+        self.first[key] = time.perf_counter() if at is None else at
 
     def take(self, key: ChatKey) -> float | None:
         return self.first.pop(key, None)
@@ -67,7 +70,7 @@ class Metrics:
         )
         self.overhead_seconds = Histogram(
             "gateway_overhead_seconds",
-            "Update arrival to the first LLM request of the turn that answers it",
+            "Arrival of the newest update of a chat to its turn's first LLM request",
             buckets=OVERHEAD_BUCKETS,
             registry=r,
         )

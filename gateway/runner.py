@@ -29,10 +29,14 @@ from gateway.auth import Authorizer, policy_from_ids
 from gateway.config import Settings
 from gateway.errors import SendError
 from gateway.history import ChatHistorySearch
+from gateway.jobs import IdleCompaction, standard_jobs
+from gateway.metrics import Metrics, MetricsServer
 from gateway.pipeline import Pipeline, RateLimiter
-from gateway.platforms.base import ChatKind, ChatRef, OutgoingMessage, PlatformAdapter
+from gateway.platforms.base import ChatKind, ChatRef, IncomingMessage, OutgoingMessage, PlatformAdapter
 from gateway.platforms.registry import build_adapters, status_lines
+from gateway.scheduler import JobScheduler
 from gateway.spool import Spool
+from gateway.store.job_lock import JobLocks
 from gateway.store.lock import ChatLocks
 from gateway.store.repository import Store
 from gateway.turns import TurnRunner, TurnSettings
@@ -54,7 +58,9 @@ def cache_ttl_of(settings: Settings) -> CacheTTL | None:
 
 
 def model_status_line(settings: Settings, model: ModelInfo) -> str:
-    ttl = cache_ttl_of(settings)
+    ttl: str | None = cache_ttl_of(settings)
+    if ttl and settings.prompt_caching.cache_ttl == "auto":
+        ttl = "auto: 5m/1h/none per chat"
     caching = f"ENABLED ({ttl} TTL)" if ttl else "disabled"
     comp = settings.compression
     compression = (
@@ -90,6 +96,11 @@ class Gateway:
         self.model = lookup_model(settings.model, context_override=settings.model_context_length)
         self.locks = ChatLocks(store)
         self.spool = Spool(settings.spool_dir)
+        self.metrics = Metrics()
+        store.on_stored = self.metrics.message_stored
+        self.metrics.track_spool(lambda: self.spool.depth)
+        self.scheduler: JobScheduler | None = None
+        self.metrics_server: MetricsServer | None = None
         ttl = cache_ttl_of(settings)
         self.turns = TurnRunner(
             store=store,
@@ -109,11 +120,14 @@ class Gateway:
                 hygiene_threshold=settings.compression.hygiene_threshold,
                 notify_compaction=settings.compression.notify,
                 cache_ttl=ttl,
+                cache_mode=settings.prompt_caching.cache_ttl if settings.prompt_caching.enabled else None,
+                cache_aware_share=settings.scheduler.cache_aware_share,
             ),
             make_engine=self.make_engine,
             make_tools=self.make_tools,
             send=self.send,
             typing=self.typing,
+            metrics=self.metrics,
         )
         auth = Authorizer(
             policy_from_ids(
@@ -199,15 +213,54 @@ class Gateway:
         for line in status_lines(self.settings):
             logger.info("%s", line)
         logger.info("%s", model_status_line(self.settings, self.model))
+        await self._start_metrics_server()
         specs = list(commands.COMMANDS)
         for adapter in self.adapters.values():
-            await adapter.start(self.pipeline.handle, specs)
+            await adapter.start(self._on_update, specs)
             logger.info("%s: connected", adapter.name)
         if self.spool.depth:
             logger.info("spool: %d message(s) from before the restart to write through", self.spool.depth)
             await self.spool.drain(self.pipeline.replay)
         self._spool_task = asyncio.create_task(self.spool.run(self.pipeline.replay), name="spool-drain")
         await self.recover_unanswered()
+        self._start_scheduler()
+
+    async def _on_update(self, msg: IncomingMessage) -> None:
+        self.metrics.arrivals.mark((msg.chat.platform, msg.chat.chat_id, msg.chat.thread_id))
+        await self.pipeline.handle(msg)
+
+    async def _start_metrics_server(self) -> None:
+        obs = self.settings.observability
+        if obs.metrics_port is None:
+            return
+        self.metrics_server = MetricsServer(
+            self.metrics, self.store.ping, host=obs.metrics_host, port=obs.metrics_port
+        )
+        await self.metrics_server.start()
+
+    def _start_scheduler(self) -> None:
+        sched = self.settings.scheduler
+        if not sched.enabled:
+            return
+        self.scheduler = JobScheduler(JobLocks(self.store), observe=self.metrics.observe_job)
+        jobs = standard_jobs(
+            store=self.store,
+            locks=self.locks,
+            make_engine=self.make_engine,
+            idle=IdleCompaction(
+                enabled=self.settings.compression.enabled,
+                context_length=self.model.context_window,
+                idle=timedelta(minutes=sched.idle_minutes),
+                proactive_share=sched.proactive_share,
+                cache_aware_share=sched.cache_aware_share,
+            ),
+            retention_days=sched.archive_retention_days,
+            clock=lambda: datetime.now(UTC),
+            observe=lambda r: self.metrics.observe_compaction(r.trigger, r.outcome.value),
+        )
+        for job in jobs:
+            self.scheduler.add(job)
+        self.scheduler.start()
 
     async def recover_unanswered(self) -> None:
         """Answer turns a crash left unanswered; tell users when they are too old to answer now."""
@@ -249,6 +302,8 @@ class Gateway:
                 self.pipeline.schedule(ref, chat_pk)
 
     async def stop(self) -> None:
+        if self.scheduler is not None:
+            await self.scheduler.stop()
         for adapter in self.adapters.values():
             try:
                 await adapter.stop()
@@ -259,6 +314,8 @@ class Gateway:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._spool_task
         await self.pipeline.drain(wait_s=10)
+        if self.metrics_server is not None:
+            await self.metrics_server.stop()
 
 
 def _make_llm(settings: Settings) -> AnthropicClient:

@@ -12,7 +12,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -24,13 +24,15 @@ from agent.errors import (
     LLMOverloadedError,
     LLMRateLimitError,
 )
-from agent.llm import LLMClient, LLMResponse
+from agent.llm import LLMClient, LLMRequest, LLMResponse
 from agent.loop import Entry, LoopConfig, TurnResult, run_turn
 from agent.models import CacheTTL, ModelInfo, cost_usd
 from agent.tools.registry import ToolRegistry
 from agent.types import Message
+from gateway.cache_policy import CacheMode, decide_compaction, ttl_for_turn
 from gateway.compaction import CompactionReport, compact_session, persist_result
 from gateway.hygiene import decide
+from gateway.metrics import Metrics
 from gateway.platforms.base import ChatRef, OutgoingMessage
 from gateway.store.lock import ChatLocks
 from gateway.store.repository import CallRecord, NewMessage, Store, StoredMessage
@@ -54,6 +56,10 @@ class TurnSettings:
     hygiene_threshold: float
     notify_compaction: bool
     cache_ttl: CacheTTL | None
+    cache_mode: CacheMode | None = None
+    """prompt_caching.cache_ttl when caching is on ("auto" picks per chat); None keeps `cache_ttl` fixed."""
+    cache_aware_share: float | None = None
+    """Compact before a request whose prompt cache expired when above this share (None: off)."""
 
 
 SYSTEM_NOTE = (
@@ -108,6 +114,8 @@ class _Hooks:
         self.session_pk = session_pk
         self.engine = engine
         self.reports: list[CompactionReport] = []
+        self.ttl: CacheTTL | None = runner.settings.cache_ttl
+        """The cache TTL this turn's requests use (recorded with each call)."""
 
     async def persist(self, messages: list[Message]) -> list[object]:
         stored = await self.runner.store.append_messages(
@@ -146,6 +154,8 @@ class _Hooks:
             engine=self.engine,
         )
         kept = [typed[o] for o in result.origin if o is not None]
+        if self.runner.metrics is not None:
+            self.runner.metrics.observe_compaction(trigger, result.outcome.value)
         self.reports.append(
             CompactionReport(
                 trigger=trigger,
@@ -164,6 +174,8 @@ class _Hooks:
     async def usage(self, response: LLMResponse, purpose: str, last_ref: object | None) -> None:
         last_id = max(last_ref) if isinstance(last_ref, tuple) and last_ref else None
         model = self.runner.settings.model
+        if self.runner.metrics is not None:
+            self.runner.metrics.observe_usage(response.usage, purpose=purpose)
         await self.runner.store.record_call(
             self.session_pk,
             self.chat_pk,
@@ -175,8 +187,8 @@ class _Hooks:
                 cache_creation_tokens=response.usage.cache_creation_input_tokens,
                 cache_read_tokens=response.usage.cache_read_input_tokens,
                 latency_ms=int(response.latency_s * 1000),
-                cost_usd=cost_usd(model, response.usage, ttl=self.runner.settings.cache_ttl or "5m"),
-                cache_ttl=self.runner.settings.cache_ttl,
+                cost_usd=cost_usd(model, response.usage, ttl=self.ttl or "5m"),
+                cache_ttl=self.ttl,
             ),
             last_message_id=last_id,
             engine_state=self.engine.state.to_json(),
@@ -207,6 +219,7 @@ class TurnRunner:
         send: SendFn,
         typing: Callable[[ChatRef], AbstractAsyncContextManager[None]] | None = None,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        metrics: Metrics | None = None,
     ) -> None:
         self.store = store
         self.locks = locks
@@ -217,6 +230,7 @@ class TurnRunner:
         self.send = send
         self.typing = typing or (lambda _chat: contextlib.nullcontext())
         self.clock = clock
+        self.metrics = metrics
 
     async def answer_pending(self, chat: ChatRef, chat_pk: int) -> int:
         """Answer everything pending in the chat; returns the number of turns run."""
@@ -228,7 +242,10 @@ class TurnRunner:
                 pending = [r for r in rows if r.needs_reply and not r.replied]
                 if not pending:
                     return turns
+                started = time.perf_counter()
                 await self._turn(chat, chat_pk, session.id, session.engine_state, rows, pending)
+                if self.metrics is not None:
+                    self.metrics.observe_turn(time.perf_counter() - started)
                 turns += 1
 
     async def _turn(
@@ -244,7 +261,9 @@ class TurnRunner:
         notices: list[str] = []
         reply_to = pending[-1].platform_message_id
         try:
-            rows, report = await self._hygiene(session_pk, engine, rows)
+            rows, report = await self._cache_aware(session_pk, engine, rows)
+            if report is None:
+                rows, report = await self._hygiene(session_pk, engine, rows)
             if report is not None and self.settings.notify_compaction:
                 notices.append(notice_for(report))
             items = build_window(rows)
@@ -256,17 +275,18 @@ class TurnRunner:
                 engine=engine,
                 after_id=rows[-1].id if rows else None,
             )
+            hooks.ttl = await self._ttl_for(session_pk)
             session = await self.store.active_session(chat_pk)
             system = system_prompt_for(self.settings.system_prompt, session.compaction_count)
             started = time.perf_counter()
             async with self.typing(chat):
                 result: TurnResult = await run_turn(
-                    llm=self.llm,
+                    llm=self._timed_llm(chat),
                     engine=engine,
                     window=window,
                     system=system,
                     tools=self.make_tools(chat_pk),
-                    config=self.settings.loop,
+                    config=replace(self.settings.loop, cache_ttl=hooks.ttl),
                     dynamic_context={},  # stored with each addressed message, so the prefix stays cached
                     hooks=hooks,
                     ref_label=_ref_label,
@@ -320,6 +340,75 @@ class TurnRunner:
             trigger="hygiene",
             force=True,
         )
+        if self.metrics is not None:
+            self.metrics.observe_compaction(report.trigger, report.outcome.value)
         if report.changed:
             rows = await self.store.load_window(session_pk)
         return rows, report
+
+    async def _cache_aware(
+        self, session_pk: int, engine: ContextEngine, rows: Sequence[StoredMessage]
+    ) -> tuple[Sequence[StoredMessage], CompactionReport | None]:
+        """Compact first when this request will rewrite the whole prompt cache anyway (it expired)."""
+        share = self.settings.cache_aware_share
+        if share is None or not self.settings.compression_enabled:
+            return rows, None
+        state = await self.store.cache_state(session_pk)
+        decision = decide_compaction(
+            enabled=True,
+            message_count=state.message_count,
+            context_tokens=state.context_tokens,
+            context_length=self.settings.model.context_window,
+            last_call_at=state.last_call_at,
+            last_ttl=state.last_ttl,
+            now=self.clock(),
+            cache_aware_share=share,
+        )
+        if not decision.fire:
+            return rows, None
+        logger.info("cache-aware compaction for session %s: %s", session_pk, decision.reason)
+        items = build_window(rows)
+        report, _ = await compact_session(
+            self.store,
+            engine,
+            session_pk=session_pk,
+            messages=[i.message for i in items],
+            refs=[i.ids for i in items],
+            trigger="scheduled",
+            force=True,
+        )
+        if self.metrics is not None:
+            self.metrics.observe_compaction(report.trigger, report.outcome.value)
+        if report.changed:
+            rows = await self.store.load_window(session_pk)
+        return rows, report
+
+    async def _ttl_for(self, session_pk: int) -> CacheTTL | None:
+        """This turn's cache TTL: the fixed setting, or (auto) the cheapest for the chat's request gaps."""
+        mode = self.settings.cache_mode
+        if mode is None or mode != "auto":
+            return self.settings.cache_ttl
+        state = await self.store.cache_state(session_pk)
+        return ttl_for_turn(
+            mode, state.cache_gaps, prefix_tokens=state.context_tokens, model=self.settings.model
+        )
+
+    def _timed_llm(self, chat: ChatRef) -> LLMClient:
+        if self.metrics is None:
+            return self.llm
+        return _FirstRequestTimer(self.llm, self.metrics, (chat.platform, chat.chat_id, chat.thread_id))
+
+
+class _FirstRequestTimer:
+    """Observes the gateway overhead (update arrival -> LLM request) at a turn's first request."""
+
+    def __init__(self, llm: LLMClient, metrics: Metrics, key: tuple[str, str, str | None]) -> None:
+        self._llm = llm
+        self._metrics = metrics
+        self._key: tuple[str, str, str | None] | None = key
+
+    async def create(self, request: LLMRequest) -> LLMResponse:
+        if self._key is not None:
+            self._metrics.observe_overhead(self._key)
+            self._key = None
+        return await self._llm.create(request)

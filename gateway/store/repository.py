@@ -91,6 +91,8 @@ class Store:
         self._engine = engine
         self._clock = clock
         self.dialect: str = engine.dialect.name
+        self.on_stored: Callable[[str, int], None] | None = None
+        """Called after a commit with (role, count) of newly stored messages (for metrics)."""
 
     @classmethod
     async def open(
@@ -236,10 +238,16 @@ class Store:
         if not batch:
             return []
         try:
-            return await self._append(session_pk, batch, after_id)
+            results = await self._append(session_pk, batch, after_id)
         except _RedeliveredDuringAppend:
             logger.debug("concurrent redelivery in session %s; retrying append", session_pk)
-            return await self._append(session_pk, batch, after_id)
+            results = await self._append(session_pk, batch, after_id)
+        if self.on_stored is not None:
+            for role in ("user", "assistant"):
+                created = sum(1 for r in results if r.created and r.message.role == role)
+                if created:
+                    self.on_stored(role, created)
+        return results
 
     async def _placement(
         self, conn: AsyncConnection, session_pk: int, after_id: int, count: int
