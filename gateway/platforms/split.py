@@ -51,11 +51,12 @@ def split_text(text: str, limit: int, *, unit: Unit = "chars") -> list[str]:
     chunks: list[str] = []
     current: list[str] = []
     size = 0
+    has_content = False  # the chunk holds lines of the text, not only a reopened fence
     fence_opener: str | None = None  # the opener line of the fence we are inside, if any
     close_cost = measure("\n" + FENCE, unit)
 
     def flush() -> None:
-        nonlocal current, size
+        nonlocal current, size, has_content
         body = "\n".join(current)
         if fence_opener is not None:
             body = body + "\n" + FENCE
@@ -63,36 +64,39 @@ def split_text(text: str, limit: int, *, unit: Unit = "chars") -> list[str]:
             chunks.append(body)
         current = [fence_opener] if fence_opener is not None else []
         size = measure(fence_opener, unit) if fence_opener is not None else 0
+        has_content = False
 
     pending = text.split("\n")
     i = 0
     while i < len(pending):
         line = pending[i]
         sep = 1 if current else 0
-        reserve = close_cost if fence_opener is not None else 0
         line_len = measure(line, unit)
         is_fence = line.lstrip().startswith(FENCE)
-        if is_fence and fence_opener is not None:
-            reserve = 0  # this line closes the fence itself
+        # After this line, are we inside a fence (which the chunk must then be able to close)?
+        inside_after = (fence_opener is None) == is_fence
+        reserve = close_cost if inside_after else 0
         if size + sep + line_len + reserve <= limit:
             current.append(line)
             size += sep + line_len
+            has_content = True
             if is_fence:
                 fence_opener = None if fence_opener is not None else line.strip()
             i += 1
             continue
-        opener_only = fence_opener is not None and current == [fence_opener]
-        if current and not opener_only:
+        if has_content:
             flush()
             continue
-        # A single line longer than a whole chunk: cut it.
+        # A single line longer than a whole chunk: cut it (a fence line is cut as plain text).
+        reserve = close_cost if fence_opener is not None else 0
         head, tail = _hard_cut(line, limit - size - sep - reserve, unit)
         if not head:
             raise ValueError("cannot make progress splitting text")  # pragma: no cover
         current.append(head)
         size += sep + measure(head, unit)
+        has_content = True
         pending[i] = tail
         flush()
-    if current and not (fence_opener is not None and current == [fence_opener]):
+    if has_content:
         flush()
     return chunks

@@ -67,7 +67,7 @@ def test_limit_too_small_is_rejected() -> None:
         split_text("abc", 5)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(
     st.lists(
         st.one_of(
@@ -89,3 +89,16 @@ def test_property_chunks_fit_and_keep_all_text(lines: list[str], limit: int, uni
     # Every original non-space character survives in order (fence repairs only add ``` lines).
     it = iter(rebuilt)
     assert all(ch in it for ch in original)
+
+
+def test_fence_opened_at_chunk_end_leaves_room_to_close() -> None:
+    lines = ["𐀀", "000𐀀", "", "", "", "0", "000", "000000000", "```000000", "000"]
+    chunks = split_text("\n".join(lines), 40, unit="utf16")
+    assert all(measure(c, "utf16") <= 40 for c in chunks)
+    assert all(_fences_balanced(c) for c in chunks)
+
+
+def test_trailing_fence_opener_is_not_dropped() -> None:
+    lines = ["𐀀", "000", "", "", "", "000", "000", "000", "000000000", "```000000"]
+    chunks = split_text("\n".join(lines), 40, unit="utf16")
+    assert "```000000" in "\n".join(chunks)
