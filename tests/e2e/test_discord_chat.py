@@ -1,0 +1,253 @@
+"""The real gateway process chatting on Discord through discord.py, the fake Discord and the fake Anthropic API.
+
+Direct messages, a guild channel where only mentions and replies are answered, a thread as its own
+session, long replies split under 2000 characters, mentions that never ping, an LLM outage and a
+gateway RESUME that replays a message: what people in the chat would see, and what the bot stored.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from gateway.store.records import StoredMessage
+from gateway.store.repository import Store
+from tests.e2e.harness import GatewayProcess, base_env, running_gateway
+from tests.fakes.anthropic_server import FakeAnthropic
+from tests.fakes.discord_server import FakeDiscord, SentMessage
+
+TOKEN = "MTAwMDAwMDAwMDAwMDAwMDAy.e2e.discord-bot-token"
+ADMIN, ANN, BOB, CAROL = 7001, 7002, 7003, 7004
+GUILD, GENERAL, THREAD = 9100, 9101, 9102
+DM_ANN, DM_ADMIN = 9201, 9202
+REPLY_TIMEOUT = 25.0
+
+
+@dataclass
+class World:
+    llm: FakeAnthropic
+    dc: FakeDiscord
+    gw: GatewayProcess
+    store: Store
+
+    async def reply_to(self, push: Callable[[], int], *, timeout: float = REPLY_TIMEOUT) -> SentMessage:
+        """Push one inbound event and return the next message the bot makes visible."""
+        before = len(self.dc.sent)
+        push()
+        return (await self.dc.wait_sent(before + 1, timeout=timeout))[before]
+
+    async def rows(self, chat_id: int, thread_id: int | None = None) -> list[StoredMessage]:
+        """The active window the gateway stored for a Discord chat (a DM or a guild channel/thread)."""
+        kind = "group" if chat_id in (GENERAL, THREAD) else "private"
+        chat = await self.store.get_or_create_chat(
+            "discord", str(chat_id), str(thread_id) if thread_id else None, kind=kind, title=None
+        )
+        session = await self.store.active_session(chat.id)
+        return await self.store.load_window(session.id)
+
+    async def wait_rows(
+        self, chat_id: int, predicate: Callable[[list[StoredMessage]], bool], *, thread_id: int | None = None
+    ) -> list[StoredMessage]:
+        for _ in range(100):
+            rows = await self.rows(chat_id, thread_id)
+            if predicate(rows):
+                return rows
+            await asyncio.sleep(0.1)
+        raise AssertionError(f"stored rows never matched: {[r.text for r in rows]}")
+
+    def last_request_text(self) -> str:
+        """Everything the model was shown in the newest reply request (system and messages)."""
+        replies = [r for r in self.llm.requests if r.kind == "reply"]
+        return json.dumps(replies[-1].body["messages"], ensure_ascii=False)
+
+
+@contextlib.asynccontextmanager
+async def discord_world(tmp_path: Path, db_url: str, **extra_env: str) -> AsyncIterator[World]:
+    """Fakes, a guild with #general and a thread, and the gateway process configured for them."""
+    async with FakeAnthropic() as llm, FakeDiscord(token=TOKEN) as dc:
+        dc.add_guild(GUILD, "Test Guild", channels=[(GENERAL, "general")])
+        dc.add_thread(GUILD, GENERAL, THREAD, "plans")
+        env = base_env(
+            database_url=db_url,
+            anthropic_url=llm.base_url,
+            tmp=tmp_path,
+            DISCORD_BOT_TOKEN=TOKEN,
+            DISCORD_API_BASE_URL=dc.api_base,
+            DISCORD_GATEWAY_URL=dc.gateway_url,
+            DISCORD_ADMIN_IDS=str(ADMIN),
+            DISCORD_ALLOWED_USERS=f"{ANN},{BOB},{CAROL}",
+            **extra_env,
+        )
+        store = await Store.open(db_url, pool_size=1, max_overflow=1)
+        try:
+            async with running_gateway(env, cwd=tmp_path) as gw:
+                yield World(llm, dc, gw, store)
+            gw.assert_no_secret(TOKEN, "test-key")
+            assert dc.unexpected == [], "the gateway called Discord endpoints the fake does not know"
+        finally:
+            await store.close()
+
+
+def assert_never_pings(sent: SentMessage) -> None:
+    mentions = sent.allowed_mentions
+    assert mentions is not None, "every send must say whom it may ping"
+    assert "everyone" not in mentions.get("parse", [])
+    assert "roles" not in mentions.get("parse", [])
+    assert not mentions.get("roles")
+    assert mentions.get("replied_user", False) is False, "a reply must not ping its author"
+
+
+async def test_direct_messages_outage_and_resume_replay(tmp_path: Path, db_url: str) -> None:
+    async with discord_world(tmp_path, db_url) as w:
+        dc, llm = w.dc, w.llm
+
+        # A DM is answered as a reply, with typing shown first, and the reply pings nobody.
+        first = await w.reply_to(
+            lambda: dc.push_message(DM_ANN, "hello there", author_id=ANN, username="ann")
+        )
+        assert first.content == "echo: hello there"
+        assert first.channel_id == DM_ANN
+        assert DM_ANN in dc.typing_calls
+        assert first.message_reference is not None
+        assert_never_pings(first)
+
+        # The LLM is down: the user is told the message was kept; the next turn includes it.
+        llm.script_fault("overloaded", times=-1, retry_after=0.1)
+        told = await w.reply_to(
+            lambda: dc.push_message(DM_ANN, "what is 6 times 7?", author_id=ANN, username="ann")
+        )
+        assert "overloaded" in told.content
+        assert "saved" in told.content
+        llm.clear_faults()
+        back = await w.reply_to(lambda: dc.push_message(DM_ANN, "retry", author_id=ANN, username="ann"))
+        # The kept message and the new one are answered together.
+        assert back.content == "echo: what is 6 times 7? retry"
+        rows = await w.rows(DM_ANN)
+        assert [r.text for r in rows if r.role == "user"] == ["hello there", "what is 6 times 7?", "retry"]
+
+        # A RESUME that replays already-delivered dispatches (at-least-once delivery). Whether or not the
+        # client had seen the echo of the bot's reply, the last two dispatches include the user's message.
+        sent_before = len(dc.sent)
+        mid = dc.push_message(DM_ANN, "remember code 4417", author_id=ANN, username="ann")
+        answered = (await dc.wait_sent(sent_before + 1, timeout=REPLY_TIMEOUT))[sent_before]
+        assert answered.content == "echo: remember code 4417"
+        requests_before = len(llm.requests)
+        await dc.disconnect(code=4000, replay_last=2)
+        await w.gw.wait_log(rf"duplicate delivery of {mid} ", timeout=REPLY_TIMEOUT)
+        assert dc.resumes and dc.replayed
+        rows = await w.rows(DM_ANN)
+        assert [r.platform_message_id for r in rows].count(str(mid)) == 1
+        assert len(dc.sent) == sent_before + 1
+        assert len(llm.requests) == requests_before
+
+
+def _long_code_reply() -> tuple[str, list[str]]:
+    """A ~5,000-character answer whose code block must be split across messages."""
+    code = [f'print("step {i:03d} of the nightly deploy script")' for i in range(110)]
+    text = (
+        "Here is the script you asked for:\n```python\n"
+        + "\n".join(code)
+        + "\n```\nThat is all. END-OF-REPLY"
+    )
+    return text, code
+
+
+async def test_guild_channel_thread_long_reply_and_mentions(tmp_path: Path, sqlite_url: str) -> None:
+    async with discord_world(tmp_path, sqlite_url) as w:
+        dc, llm = w.dc, w.llm
+
+        # Messages not addressed to the bot are stored with their speaker's name and not answered.
+        dc.push_message(GENERAL, "the deploy moved to friday", author_id=BOB, username="bob", guild_id=GUILD)
+        await w.wait_rows(GENERAL, lambda rows: len(rows) == 1)
+        dc.push_message(GENERAL, "I will bring the cake", author_id=CAROL, username="carol", guild_id=GUILD)
+        await w.wait_rows(GENERAL, lambda rows: len(rows) == 2)
+        mention = await w.reply_to(
+            lambda: dc.push_message(
+                GENERAL,
+                "what is happening?",
+                author_id=ANN,
+                username="ann",
+                guild_id=GUILD,
+                mentions_bot=True,
+            )
+        )
+        assert mention.channel_id == GENERAL
+        assert "what is happening?" in mention.content
+        assert GENERAL in dc.typing_calls
+        assert_never_pings(mention)
+        shown = w.last_request_text()
+        for line in (
+            "[bob] the deploy moved to friday",
+            "[carol] I will bring the cake",
+            "[ann] what is happening?",
+        ):
+            assert line in shown
+        assert len(dc.sent) == 1, "only the mention was answered"
+
+        # A reply to the bot's message is answered too, without a mention.
+        answer = await w.reply_to(
+            lambda: dc.push_message(
+                GENERAL,
+                "thanks!",
+                author_id=BOB,
+                username="bob",
+                guild_id=GUILD,
+                reply_to_bot_message_id=mention.message_id,
+            )
+        )
+        assert "thanks!" in answer.content
+
+        # A thread is its own conversation: the channel's messages are not in its context.
+        in_thread = await w.reply_to(
+            lambda: dc.push_message(
+                THREAD,
+                "ideas for the party?",
+                author_id=CAROL,
+                username="carol",
+                guild_id=GUILD,
+                mentions_bot=True,
+            )
+        )
+        assert in_thread.channel_id == THREAD
+        assert "ideas for the party?" in in_thread.content
+        assert "friday" not in w.last_request_text()
+        assert [r.text for r in await w.rows(GENERAL, THREAD) if r.role == "user"] == [
+            "[carol] ideas for the party?"
+        ]
+
+        # @everyone and role mentions in a reply are shown but never ping anyone.
+        llm.script_reply("Heads up @everyone and <@&4242>: lunch is ready")
+        loud = await w.reply_to(
+            lambda: dc.push_message(
+                GENERAL, "announce lunch", author_id=ANN, username="ann", guild_id=GUILD, mentions_bot=True
+            )
+        )
+        assert loud.content == "Heads up @everyone and <@&4242>: lunch is ready"
+        assert_never_pings(loud)
+
+        # A 5,000-character reply arrives in pieces under 2,000 characters, each with balanced fences.
+        text, code = _long_code_reply()
+        assert len(text) > 5000
+        llm.script_reply(text)
+        before = len(dc.sent)
+        dc.push_message(
+            GENERAL, "show the script", author_id=ANN, username="ann", guild_id=GUILD, mentions_bot=True
+        )
+        await dc.wait_for(
+            lambda: any("END-OF-REPLY" in s.content for s in dc.sent[before:]), timeout=REPLY_TIMEOUT
+        )
+        pieces = [s.content for s in dc.sent[before:]]
+        assert len(pieces) >= 3
+        assert all(len(piece) <= 2000 for piece in pieces)
+        for piece in pieces:
+            fences = [line for line in piece.split("\n") if line.startswith("```")]
+            assert len(fences) % 2 == 0, f"unbalanced code fence in a piece:\n{piece[:200]}"
+        joined = "\n".join(pieces)
+        assert [line for line in code if joined.count(line) != 1] == []
+        assert pieces[0].startswith("Here is the script you asked for:")
+        assert all(s.channel_id == GENERAL for s in dc.sent[before:])
+        assert all(s.allowed_mentions == loud.allowed_mentions for s in dc.sent[before:])
