@@ -1,0 +1,111 @@
+"""Prometheus metrics and health over HTTP: a real gateway process is scraped after a turn."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from pathlib import Path
+
+import aiohttp
+from prometheus_client.parser import text_string_to_metric_families
+
+from agent.usage import Usage
+from gateway.errors import DatabaseUnavailableError
+from gateway.metrics import Metrics, MetricsServer
+from tests.e2e.harness import base_env, running_gateway
+from tests.fakes.anthropic_server import FakeAnthropic
+from tests.fakes.telegram_server import FakeTelegram
+
+TOKEN = "123456:TEST-token-abcdefghijklmnopqrstuvwxyz"
+
+
+def samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    out = {}
+    for family in text_string_to_metric_families(text):
+        for s in family.samples:
+            out[(s.name, tuple(sorted(s.labels.items())))] = s.value
+    return out
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_cache_hit_ratio_is_read_over_all_prompt_tokens() -> None:
+    metrics = Metrics()
+    metrics.observe_usage(Usage(input_tokens=100, cache_creation_input_tokens=900), purpose="reply")
+    metrics.observe_usage(
+        Usage(input_tokens=100, cache_read_input_tokens=900, output_tokens=5), purpose="reply"
+    )
+    values = samples(metrics.exposition().decode())
+    assert values[("gateway_cache_hit_ratio", ())] == 0.45
+    assert values[("gateway_llm_tokens_total", (("kind", "cache_read"),))] == 900
+    assert values[("gateway_llm_tokens_total", (("kind", "output"),))] == 5
+
+
+async def test_healthz_reflects_the_database_ping() -> None:
+    healthy = True
+
+    async def ping() -> None:
+        if not healthy:
+            raise DatabaseUnavailableError("database unavailable during ping")
+
+    server = MetricsServer(Metrics(), ping, host="127.0.0.1", port=0)
+    await server.start()
+    try:
+        async with aiohttp.ClientSession() as http:
+            url = f"http://127.0.0.1:{server.port}/healthz"
+            async with http.get(url) as resp:
+                assert resp.status == 200
+                assert await resp.json() == {"status": "ok"}
+            healthy = False
+            async with http.get(url) as resp:
+                assert resp.status == 503
+                assert (await resp.json())["status"] == "unavailable"
+    finally:
+        await server.stop()
+
+
+async def test_metrics_move_after_a_turn(tmp_path: Path, sqlite_url: str) -> None:
+    port = free_port()
+    async with FakeAnthropic() as llm, FakeTelegram(token=TOKEN) as tg:
+        env = base_env(
+            database_url=sqlite_url,
+            anthropic_url=llm.base_url,
+            tmp=tmp_path,
+            TELEGRAM_BOT_TOKEN=TOKEN,
+            TELEGRAM_BASE_URL=tg.base_url,
+            TELEGRAM_ALLOWED_USERS="42",
+            OBSERVABILITY__METRICS_PORT=str(port),
+            SCHEDULER__ENABLED="true",
+        )
+        async with running_gateway(env, cwd=tmp_path) as gw, aiohttp.ClientSession() as http:
+            base = f"http://127.0.0.1:{port}"
+            async with http.get(f"{base}/metrics") as resp:
+                before = samples(await resp.text())
+            async with http.get(f"{base}/healthz") as resp:
+                assert resp.status == 200
+            tg.push_message(1042, "hello metrics", user_id=42)
+            await tg.wait_sent(1, timeout=20)
+            for _ in range(50):  # the turn's timing is recorded just after its reply is sent
+                async with http.get(f"{base}/metrics") as resp:
+                    assert resp.status == 200
+                    after = samples(await resp.text())
+                if after.get(("gateway_turn_seconds_count", ()), 0.0) > 0:
+                    break
+                await asyncio.sleep(0.1)
+        assert "scheduler started: idle-compaction, usage-rollup" in gw.log_text()
+
+    def moved(name: str, labels: tuple[tuple[str, str], ...] = ()) -> float:
+        return after.get((name, labels), 0.0) - before.get((name, labels), 0.0)
+
+    assert moved("gateway_messages_stored_total", (("role", "user"),)) == 1
+    assert moved("gateway_messages_stored_total", (("role", "assistant"),)) == 1
+    assert moved("gateway_llm_calls_total", (("purpose", "reply"),)) == 1
+    assert moved("gateway_llm_tokens_total", (("kind", "output"),)) > 0
+    assert moved("gateway_turn_seconds_count") == 1
+    assert moved("gateway_overhead_seconds_count") == 1
+    assert after[("gateway_spool_depth", ())] == 0
+    assert 0.0 <= after[("gateway_cache_hit_ratio", ())] <= 1.0
