@@ -54,7 +54,8 @@ def _decide(share: float, *, minutes_ago: float, ttl: str | None = "5m", proacti
 
 def test_compacts_only_when_the_cache_is_cold_and_the_context_is_big_enough() -> None:
     cold = _decide(0.40, minutes_ago=10)
-    assert cold.fire and "cache expired" in cold.reason
+    assert cold.fire
+    assert "cache expired" in cold.reason
     assert not _decide(0.40, minutes_ago=2).fire  # warm cache: compaction would waste a paid prefix
     assert not _decide(0.30, minutes_ago=10).fire  # too small to be worth a summary
     assert not _decide(0.40, minutes_ago=30, ttl="1h").fire

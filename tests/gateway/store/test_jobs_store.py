@@ -57,7 +57,8 @@ async def test_idle_scan_finds_quiet_big_sessions_once_per_idle_spell(clocked: t
     found = await store.idle_sessions(idle_since=clock.now - timedelta(minutes=30), min_tokens=50)
     assert [s.session_pk for s in found] == [quiet_big]
     assert found[0].context_tokens == 100
-    assert found[0].last_call_at is None and found[0].last_ttl is None
+    assert found[0].last_call_at is None
+    assert found[0].last_ttl is None
 
     # A scheduled attempt after the last message takes it out of the scan until a new message arrives.
     await store.record_compaction_attempt(quiet_big, trigger="scheduled", outcome="aborted", reason="test")
@@ -142,12 +143,13 @@ async def test_daily_rollup_is_an_idempotent_upsert(clocked: tuple[Store, Clock]
         ("claude-haiku-4-5", 1, 0.5),
         ("claude-sonnet-4-6", 1, 0.25),
     ]
-    assert rows[1].cache_read_tokens == 1000 and rows[1].cache_write_tokens == 300
+    assert rows[1].cache_read_tokens == 1000
+    assert rows[1].cache_write_tokens == 300
 
     clock.now = datetime(2026, 3, 1, 23, 0, tzinfo=UTC)
     await store.record_call(session, chat, call(cost=0.25))
     await store.rollup_usage_day(day)
     rows = await store.daily_usage(day)
-    sonnet = [r for r in rows if r.model == "claude-sonnet-4-6"][0]
+    sonnet = next(r for r in rows if r.model == "claude-sonnet-4-6")
     assert (sonnet.calls, sonnet.cost_usd, sonnet.input_tokens) == (2, 0.5, 200)
     assert len(rows) == 2
