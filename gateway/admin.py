@@ -173,7 +173,7 @@ class AdminHandlers:
                     f"({time.perf_counter() - started:.1f} s)."
                 )
             rows = await self.store.load_window(session.id)
-            items = build_window(rows)
+            items = build_window(rows, merge=False)
             engine = self.make_engine(session.engine_state)
             report, _ = await compact_session(
                 self.store,

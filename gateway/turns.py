@@ -262,8 +262,10 @@ class TurnRunner:
         reply_to = pending[-1].platform_message_id
         try:
             rows, report = await self._cache_aware(session_pk, engine, rows)
-            if report is None:
-                rows, report = await self._hygiene(session_pk, engine, rows)
+            if report is None or not report.changed:
+                # A cache-aware attempt that changed nothing must not stand in for the safety net.
+                rows, hygiene = await self._hygiene(session_pk, engine, rows)
+                report = hygiene or report
             if report is not None and self.settings.notify_compaction:
                 notices.append(notice_for(report))
             items = build_window(rows)
@@ -330,7 +332,7 @@ class TurnRunner:
         if not decision.fire:
             return rows, None
         logger.info("hygiene for session %s: %s", session_pk, decision.reason)
-        items = build_window(rows)
+        items = build_window(rows, merge=False)
         report, _ = await compact_session(
             self.store,
             engine,
@@ -367,7 +369,7 @@ class TurnRunner:
         if not decision.fire:
             return rows, None
         logger.info("cache-aware compaction for session %s: %s", session_pk, decision.reason)
-        items = build_window(rows)
+        items = build_window(rows, merge=False)
         report, _ = await compact_session(
             self.store,
             engine,

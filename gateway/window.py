@@ -52,14 +52,16 @@ def _prune(block: Block) -> Block:
     return block
 
 
-def build_window(rows: Sequence[RowLike]) -> list[WindowItem]:
+def build_window(rows: Sequence[RowLike], *, merge: bool = True) -> list[WindowItem]:
+    """The rows as agent messages. `merge=False` keeps one message per row (same-role neighbours
+    included) for the compressor, so group chatter between two bot replies can still be compacted."""
     merged: list[tuple[Role, list[Block], list[int]]] = []
     for row in rows:
         role: Role = "assistant" if row.role == "assistant" else "user"
         blocks = _blocks(row)
         if not blocks:
             continue
-        if merged and merged[-1][0] == role:
+        if merge and merged and merged[-1][0] == role:
             prev_blocks = merged[-1][1]
             if role == "user":
                 # tool_result blocks must lead a user message
