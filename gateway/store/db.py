@@ -29,18 +29,27 @@ def dialect_of(database_url: str) -> str:
     return make_url(database_url).get_backend_name()
 
 
+POOL_WAIT_S = 300.0
+"""How long a query waits for a free pooled connection. A burst (thousands of updates at once) queues
+here; SQLAlchemy's 30 s default turned such a queue into lost messages and failed turns."""
+
+
 def create_engine(database_url: str, *, pool_size: int = 5, max_overflow: int = 10) -> AsyncEngine:
     """An async engine configured for the gateway's access pattern on SQLite or Postgres."""
     dialect = dialect_of(database_url)
     if dialect == "sqlite":
         # One connection per process: SQLite has one writer anyway, and a single connection
         # turns lock contention inside the process into an orderly queue.
-        engine = create_async_engine(database_url, pool_size=1, max_overflow=0)
+        engine = create_async_engine(database_url, pool_size=1, max_overflow=0, pool_timeout=POOL_WAIT_S)
         _configure_sqlite(engine)
         return engine
     if dialect == "postgresql":
         return create_async_engine(
-            database_url, pool_size=pool_size, max_overflow=max_overflow, pool_pre_ping=True
+            database_url,
+            pool_size=pool_size,
+            max_overflow=max_overflow,
+            pool_pre_ping=True,
+            pool_timeout=POOL_WAIT_S,
         )
     raise StoreError(f"unsupported database backend {dialect!r}; use sqlite+aiosqlite or postgresql+asyncpg")
 

@@ -44,6 +44,9 @@ class ChatLocks:
         self._pool_size = pool_size
         self._slots: dict[int, _Slot] = {}
         self._engine: AsyncEngine | None = None
+        self._connections = asyncio.Semaphore(pool_size * 2)
+        """Advisory holders queue here (FIFO, bounded by the lock deadline) rather than time out in the
+        lock pool: a thousand chats starting turns at once must wait their turn, not fail."""
 
     def held_keys(self) -> list[int]:
         """Chats with a holder or waiters in this process (for tests and diagnostics)."""
@@ -87,6 +90,18 @@ class ChatLocks:
 
     @asynccontextmanager
     async def _advisory(self, chat_pk: int, deadline: float | None) -> AsyncIterator[None]:
+        try:
+            await asyncio.wait_for(self._connections.acquire(), timeout=self._remaining(deadline))
+        except TimeoutError:
+            raise ChatLockTimeout(f"chat {chat_pk}: no lock connection free in time") from None
+        try:
+            async with self._advisory_on_connection(chat_pk, deadline):
+                yield
+        finally:
+            self._connections.release()
+
+    @asynccontextmanager
+    async def _advisory_on_connection(self, chat_pk: int, deadline: float | None) -> AsyncIterator[None]:
         with translate_errors("chat lock"):
             conn = await self._lock_engine().connect()
         try:
