@@ -4,9 +4,10 @@ Two modes, chosen by the gateway:
 - `standalone`: a fresh request with a short system prompt and the serialized middle as data, and no
   cache markers. It pays full input price for the middle, but only for the middle, and can use a
   cheaper summary model. Best when the session's cache is cold (idle chats, hygiene at start of turn).
-- `prefix`: resends the session's own system prompt, tools and history up to the middle's end with
-  the same cache markers as the reply calls, then asks for the summary. While the session's cache is
-  warm the middle is read at cache price (0.1x input), but the call must use the session's model.
+- `prefix`: resends the session's own system prompt, tools and whole history with the same cache
+  markers as the reply calls, then asks for a summary of the middle only. The resent prefix is what the
+  last reply call cached, so while the cache is warm everything is read at 0.1x input; the call must
+  use the session's model (its output price). `agent.summary_mode` picks the cheaper mode per call.
 """
 
 from __future__ import annotations
@@ -96,8 +97,9 @@ class LLMSummarizer:
         )
 
     def _prefix_request(self, request: SummaryRequest, prefix: PrefixContext) -> LLMRequest:
-        history = list(request.history[: request.middle_end])
-        earlier_summary = summary_text_in(history) is not None
+        # The whole window, exactly as the reply calls sent it: its breakpoints match their cache entries.
+        history = list(request.history)
+        earlier_summary = summary_text_in(history[: request.middle_end]) is not None
         ask = build_instructions(
             conversation=None,
             # The old summary is already in the history above: quoting it again would send it twice.
@@ -106,8 +108,10 @@ class LLMSummarizer:
             max_tokens=request.max_tokens,
         )
         scope = (
-            f"Compact only the turns after the first {request.middle_start} messages of the conversation "
-            "above (those stay verbatim). Do not call tools and do not answer the user."
+            f"Compact only messages {request.middle_start + 1} to {request.middle_end} of the conversation "
+            f"above (counting from 1): the first {request.middle_start} and those after message "
+            f"{request.middle_end} stay verbatim and must not be summarized. Do not call tools and do not "
+            "answer the user."
         )
         if earlier_summary:
             scope += " The turns above begin with an earlier summary: update it rather than start over."

@@ -92,7 +92,7 @@ async def test_standalone_sends_the_instructions_alone_without_cache_markers() -
     assert "cache_control" not in repr(sent)
 
 
-async def test_prefix_mode_resends_the_session_prefix_up_to_the_middle_end() -> None:
+async def test_prefix_mode_resends_the_whole_cached_window_and_scopes_the_ask() -> None:
     client = Scripted(text_response("## Goal\nsummary"))
     prefix = PrefixContext(system=SYSTEM, tools=TOOLS, model=MODEL, cache_ttl="5m")
     summarize = LLMSummarizer(client, model="claude-haiku-4-5", mode="prefix", prefix=prefix)
@@ -101,13 +101,17 @@ async def test_prefix_mode_resends_the_session_prefix_up_to_the_middle_end() -> 
     (sent,) = client.requests
     assert sent.model == MODEL  # the cache belongs to the session's model
     assert [t["name"] for t in sent.tools] == ["current_time"]
-    assert len(sent.messages) == 19
-    reply_call = apply_cache_control(SYSTEM, messages[:18], ttl="5m", tools=TOOLS)
+    assert len(sent.messages) == len(messages) + 1
+    reply_call = apply_cache_control(SYSTEM, messages, ttl="5m", tools=TOOLS)
     assert sent.system == reply_call.system_blocks
-    assert list(sent.messages[:18]) == reply_call.messages  # byte-identical prefix, same markers
+    # Byte-identical to the last reply call up to its last breakpoint's lookback window.
+    n = len(messages)
+    assert [m["content"] for m in sent.messages[: n - 3]] == [
+        m["content"] for m in reply_call.messages[: n - 3]
+    ]
     ask = sent.messages[-1]
     assert ask["role"] == "user"
-    assert "after the first 2 messages" in str(ask["content"])
+    assert "Compact only messages 3 to 18" in str(ask["content"])
     assert "## Goal" in str(ask["content"])
     assert "<conversation>" not in str(ask["content"])  # the turns are above, not copied again
     assert count_breakpoints(reply_call) <= 4
@@ -118,14 +122,15 @@ async def test_prefix_mode_appends_to_a_trailing_user_turn() -> None:
     prefix = PrefixContext(system=SYSTEM, tools=TOOLS, model=MODEL, cache_ttl=None)
     summarize = LLMSummarizer(client, model="claude-haiku-4-5", mode="prefix", prefix=prefix)
     messages = history()
-    await summarize(summary_request(messages, start=2, end=17))
+    trailing_user = messages[:-1]
+    await summarize(summary_request(trailing_user, start=2, end=17))
     (sent,) = client.requests
-    assert len(sent.messages) == 17
+    assert len(sent.messages) == len(trailing_user)
     last = sent.messages[-1]
     assert last["role"] == "user"
     assert isinstance(last["content"], list)
-    assert last["content"][0]["text"] == messages[16]["content"]
-    assert "Compact only the turns" in last["content"][-1]["text"]
+    assert last["content"][0]["text"] == trailing_user[-1]["content"]
+    assert "Compact only messages 3 to 17" in last["content"][-1]["text"]
     assert "cache_control" not in repr(sent)
 
 
@@ -134,8 +139,8 @@ async def test_prefix_mode_reads_the_middle_from_the_session_cache() -> None:
     async with FakeAnthropic(api_key="k") as fake:
         client = AnthropicClient(api_key="k", base_url=fake.base_url)
         try:
-            # The reply call that was made when the conversation had reached the middle's end.
-            warm = apply_cache_control(SYSTEM, messages[:18], ttl="5m", tools=TOOLS)
+            # The session's last reply call, over the whole window the compressor is now given.
+            warm = apply_cache_control(SYSTEM, messages, ttl="5m", tools=TOOLS)
             await client.create(
                 LLMRequest(
                     model=MODEL, system=warm.system_blocks, messages=warm.messages, tools=warm.tools or [],
