@@ -145,6 +145,7 @@ class AdminHandlers:
             return format_global_stats(await self.store.global_stats(top=5))
         if ctx.args.strip():
             return "Usage: /stats or /stats all"
+        await self.store.active_session(ctx.chat_pk)  # a chat seen only through commands has none yet
         stats = await self.store.chat_stats(ctx.chat_pk)
         from datetime import UTC, datetime, timedelta
 
