@@ -68,6 +68,8 @@ def convert_update(update: Update, bot: BotIdentity) -> IncomingMessage | None:
     entities = message.entities if message.text is not None else message.caption_entities
     body = text if message.text is not None else (caption or "")
     command, args, target = _command(body, entities)
+    if target is not None and bot.is_us(target):
+        target = None  # `/cmd@ourbot` is ours; only a command for another bot keeps its target
     media = tuple(kind for kind in _MEDIA_ATTRS if getattr(message, kind))
     message_id = str(message.message_id)
     if is_edit and message.edit_date is not None:

@@ -147,7 +147,7 @@ async def test_commands_for_us_and_for_other_bots(
         True,
         "compact",
         "keep the API notes",
-        "OurBot",
+        None,
     )
     assert (other.command, other.command_target) == ("stats", "other_bot")
     assert (plain.command, plain.command_args, plain.command_target) == ("help", "", None)
