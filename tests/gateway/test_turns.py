@@ -1,4 +1,4 @@
-"""Turns through a real Gateway: hygiene before the agent, in-loop compression, summarizer failures, recall."""
+"""Turns through a real Gateway: hygiene first, in-loop compression, summarizer failures, recall."""
 
 from __future__ import annotations
 

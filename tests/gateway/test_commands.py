@@ -1,0 +1,126 @@
+"""Commands through a real Gateway: /help, /new, /stats, /compact and who may use them."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+
+import pytest
+
+from gateway.platforms.base import Author
+from tests.fakes.anthropic_server import FakeAnthropic
+from tests.support.gateway_bot import Bot, running_bot
+from tests.support.memory_adapter import ADMIN, ALICE, group_chat
+
+GROUP = group_chat("-300", "Ops")
+SMALL = {"model_context_length": 4096, "compression": {"protect_last_n": 2}}
+
+
+@pytest.fixture
+async def fake() -> AsyncIterator[FakeAnthropic]:
+    async with FakeAnthropic() as server:
+        yield server
+
+
+@pytest.fixture
+async def bot(fake: FakeAnthropic, sqlite_url: str) -> AsyncIterator[Bot]:
+    async with running_bot(fake, sqlite_url, **SMALL) as running:
+        yield running
+
+
+async def chatter(bot: Bot, who: Author = ADMIN, n: int = 6) -> None:
+    for i in range(n):
+        await bot.adapter.say(f"fact{i}: " + " ".join(f"item{j}" for j in range(150)), user=who)
+
+
+async def only(bot: Bot, text: str, **kwargs: object) -> str:
+    replies = await bot.adapter.say(text, **kwargs)
+    assert len(replies) == 1, replies
+    return replies[0].text
+
+
+async def test_compact_with_focus_reports_numbers_and_undo_restores(bot: Bot, fake: FakeAnthropic) -> None:
+    await chatter(bot)
+    before = len(await bot.window("telegram", "1"))
+    text = await only(bot, "/compact keep the item numbers", user=ADMIN)
+    assert text.startswith("Compaction ok: ")
+    assert "messages" in text
+    assert "tokens" in text
+    assert " s." in text
+    summary = [r for r in fake.requests if r.kind == "summary"][-1]
+    assert "keep the item numbers" in json.dumps(summary.body)
+    assert len(await bot.window("telegram", "1")) < before
+    undo = await only(bot, "/compact undo", user=ADMIN)
+    assert undo.startswith("Undid the manual compaction")
+    assert len(await bot.window("telegram", "1")) == before
+    assert "Nothing to undo" in await only(bot, "/compact undo", user=ADMIN)
+
+
+async def test_stats_shows_bar_counts_cache_and_compactions(bot: Bot) -> None:
+    await chatter(bot, n=3)
+    await bot.adapter.say("/compact", user=ADMIN)
+    text = await only(bot, "/stats", user=ADMIN)
+    assert "Context: [" in text
+    assert "%" in text
+    assert "Messages: " in text
+    assert "archived" in text
+    assert "Cache (recent): read" in text
+    assert "Cache (lifetime): read" in text
+    assert "Compactions: manual" in text
+    assert "Last compaction: manual" in text
+
+
+async def test_stats_all_only_in_private_chats(fake: FakeAnthropic, sqlite_url: str) -> None:
+    async with running_bot(fake, sqlite_url, telegram_allowed_users=frozenset({42, 1})) as bot:
+        await bot.adapter.say("hello", user=ALICE)
+        private = await only(bot, "/stats all", user=ADMIN)
+        assert private.startswith("Stats across all chats")
+        assert "telegram:42" in private
+        refused = await only(bot, "/stats all", user=ADMIN, chat=GROUP, mentions_bot=True)
+        assert "only works in a private chat" in refused
+
+
+async def test_non_admin_is_refused_and_nothing_changes(bot: Bot) -> None:
+    await chatter(bot, who=ALICE, n=4)
+    count = await bot.scalar("SELECT count(*) FROM compactions")
+    for command in ("/stats", "/compact", "/compact undo"):
+        assert "for admins of this bot only" in await only(bot, command, user=ALICE)
+    assert await bot.scalar("SELECT count(*) FROM compactions") == count
+    assert await bot.scalar("SELECT count(*) FROM messages WHERE state = 'archived'") == 0
+
+
+async def test_anonymous_admin_and_forged_name_are_refused(bot: Bot) -> None:
+    anonymous = Author(user_id="1", display_name="Admin", is_anonymous_admin=True)
+    forged = Author(user_id="43", display_name="Admin")
+    # no verifiable user behind an anonymous admin: not even allowed to talk, so the bot stays silent
+    assert await bot.adapter.say("/compact", user=anonymous, chat=GROUP, mentions_bot=True) == []
+    text = await only(bot, "/compact", user=forged, chat=GROUP, mentions_bot=True)
+    assert "for admins of this bot only" in text
+    assert await bot.scalar("SELECT count(*) FROM compactions") == 0
+
+
+async def test_help_lists_only_what_the_caller_may_use(bot: Bot) -> None:
+    user_help = await only(bot, "/help", user=ALICE)
+    admin_help = await only(bot, "/help", user=ADMIN)
+    assert "/new" in user_help
+    assert "/stats" not in user_help
+    assert "/compact" not in user_help
+    assert "/stats" in admin_help
+    assert "/compact" in admin_help
+
+
+async def test_new_starts_fresh_and_keeps_the_old_session(bot: Bot) -> None:
+    await bot.adapter.say("remember apples", user=ALICE)
+    text = await only(bot, "/new", user=ALICE)
+    assert "kept" in text
+    await bot.adapter.say("what did I say?", user=ALICE)
+    assert "apples" not in json.dumps(bot.replies()[-1].body)
+    assert await bot.scalar("SELECT count(*) FROM sessions") == 2
+    assert await bot.scalar("SELECT count(*) FROM messages WHERE text = 'remember apples'") == 1
+
+
+async def test_unknown_command_and_command_for_another_bot(bot: Bot) -> None:
+    assert "Unknown command /frobnicate" in await only(bot, "/frobnicate", user=ALICE)
+    assert await bot.adapter.say("/stats@other_bot", user=ADMIN, chat=GROUP) == []
+    assert await bot.adapter.say("/stats@other_bot", user=ADMIN) == []
+    assert bot.replies() == []
