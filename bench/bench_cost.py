@@ -1,0 +1,106 @@
+"""Input cost of seeded multi-day chat traces under each prompt-caching policy, against the oracle.
+
+Run: `python -m bench.bench_cost`. Every trace family (private, group, tools; see `bench.traces`) is
+replayed through the real gateway (`bench.replay`) against the fake Anthropic prefix-cache model, once
+per policy:
+
+    (a) none      prompt caching off
+    (b) 5m        system_and_3 breakpoints, fixed 5-minute TTL, no scheduled compaction
+    (c) default   the project's default settings, with the idle-compaction job run at simulated times
+    (c') auto     `prompt_caching.cache_ttl=auto` (per-chat TTL from request gaps) with the job
+
+and (d), the hindsight lower bound computed offline from (c)'s own request sequence (`bench.oracle`).
+Costs are input-side only (uncached input, cache writes, cache reads), summary calls included, in USD at
+the model table's prices. Target: (c)/(d) <= 1.10 for every family.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from dataclasses import dataclass
+from typing import Any
+
+from bench.databases import DEFAULT_POSTGRES_URL, fresh_database
+from bench.oracle import billed_input_usd, oracle_input_usd
+from bench.replay import ReplayResult, replay
+from bench.traces import FAMILIES, TraceSizes, describe, generate
+
+TARGET_RATIO = 1.10
+NO_SCHEDULED = {"scheduler": {"cache_aware_share": 0.99}}
+"""Baselines (a) and (b) never compact for cache reasons (hygiene at 85% still applies)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Policy:
+    name: str
+    overrides: dict[str, Any]
+    jobs: bool
+
+
+POLICIES = (
+    Policy("none", {"prompt_caching": {"enabled": False}, **NO_SCHEDULED}, jobs=False),
+    Policy("5m", {"prompt_caching": {"enabled": True, "cache_ttl": "5m"}, **NO_SCHEDULED}, jobs=False),
+    Policy("default", {}, jobs=True),
+    Policy("auto", {"prompt_caching": {"enabled": True, "cache_ttl": "auto"}}, jobs=True),
+)
+
+
+async def _run(family: str, policy: Policy, sizes: TraceSizes, db: str, pg_url: str) -> ReplayResult:
+    events = generate(family, sizes=sizes)
+    async with fresh_database(db, postgres_url=pg_url, durable=False) as url:
+        return await replay(events, database_url=url, settings_overrides=policy.overrides, jobs=policy.jobs)
+
+
+async def run(
+    *, sizes: TraceSizes = TraceSizes(), db: str = "postgres", pg_url: str = DEFAULT_POSTGRES_URL
+) -> dict[str, dict[str, float]]:
+    results: dict[str, dict[str, float]] = {}
+    for family in FAMILIES:
+        print(f"cost[{family}] trace: {describe(generate(family, sizes=sizes))}", flush=True)
+        row: dict[str, float] = {}
+        for policy in POLICIES:
+            result = await _run(family, policy, sizes, db, pg_url)
+            row[policy.name] = billed_input_usd(result.requests)
+            row[f"{policy.name}_calls"] = len(result.requests)
+            row[f"{policy.name}_scheduled"] = result.scheduled_compactions
+            row[f"oracle_{policy.name}"] = oracle_input_usd(
+                result.requests, min_cacheable=result.min_cacheable
+            )
+            print(
+                f"cost[{family}] {policy.name:8s} ${row[policy.name]:.4f} "
+                f"(oracle of this sequence ${row[f'oracle_{policy.name}']:.4f}; {len(result.requests)} calls, "
+                f"{result.scheduled_compactions} scheduled compactions, {result.wall_s:.1f}s)",
+                flush=True,
+            )
+        results[family] = row
+    _print_table(results)
+    return results
+
+
+def _print_table(results: dict[str, dict[str, float]]) -> None:
+    print("cost summary (USD input cost; ratios to the oracle of the default policy's own requests)")
+    print(f"{'family':8s} {'(a) none':>10s} {'(b) 5m':>10s} {'(c) default':>12s} {'auto':>10s} "
+          f"{'(d) oracle':>11s} {'c/d':>6s} {'auto/d':>7s} {'b/a':>6s}")  # fmt: skip
+    for family, row in results.items():
+        d = row["oracle_default"]
+        print(
+            f"{family:8s} {row['none']:10.4f} {row['5m']:10.4f} {row['default']:12.4f} {row['auto']:10.4f} "
+            f"{d:11.4f} {row['default'] / d:6.2f} {row['auto'] / row['oracle_auto']:7.2f} "
+            f"{row['5m'] / row['none']:6.2f}"
+        )
+    print(f"target: (c)/(d) <= {TARGET_RATIO:.2f} for every family")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--db", choices=["postgres", "sqlite"], default="postgres")
+    parser.add_argument("--postgres-url", default=DEFAULT_POSTGRES_URL)
+    parser.add_argument("--quick", action="store_true", help="one chat per family, one or two days")
+    args = parser.parse_args()
+    sizes = TraceSizes(1, 1, 1, 2, 1, 1) if args.quick else TraceSizes()
+    asyncio.run(run(sizes=sizes, db=args.db, pg_url=args.postgres_url))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,95 @@
+"""Input cost of a recorded request sequence: as billed, and the hindsight lower bound (the oracle).
+
+The oracle sees every request of a run at once. Each prompt is split into the prefix blocks the cache
+keys on (block k of a request stands for the whole prefix up to k), and for every distinct prefix the
+times it was sent. A dynamic program then picks, per use, the cheapest of: pay it uncached (1x), write
+it with a 5-minute marker (1.25x) or a one-hour marker (2x), or read it (0.1x) when the previous use
+kept it alive (gap within the TTL of the marker it was written with; a read refreshes it). Prefixes
+shorter than the model's minimum cacheable length can only be paid uncached. It ignores the API's
+limits of four breakpoints and a 20-block lookback, so no real policy can beat it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from agent.models import (
+    CACHE_READ_MULTIPLIER,
+    CACHE_WRITE_1H_MULTIPLIER,
+    CACHE_WRITE_5M_MULTIPLIER,
+    cost_usd,
+    lookup_model,
+)
+from agent.usage import Usage
+from tests.fakes.anthropic_cache import serialize_prefix
+
+FIVE_MINUTES = 300.0
+ONE_HOUR = 3600.0
+_PER_MTOK = 1_000_000
+
+
+@dataclass(frozen=True, slots=True)
+class SentRequest:
+    """What the oracle and the bill need from one answered API call."""
+
+    at: float
+    body: Mapping[str, Any]
+    usage: Mapping[str, Any]
+
+
+def billed_input_usd(requests: Iterable[SentRequest]) -> float:
+    """Input cost as the API bills it: uncached input, writes at their TTL's price, reads."""
+    total = 0.0
+    for r in requests:
+        u = r.usage
+        split = u.get("cache_creation") or {}
+        five = int(split.get("ephemeral_5m_input_tokens", u["cache_creation_input_tokens"]))
+        hour = int(split.get("ephemeral_1h_input_tokens", 0))
+        model = lookup_model(str(r.body["model"]))
+        total += cost_usd(model, Usage(u["input_tokens"], 0, five, u["cache_read_input_tokens"]), ttl="5m")
+        total += cost_usd(model, Usage(0, 0, hour, 0), ttl="1h")
+    return total
+
+
+def _best_multiplier(uses: list[tuple[float, bool]]) -> float:
+    """Cheapest total multiplier (x base price) for one prefix block over its uses (time, cacheable),
+    where a use may write the cache only if its request reaches the model's minimum cacheable length."""
+    inf = math.inf
+    none, five, hour = inf, inf, inf
+    previous: float | None = None
+    for now, cacheable in uses:
+        best = min(none, five, hour) if previous is not None else 0.0
+        gap = now - previous if previous is not None else inf
+        read_five = five + CACHE_READ_MULTIPLIER if gap <= FIVE_MINUTES else inf
+        read_hour = hour + CACHE_READ_MULTIPLIER if gap <= ONE_HOUR else inf
+        none = best + 1.0
+        five = min(best + CACHE_WRITE_5M_MULTIPLIER if cacheable else inf, read_five)
+        hour = min(best + CACHE_WRITE_1H_MULTIPLIER if cacheable else inf, read_hour)
+        previous = now
+    return min(none, five, hour)
+
+
+def oracle_input_usd(requests: Iterable[SentRequest], *, min_cacheable: Mapping[str, int]) -> float:
+    """The hindsight lower bound of the module docstring, in USD."""
+    uses: dict[tuple[str, int], list[tuple[float, bool]]] = defaultdict(list)
+    tokens_of: dict[tuple[str, int], int] = {}
+    for r in requests:
+        model = str(r.body["model"])
+        floor = min_cacheable.get(model, lookup_model(model).min_cacheable_tokens)
+        blocks = serialize_prefix(r.body)
+        cacheable = sum(b.tokens for b in blocks) >= floor
+        prefix_hash = 0
+        for block in blocks:
+            prefix_hash = hash((prefix_hash, block.fingerprint))
+            key = (model, prefix_hash)
+            uses[key].append((r.at, cacheable))
+            tokens_of.setdefault(key, block.tokens)
+    total = 0.0
+    for key, times in uses.items():
+        price = lookup_model(key[0]).input_per_mtok
+        total += tokens_of[key] * _best_multiplier(times) * price / _PER_MTOK
+    return total

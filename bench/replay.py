@@ -1,0 +1,148 @@
+"""Replay a trace through the real gateway in simulated time.
+
+The in-process `Gateway` (pipeline, store, turn runner, agent loop, real `AnthropicClient`) talks to the
+fake Anthropic API over HTTP on 127.0.0.1. One simulated clock drives the store's timestamps and the
+fake's prefix cache, so cache expiry and idle times follow the trace while days replay in seconds.
+Each message is handled to completion (its turn included) before the clock moves to the next one.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from agent.llm import AnthropicClient
+from bench.memory_adapter import MemoryAdapter, chat_ref, incoming
+from bench.oracle import SentRequest
+from bench.traces import START, Event
+from gateway.config import Settings
+from gateway.jobs import IdleCompaction, compact_idle_sessions
+from gateway.runner import Gateway
+from gateway.store.repository import Store
+from tests.fakes.anthropic_server import FakeAnthropic
+
+API_KEY = "bench-key"
+
+
+class SimClock:
+    """Seconds since the trace start, readable as a monotonic float or as an aware UTC datetime."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+
+    def monotonic(self) -> float:
+        return self.seconds
+
+    def utc(self) -> datetime:
+        return START + timedelta(seconds=self.seconds)
+
+
+def bench_settings(database_url: str, base_url: str, **overrides: Any) -> Settings:
+    """Settings for a benchmark: no per-user rate limit or daily budget (a trace replays days in
+    seconds), everything else at the project defaults unless overridden."""
+    values: dict[str, Any] = {
+        "database_url": database_url,
+        "anthropic_api_key": API_KEY,
+        "anthropic_base_url": base_url,
+        "limits": {"user_messages_per_minute": 1_000_000, "chat_daily_budget_usd": 0.0},
+        "log_level": "WARNING",
+        "gateway_allow_all_users": True,
+        **overrides,
+    }
+    return Settings(_env_file=None, **values)  # type: ignore[call-arg]
+
+
+@dataclass(frozen=True, slots=True)
+class ReplayResult:
+    requests: list[SentRequest]
+    replies: int
+    wall_s: float
+    min_cacheable: dict[str, int]
+    scheduled_compactions: int
+
+
+SCAN_EVERY = 300.0
+"""The idle-compaction job's period in the running gateway (`gateway.jobs.IDLE_SCAN_EVERY`)."""
+
+
+async def run_idle_scan(gateway: Gateway, at: float, clock: SimClock, fake: FakeAnthropic) -> int:
+    """Run the idle-compaction job body once at simulated time `at`; returns compactions done."""
+    clock.seconds = at
+    fake.set_time(at)
+    sched = gateway.settings.scheduler
+    reports = await compact_idle_sessions(
+        store=gateway.store,
+        locks=gateway.locks,
+        make_engine=gateway.make_engine,
+        config=IdleCompaction(
+            enabled=gateway.settings.compression.enabled,
+            context_length=gateway.model.context_window,
+            idle=timedelta(minutes=sched.idle_minutes),
+            proactive_share=sched.proactive_share,
+            cache_aware_share=sched.cache_aware_share,
+        ),
+        now=clock.utc(),
+    )
+    return len(reports)
+
+
+async def replay(
+    events: Sequence[Event],
+    *,
+    database_url: str,
+    settings_overrides: dict[str, Any],
+    jobs: bool = False,
+) -> ReplayResult:
+    """Replay `events`; with `jobs`, the idle-compaction job runs at the last scan time before each
+    event (the scheduler itself stays off: job bodies run at simulated times instead)."""
+    clock = SimClock()
+    started = time.perf_counter()
+    logging.getLogger("gateway").setLevel(logging.WARNING)
+    async with FakeAnthropic(api_key=API_KEY, clock=lambda: 0.0, echo_limit=600) as fake:
+        overrides = {"scheduler": {"enabled": False}, **settings_overrides}
+        settings = bench_settings(database_url, fake.base_url, **overrides)
+        store = await Store.open(database_url, clock=clock.utc)
+        llm = AnthropicClient(api_key=API_KEY, base_url=fake.base_url)
+        adapter = MemoryAdapter()
+        gateway = Gateway(settings, [adapter], store=store, llm=llm)
+        gateway.turns.clock = clock.utc  # cache-expiry decisions before a request follow the trace
+        scheduled = 0
+        last_scan = events[0].at if events else 0.0
+        try:
+            await gateway.start()
+            for n, event in enumerate(events):
+                scan = event.at - event.at % SCAN_EVERY
+                if jobs and scan > last_scan:
+                    scheduled += await run_idle_scan(gateway, scan, clock, fake)
+                    last_scan = scan
+                clock.seconds = event.at
+                fake.set_time(event.at)
+                for calls in event.tool_rounds:
+                    fake.script_reply(tool_uses=list(calls))
+                chat = chat_ref(event.chat_id, group=event.group)
+                await adapter.deliver(
+                    incoming(
+                        chat,
+                        user_id=event.user_id,
+                        name=event.name,
+                        text=event.text,
+                        message_id=f"m{n}",
+                        sent_at=clock.utc(),
+                        mentions_bot=event.addressed,
+                    )
+                )
+                await gateway.pipeline.drain()
+        finally:
+            await gateway.stop()
+            await llm.close()
+            await store.close()
+        failed = [r for r in fake.requests if r.status != 200]
+        if failed:
+            raise RuntimeError(f"{len(failed)} API call(s) failed during the replay, first: {failed[0].kind}")
+        sent = [SentRequest(r.at, r.body, r.usage) for r in fake.requests if r.usage is not None]
+        floors = {name: spec.min_cacheable for name, spec in fake.models.items()}
+        return ReplayResult(sent, len(adapter.sent), time.perf_counter() - started, floors, scheduled)

@@ -1,0 +1,155 @@
+"""Seeded multi-day chat traces for the cost benchmark: what arrives, when, and what the bot is asked.
+
+Three families, each a list of `Event`s in time order (seconds from the trace start, a Monday 00:00 UTC):
+
+- private: one person, one chat, awake 07:00-23:30, a message every 8-55 minutes, every one answered;
+- group: eight people chatting in bursts (a message every 5-90 s, then 20-150 quiet minutes), the bot
+  addressed in a few messages only, long quiet nights, so the morning's first question meets a night's
+  worth of unanswered chatter;
+- tools: working sessions of 20-90 minutes, a message every 1-6 minutes, each answered after one to
+  three scripted tool rounds (`current_time`, `recall`).
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+START = datetime(2026, 11, 16, tzinfo=UTC)
+DAY = 86_400.0
+MINUTE = 60.0
+FAMILIES = ("private", "group", "tools")
+
+_WORDS = (
+    "the deploy failed again after we moved the config to staging so maybe check the logs before lunch "
+    "i think the invoice for march is still missing and the client asked twice about the new pricing "
+    "can you remind me what we decided about the database migration and the backup schedule tonight "
+    "weather looks fine for the trip on saturday but the train tickets are expensive this week "
+    "the kids have a school concert on thursday evening and somebody needs to pick up the cake "
+    "please summarize the discussion about the roadmap and the hiring plan for the next quarter"
+).split()
+_NAMES = ("Anna", "Boris", "Chen", "Dana", "Emeka", "Fatima", "Goran", "Hana")
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """One incoming message; `tool_rounds` are the tool calls the model makes before answering it."""
+
+    at: float
+    chat_id: str
+    group: bool
+    user_id: str
+    name: str
+    text: str
+    addressed: bool
+    tool_rounds: tuple[tuple[dict[str, Any], ...], ...] = field(default=())
+
+
+def _sentence(rng: random.Random, low: int, high: int) -> str:
+    return " ".join(rng.choice(_WORDS) for _ in range(rng.randint(low, high)))
+
+
+def private_chat(rng: random.Random, chat_id: str, *, days: int) -> list[Event]:
+    events: list[Event] = []
+    for day in range(days):
+        t = day * DAY + rng.uniform(7.0, 9.5) * 3600
+        end = day * DAY + rng.uniform(21.0, 23.5) * 3600
+        while t < end:
+            long_paste = rng.random() < 0.08
+            text = _sentence(rng, 150, 400) if long_paste else _sentence(rng, 6, 60)
+            events.append(Event(t, chat_id, False, f"{chat_id}-u", "Sam", text, True))
+            t += rng.uniform(8.0, 55.0) * MINUTE
+    return events
+
+
+def group_chat(rng: random.Random, chat_id: str, *, days: int, address_rate: float = 0.04) -> list[Event]:
+    events: list[Event] = []
+    members = [(f"{chat_id}-{i}", name) for i, name in enumerate(_NAMES)]
+    for day in range(days):
+        t = day * DAY + rng.uniform(7.5, 9.0) * 3600
+        end = day * DAY + rng.uniform(23.0, 25.5) * 3600  # some nights run past midnight
+        while t < end:
+            for _ in range(rng.randint(8, 60)):
+                user_id, name = rng.choice(members)
+                addressed = rng.random() < address_rate
+                text = ("@bot " if addressed else "") + _sentence(rng, 3, 40)
+                events.append(Event(t, chat_id, True, user_id, name, text, addressed))
+                t += rng.uniform(5.0, 90.0)
+            t += rng.uniform(20.0, 150.0) * MINUTE
+    return events
+
+
+def _tool_round(rng: random.Random) -> tuple[dict[str, Any], ...]:
+    if rng.random() < 0.4:
+        return ({"name": "current_time", "input": {}},)
+    calls: list[dict[str, Any]] = [{"name": "recall", "input": {"query": rng.choice(_WORDS)}}]
+    if rng.random() < 0.3:
+        calls.append({"name": "current_time", "input": {}})
+    return tuple(calls)
+
+
+def tool_session(rng: random.Random, chat_id: str, *, days: int) -> list[Event]:
+    events: list[Event] = []
+    for day in range(days):
+        t = day * DAY + rng.uniform(8.5, 10.0) * 3600
+        for _ in range(rng.randint(2, 4)):
+            session_end = t + rng.uniform(20.0, 90.0) * MINUTE
+            while t < session_end:
+                rounds = tuple(_tool_round(rng) for _ in range(rng.randint(1, 3)))
+                events.append(
+                    Event(t, chat_id, False, f"{chat_id}-u", "Dev", _sentence(rng, 8, 80), True, rounds)
+                )
+                t += rng.uniform(1.0, 6.0) * MINUTE
+            t += rng.uniform(1.0, 4.0) * 3600
+    return events
+
+
+@dataclass(frozen=True, slots=True)
+class TraceSizes:
+    """How much of each family one run replays (chats x days)."""
+
+    private_chats: int = 4
+    private_days: int = 3
+    groups: int = 2
+    group_days: int = 4
+    tool_chats: int = 3
+    tool_days: int = 2
+
+
+def generate(family: str, *, seed: int = 2026, sizes: TraceSizes = TraceSizes()) -> list[Event]:
+    """All chats of one family merged in time order; the same seed always gives the same trace."""
+    rng = random.Random(f"{family}:{seed}")
+    events: list[Event] = []
+    if family == "private":
+        for i in range(sizes.private_chats):
+            events += private_chat(rng, f"p{i}", days=sizes.private_days)
+    elif family == "group":
+        for i in range(sizes.groups):
+            events += group_chat(rng, f"g{i}", days=sizes.group_days)
+    elif family == "tools":
+        for i in range(sizes.tool_chats):
+            events += tool_session(rng, f"t{i}", days=sizes.tool_days)
+    else:
+        raise ValueError(f"unknown trace family {family!r}; known: {', '.join(FAMILIES)}")
+    events.sort(key=lambda e: (e.at, e.chat_id))
+    return events
+
+
+def describe(events: list[Event]) -> dict[str, float]:
+    """Counts a reader needs to judge a trace: messages, addressed ones, chats, days."""
+    chats = {e.chat_id for e in events}
+    span = (events[-1].at - events[0].at) / DAY if events else 0.0
+    return {
+        "messages": len(events),
+        "addressed": sum(1 for e in events if e.addressed),
+        "tool_calls": sum(len(r) for e in events for r in e.tool_rounds),
+        "chats": len(chats),
+        "days": round(span, 1),
+    }
+
+
+if __name__ == "__main__":
+    for name in FAMILIES:
+        print(name, describe(generate(name)))
