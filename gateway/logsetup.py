@@ -15,7 +15,8 @@ from collections.abc import Iterable
 from gateway.config import Settings
 
 REDACTED = "<redacted>"
-_TELEGRAM_TOKEN = re.compile(r"\b\d{5,}:[A-Za-z0-9_-]{30,}\b")
+# No \b before the id: in a Bot API URL the token follows "bot" directly (".../bot123:ABC.../getMe").
+_TELEGRAM_TOKEN = re.compile(r"(?<!\d)\d{5,}:[A-Za-z0-9_-]{30,}(?![A-Za-z0-9_-])")
 _URL_PASSWORD = re.compile(r"(?P<scheme>[a-z][a-z0-9+.-]*://[^:/@\s]+:)[^@\s]+@", re.IGNORECASE)
 NOISY = (
     "httpx",
