@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 
@@ -13,7 +14,7 @@ from tests.support.gateway_bot import Bot, running_bot
 from tests.support.memory_adapter import ADMIN, ALICE, group_chat
 
 GROUP = group_chat("-300", "Ops")
-SMALL = {"model_context_length": 4096, "compression": {"protect_last_n": 2}}
+SMALL: dict[str, Any] = {"model_context_length": 4096, "compression": {"protect_last_n": 2}}
 
 
 @pytest.fixture
