@@ -199,7 +199,7 @@ async def test_gateway_spools_during_an_outage_and_answers_after_recovery(
         assert bot.adapter.sent == []
         down = False
         async with asyncio.timeout(10):
-            while bot.gateway.spool.depth or not bot.adapter.sent:
+            while bot.gateway.spool.depth or not bot.adapter.sent:  # noqa: ASYNC110 - polls the gateway
                 await asyncio.sleep(0.05)
         await bot.adapter.wait_idle()
         rows = await bot.window()
