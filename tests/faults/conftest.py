@@ -1,4 +1,4 @@
-"""Helpers for the fault suite: a Telegram gateway process against the fakes, and direct reads of its database."""
+"""Fault suite helpers: a Telegram gateway process against the fakes, and reads of its database."""
 
 from __future__ import annotations
 

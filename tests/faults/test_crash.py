@@ -1,4 +1,4 @@
-"""Crashes: `kill -9` mid-turn and mid-compaction; after a restart nothing is lost, mixed or answered twice."""
+"""Crashes: `kill -9` mid-turn and mid-compaction; after a restart nothing is lost, mixed or repeated."""
 
 from __future__ import annotations
 
@@ -66,7 +66,8 @@ async def test_unanswered_turn_is_answered_once_after_a_crash(tmp_path: Path, sq
         calls = len(replies(llm))
         async with gateway_process(env, tmp_path) as gw:
             await asyncio.sleep(1.5)
-        assert len(tg.sent) == 2 and len(replies(llm)) == calls
+        assert len(tg.sent) == 2
+        assert len(replies(llm)) == calls
         assert await user_rows(sqlite_url) == [
             ("first question", True, True),
             ("second question", True, True),
@@ -82,7 +83,8 @@ async def test_too_old_unanswered_turn_gets_an_apology(tmp_path: Path, sqlite_ur
             sent = await tg.wait_sent(2, timeout=20)
             await asyncio.sleep(1.0)
         assert "could not answer your earlier message" in sent[1].visible_text
-        assert len(tg.sent) == 2 and len(replies(llm)) == calls
+        assert len(tg.sent) == 2
+        assert len(replies(llm)) == calls
         assert (await user_rows(sqlite_url))[-1] == ("second question", True, True)
         assert_clean_logs(gw)
 
@@ -165,7 +167,8 @@ async def test_failure_inside_the_compaction_transaction_changes_nothing(db_url:
             failed = await bot.adapter.say("/compact", user=admin)
         finally:
             event.remove(engine, "before_cursor_execute", fail_last_statement)
-        assert len(failed) == 1 and "failed" in failed[0].text.lower()
+        assert len(failed) == 1
+        assert "failed" in failed[0].text.lower()
         assert await snapshot(db_url) == before
         done = await bot.adapter.say("/compact", user=admin)
         assert len(done) == 1
