@@ -10,14 +10,16 @@ fake API's prefix-cache model and checks that this estimate picks the cheaper on
 
 from __future__ import annotations
 
+import itertools
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from agent.context_engine import SummaryRequest, SummaryResponse, TokenCounter
 from agent.llm import LLMClient
 from agent.models import CacheTTL, ModelInfo
 from agent.summarizer import LLMSummarizer, PrefixContext, SummaryMode
+from agent.types import Message
 
 logger = logging.getLogger(__name__)
 
@@ -64,6 +66,15 @@ def estimate_costs(
     return SummaryCosts(standalone_usd=standalone, prefix_usd=prefix)
 
 
+def alternates(messages: Sequence[Message]) -> bool:
+    """True when no two neighbours share a role: only then can the window be resent as the API saw it.
+
+    A caller that compacts stored rows one by one (group chatter) passes same-role neighbours that
+    the reply calls sent merged; resending them would neither be valid nor match the cached prefix.
+    """
+    return all(a["role"] != b["role"] for a, b in itertools.pairwise(messages))
+
+
 class CostAwareSummarizer:
     """A `Summarizer` that picks the cheaper mode for each call and delegates to `LLMSummarizer`."""
 
@@ -90,7 +101,12 @@ class CostAwareSummarizer:
 
     async def __call__(self, request: SummaryRequest) -> SummaryResponse:
         mode: SummaryMode = "standalone"
-        if self.prefixed is not None and self.prefixed.prefix is not None and request.history:
+        if (
+            self.prefixed is not None
+            and self.prefixed.prefix is not None
+            and request.history
+            and alternates(request.history)
+        ):
             costs = estimate_costs(
                 main=self.main,
                 aux=self.aux,

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from agent.context_engine import ContextEngine, Outcome
+from agent.context_engine import Outcome
 from agent.models import ModelInfo
 from gateway import commands
 from gateway.commands import CommandContext, Handler
@@ -17,6 +16,7 @@ from gateway.platforms.base import ChatKind
 from gateway.store.lock import ChatLocks
 from gateway.store.records import ChatStats, CompactionRecord, GlobalStats, UsageTotals
 from gateway.store.repository import Store
+from gateway.turns import EngineFactory
 from gateway.window import build_window
 
 BAR_WIDTH = 20
@@ -121,7 +121,7 @@ class AdminHandlers:
     model: ModelInfo
     compressor_threshold: float
     hygiene_threshold: float
-    make_engine: Callable[[dict[str, Any] | None], ContextEngine]
+    make_engine: EngineFactory
 
     def handlers(self) -> dict[str, Handler]:
         return {"help": self.help, "new": self.new, "stats": self.stats, "compact": self.compact}
@@ -175,7 +175,7 @@ class AdminHandlers:
                 )
             rows = await self.store.load_window(session.id)
             items = build_window(rows, merge=False)
-            engine = self.make_engine(session.engine_state)
+            engine = self.make_engine(session.engine_state, session=session)
             report, _ = await compact_session(
                 self.store,
                 engine,

@@ -14,11 +14,12 @@ from collections.abc import AsyncIterator, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from agent.context_engine import CompressionConfig, ContextEngine, EngineState, resolve_engine
+from agent.context_engine import CompressionConfig, ContextEngine, EngineState, Summarizer, resolve_engine
 from agent.llm import AnthropicClient, LLMClient
 from agent.loop import LoopConfig
 from agent.models import CacheTTL, ModelInfo, lookup_model
-from agent.summarizer import LLMSummarizer
+from agent.summarizer import LLMSummarizer, PrefixContext
+from agent.summary_mode import CostAwareSummarizer
 from agent.tokens import estimate_message
 from agent.tools.current_time import current_time_tool
 from agent.tools.recall import recall_tool
@@ -38,8 +39,9 @@ from gateway.scheduler import JobScheduler
 from gateway.spool import Spool
 from gateway.store.job_lock import JobLocks
 from gateway.store.lock import ChatLocks
+from gateway.store.records import SessionRecord
 from gateway.store.repository import Store
-from gateway.turns import TurnRunner, TurnSettings
+from gateway.turns import TurnRunner, TurnSettings, system_prompt_for
 
 logger = logging.getLogger(__name__)
 
@@ -161,10 +163,12 @@ class Gateway:
 
     # -- factories -----------------------------------------------------------------------------------
 
-    def make_engine(self, state: dict[str, Any] | None) -> ContextEngine:
+    def make_engine(
+        self, state: dict[str, Any] | None, *, session: SessionRecord | None = None
+    ) -> ContextEngine:
         comp = self.settings.compression
         engine_cls = resolve_engine(self.settings.context.engine)
-        summarizer = LLMSummarizer(self.summary_llm, model=self.settings.summary_model)
+        summarizer = self.make_summarizer(session)
         return engine_cls(
             context_length=self.model.context_window,
             config=CompressionConfig(
@@ -176,6 +180,32 @@ class Gateway:
             summarizer=summarizer,
             count_tokens=estimate_message,
             state=EngineState.from_json(state),
+        )
+
+    def make_summarizer(self, session: SessionRecord | None) -> Summarizer:
+        """Standalone summaries, or per call the cheaper of standalone and prefix reuse for a session."""
+        if session is None:
+            return LLMSummarizer(self.summary_llm, model=self.settings.summary_model)
+        ttl = cache_ttl_of(self.settings)
+        last_call = session.last_call_at
+        ttl_s = 3600.0 if ttl == "1h" else 300.0
+
+        def cache_warm() -> bool:
+            return last_call is not None and (datetime.now(UTC) - last_call).total_seconds() < ttl_s
+
+        return CostAwareSummarizer(
+            self.llm,
+            main=self.model,
+            aux=lookup_model(self.settings.summary_model),
+            prefix=PrefixContext(
+                system=system_prompt_for(self.settings.agent.system_prompt, session.compaction_count),
+                tools=self.make_tools(session.chat_pk).schemas(),
+                model=self.model.name,
+                cache_ttl=ttl,
+            ),
+            cache_warm=cache_warm,
+            count_tokens=estimate_message,
+            aux_client=self.summary_llm,
         )
 
     def make_tools(self, chat_pk: int) -> ToolRegistry:
@@ -304,6 +334,9 @@ class Gateway:
     async def stop(self) -> None:
         if self.scheduler is not None:
             await self.scheduler.stop()
+        # Let running turns finish while the adapters can still deliver their replies (a reply sent
+        # after its adapter stopped is lost, and its message is already marked answered).
+        await self.pipeline.drain(wait_s=10)
         for adapter in self.adapters.values():
             try:
                 await adapter.stop()

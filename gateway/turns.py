@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 from agent.context_engine import CompressionResult, ContextEngine, Outcome
 from agent.errors import (
@@ -35,6 +35,7 @@ from gateway.hygiene import decide
 from gateway.metrics import Metrics
 from gateway.platforms.base import ChatRef, OutgoingMessage
 from gateway.store.lock import ChatLocks
+from gateway.store.records import SessionRecord
 from gateway.store.repository import CallRecord, NewMessage, Store, StoredMessage
 from gateway.window import build_window
 
@@ -42,7 +43,16 @@ logger = logging.getLogger(__name__)
 
 Ref = tuple[int, ...] | None
 SendFn = Callable[[OutgoingMessage], Awaitable[None]]
-EngineFactory = Callable[[dict[str, Any] | None], ContextEngine]
+
+
+class EngineFactory(Protocol):
+    """Builds a session's engine from its stored state; `session` lets it price summary calls."""
+
+    def __call__(
+        self, state: dict[str, Any] | None, *, session: SessionRecord | None = None
+    ) -> ContextEngine: ...
+
+
 ToolsFactory = Callable[[int], ToolRegistry]
 """chat_pk -> the tools for that chat (recall is bound to one chat)."""
 
@@ -243,7 +253,7 @@ class TurnRunner:
                 if not pending:
                     return turns
                 started = time.perf_counter()
-                await self._turn(chat, chat_pk, session.id, session.engine_state, rows, pending)
+                await self._turn(chat, chat_pk, session, rows, pending)
                 if self.metrics is not None:
                     self.metrics.observe_turn(time.perf_counter() - started)
                 turns += 1
@@ -252,12 +262,12 @@ class TurnRunner:
         self,
         chat: ChatRef,
         chat_pk: int,
-        session_pk: int,
-        engine_state: dict[str, Any] | None,
+        session: SessionRecord,
         rows: Sequence[StoredMessage],
         pending: Sequence[StoredMessage],
     ) -> None:
-        engine = self.make_engine(engine_state)
+        session_pk = session.id
+        engine = self.make_engine(session.engine_state, session=session)
         notices: list[str] = []
         reply_to = pending[-1].platform_message_id
         try:

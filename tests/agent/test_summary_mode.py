@@ -87,3 +87,18 @@ async def test_the_summarizer_follows_the_cheaper_mode_per_call() -> None:
 async def test_the_estimate_picks_what_the_fake_cache_model_measures_cheaper(aux: str, warm: bool) -> None:
     result = await measure(aux=aux, warm=warm, turns=30, max_tokens=4_000)
     assert result.estimated_cheaper == result.measured_cheaper, result
+
+
+async def test_same_role_neighbours_are_never_resent_as_a_prefix() -> None:
+    messages: list[Message] = [
+        {"role": "user" if i % 3 else "assistant", "content": f"turn {i} " + "words " * 300}
+        for i in range(30)
+    ]
+    client = Recorder()
+    summarizer = CostAwareSummarizer(
+        client, main=SONNET, aux=SONNET,
+        prefix=PrefixContext(system="system", tools=[], model=SONNET.name, cache_ttl="5m"),
+        cache_warm=lambda: True, count_tokens=lambda m: len(str(m["content"])) // 4,
+    )  # fmt: skip
+    await summarizer(_request(messages))
+    assert summarizer.last_choice == "standalone"
