@@ -1,4 +1,4 @@
-"""The real gateway process chatting on Discord through discord.py, the fake Discord and the fake Anthropic API.
+"""The real gateway process chatting on Discord through discord.py, the fake Discord and fake Anthropic API.
 
 Direct messages, a guild channel where only mentions and replies are answered, a thread as its own
 session, long replies split under 2000 characters, mentions that never ping, an LLM outage and a
@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
+import re
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +27,13 @@ ADMIN, ANN, BOB, CAROL = 7001, 7002, 7003, 7004
 GUILD, GENERAL, THREAD = 9100, 9101, 9102
 DM_ANN, DM_ADMIN = 9201, 9202
 REPLY_TIMEOUT = 25.0
+SMALL_WINDOW = {
+    "MODEL_CONTEXT_LENGTH": "20000",
+    "COMPRESSION__TARGET_RATIO": "0.1",
+    "COMPRESSION__PROTECT_LAST_N": "2",
+}
+"""A window small enough that /compact has a middle to summarise after a few notes."""
+FILLER = ("Details: the replica lag stayed low and the nightly backups finished on time. " * 16).strip()
 
 
 @dataclass
@@ -138,7 +147,8 @@ async def test_direct_messages_outage_and_resume_replay(tmp_path: Path, db_url: 
         requests_before = len(llm.requests)
         await dc.disconnect(code=4000, replay_last=2)
         await w.gw.wait_log(rf"duplicate delivery of {mid} ", timeout=REPLY_TIMEOUT)
-        assert dc.resumes and dc.replayed
+        assert dc.resumes
+        assert dc.replayed
         rows = await w.rows(DM_ANN)
         assert [r.platform_message_id for r in rows].count(str(mid)) == 1
         assert len(dc.sent) == sent_before + 1
@@ -156,98 +166,178 @@ def _long_code_reply() -> tuple[str, list[str]]:
     return text, code
 
 
-async def test_guild_channel_thread_long_reply_and_mentions(tmp_path: Path, sqlite_url: str) -> None:
-    async with discord_world(tmp_path, sqlite_url) as w:
-        dc, llm = w.dc, w.llm
+async def test_guild_chat_then_commands(tmp_path: Path, sqlite_url: str) -> None:
+    """One gateway process for both parts: every start of the real process costs seconds."""
+    async with discord_world(tmp_path, sqlite_url, **SMALL_WINDOW) as w:
+        await _guild_conversation(w)
+        await _commands(w)
 
-        # Messages not addressed to the bot are stored with their speaker's name and not answered.
-        dc.push_message(GENERAL, "the deploy moved to friday", author_id=BOB, username="bob", guild_id=GUILD)
-        await w.wait_rows(GENERAL, lambda rows: len(rows) == 1)
-        dc.push_message(GENERAL, "I will bring the cake", author_id=CAROL, username="carol", guild_id=GUILD)
-        await w.wait_rows(GENERAL, lambda rows: len(rows) == 2)
-        mention = await w.reply_to(
-            lambda: dc.push_message(
-                GENERAL,
-                "what is happening?",
-                author_id=ANN,
-                username="ann",
-                guild_id=GUILD,
-                mentions_bot=True,
-            )
+
+async def _guild_conversation(w: World) -> None:
+    """Mentions and replies answered, chatter kept with names, a thread apart, long and loud replies."""
+    dc, llm = w.dc, w.llm
+
+    # Messages not addressed to the bot are stored with their speaker's name and not answered.
+    dc.push_message(GENERAL, "the deploy moved to friday", author_id=BOB, username="bob", guild_id=GUILD)
+    await w.wait_rows(GENERAL, lambda rows: len(rows) == 1)
+    dc.push_message(GENERAL, "I will bring the cake", author_id=CAROL, username="carol", guild_id=GUILD)
+    await w.wait_rows(GENERAL, lambda rows: len(rows) == 2)
+    mention = await w.reply_to(
+        lambda: dc.push_message(
+            GENERAL,
+            "what is happening?",
+            author_id=ANN,
+            username="ann",
+            guild_id=GUILD,
+            mentions_bot=True,
         )
-        assert mention.channel_id == GENERAL
-        assert "what is happening?" in mention.content
-        assert GENERAL in dc.typing_calls
-        assert_never_pings(mention)
-        shown = w.last_request_text()
-        for line in (
-            "[bob] the deploy moved to friday",
-            "[carol] I will bring the cake",
-            "[ann] what is happening?",
-        ):
-            assert line in shown
-        assert len(dc.sent) == 1, "only the mention was answered"
+    )
+    assert mention.channel_id == GENERAL
+    assert "what is happening?" in mention.content
+    assert GENERAL in dc.typing_calls
+    assert_never_pings(mention)
+    shown = w.last_request_text()
+    for line in (
+        "[bob] the deploy moved to friday",
+        "[carol] I will bring the cake",
+        "[ann] what is happening?",
+    ):
+        assert line in shown
+    assert len(dc.sent) == 1, "only the mention was answered"
 
-        # A reply to the bot's message is answered too, without a mention.
-        answer = await w.reply_to(
-            lambda: dc.push_message(
-                GENERAL,
-                "thanks!",
-                author_id=BOB,
-                username="bob",
-                guild_id=GUILD,
-                reply_to_bot_message_id=mention.message_id,
-            )
+    # A reply to the bot's message is answered too, without a mention.
+    answer = await w.reply_to(
+        lambda: dc.push_message(
+            GENERAL,
+            "thanks!",
+            author_id=BOB,
+            username="bob",
+            guild_id=GUILD,
+            reply_to_bot_message_id=mention.message_id,
         )
-        assert "thanks!" in answer.content
+    )
+    assert "thanks!" in answer.content
 
-        # A thread is its own conversation: the channel's messages are not in its context.
-        in_thread = await w.reply_to(
-            lambda: dc.push_message(
-                THREAD,
-                "ideas for the party?",
-                author_id=CAROL,
-                username="carol",
-                guild_id=GUILD,
-                mentions_bot=True,
-            )
+    # A thread is its own conversation: the channel's messages are not in its context.
+    in_thread = await w.reply_to(
+        lambda: dc.push_message(
+            THREAD,
+            "ideas for the party?",
+            author_id=CAROL,
+            username="carol",
+            guild_id=GUILD,
+            mentions_bot=True,
         )
-        assert in_thread.channel_id == THREAD
-        assert "ideas for the party?" in in_thread.content
-        assert "friday" not in w.last_request_text()
-        assert [r.text for r in await w.rows(GENERAL, THREAD) if r.role == "user"] == [
-            "[carol] ideas for the party?"
-        ]
+    )
+    assert in_thread.channel_id == THREAD
+    assert "ideas for the party?" in in_thread.content
+    assert "friday" not in w.last_request_text()
+    assert [r.text for r in await w.rows(GENERAL, THREAD) if r.role == "user"] == [
+        "[carol] ideas for the party?"
+    ]
 
-        # @everyone and role mentions in a reply are shown but never ping anyone.
-        llm.script_reply("Heads up @everyone and <@&4242>: lunch is ready")
-        loud = await w.reply_to(
-            lambda: dc.push_message(
-                GENERAL, "announce lunch", author_id=ANN, username="ann", guild_id=GUILD, mentions_bot=True
-            )
+    # @everyone and role mentions in a reply are shown but never ping anyone.
+    llm.script_reply("Heads up @everyone and <@&4242>: lunch is ready")
+    loud = await w.reply_to(
+        lambda: dc.push_message(
+            GENERAL, "announce lunch", author_id=ANN, username="ann", guild_id=GUILD, mentions_bot=True
         )
-        assert loud.content == "Heads up @everyone and <@&4242>: lunch is ready"
-        assert_never_pings(loud)
+    )
+    assert loud.content == "Heads up @everyone and <@&4242>: lunch is ready"
+    assert_never_pings(loud)
 
-        # A 5,000-character reply arrives in pieces under 2,000 characters, each with balanced fences.
-        text, code = _long_code_reply()
-        assert len(text) > 5000
-        llm.script_reply(text)
+    # A 5,000-character reply arrives in pieces under 2,000 characters, each with balanced fences.
+    text, code = _long_code_reply()
+    assert len(text) > 5000
+    llm.script_reply(text)
+    before = len(dc.sent)
+    dc.push_message(
+        GENERAL, "show the script", author_id=ANN, username="ann", guild_id=GUILD, mentions_bot=True
+    )
+    await dc.wait_for(
+        lambda: any("END-OF-REPLY" in s.content for s in dc.sent[before:]), timeout=REPLY_TIMEOUT
+    )
+    pieces = [s.content for s in dc.sent[before:]]
+    assert len(pieces) >= 3
+    assert all(len(piece) <= 2000 for piece in pieces)
+    for piece in pieces:
+        fences = [line for line in piece.split("\n") if line.startswith("```")]
+        assert len(fences) % 2 == 0, f"unbalanced code fence in a piece:\n{piece[:200]}"
+    joined = "\n".join(pieces)
+    assert [line for line in code if joined.count(line) != 1] == []
+    assert pieces[0].startswith("Here is the script you asked for:")
+    assert all(s.channel_id == GENERAL for s in dc.sent[before:])
+    assert all(s.allowed_mentions == loud.allowed_mentions for s in dc.sent[before:])
+
+
+async def _commands(w: World) -> None:
+    """Slash commands synced, deferred and answered by followup; typed commands; /compact and undo."""
+    dc = w.dc
+
+    # The command registry is synced as global slash commands at start-up.
+    assert sorted(c["name"] for c in dc.commands) == ["compact", "help", "new", "stats"]
+    with_args = {c["name"] for c in dc.commands if c.get("options")}
+    assert with_args == {"compact", "stats"}
+
+    async def slash(command: str, args: str | None, *, channel: int, user: int) -> SentMessage:
+        guild = GUILD if channel in (GENERAL, THREAD) else None
         before = len(dc.sent)
-        dc.push_message(
-            GENERAL, "show the script", author_id=ANN, username="ann", guild_id=GUILD, mentions_bot=True
+        iid = dc.push_interaction(command, args, channel_id=channel, guild_id=guild, user_id=user)
+        sent = (await dc.wait_sent(before + 1, timeout=REPLY_TIMEOUT))[before]
+        acks = [r for r in dc.interaction_responses if r["interaction_id"] == iid]
+        assert [a["type"] for a in acks] == [5], "a slash command is deferred first"
+        assert (sent.kind, sent.interaction_id) == ("followup", iid)
+        assert_never_pings(sent)
+        return sent
+
+    # Admin commands: a deferred slash /stats answered with a followup (here in a chat the bot has
+    # never seen a message in); refused for others.
+    stats = await slash("stats", None, channel=DM_ADMIN, user=ADMIN)
+    assert stats.content.startswith("Stats for this chat\nModel: claude-sonnet-4-6 (window 20,000 tokens)")
+    assert "Messages: 0 active, 0 archived" in stats.content
+    refused = await slash("stats", None, channel=GENERAL, user=ANN)
+    assert refused.content == "/stats is for admins of this bot only. Nothing was changed."
+    helped = await slash("help", None, channel=GENERAL, user=ANN)
+    assert "/new" in helped.content
+    assert "/stats" not in helped.content
+
+    # The same commands typed as text.
+    typed = await w.reply_to(
+        lambda: dc.push_message(GENERAL, "/stats", author_id=ADMIN, username="boss", guild_id=GUILD)
+    )
+    assert (typed.kind, typed.content.split("\n")[0]) == ("message", "Stats for this chat")
+    typed_refusal = await w.reply_to(
+        lambda: dc.push_message(GENERAL, "/compact", author_id=BOB, username="bob", guild_id=GUILD)
+    )
+    assert typed_refusal.content == "/compact is for admins of this bot only. Nothing was changed."
+
+    # A private conversation with the admin, then /compact and /compact undo as slash commands.
+    notes = [f"note {i}: the staging database is db-{i}.internal. {FILLER}" for i in range(5)]
+    for note in notes:
+        answer = await w.reply_to(
+            functools.partial(dc.push_message, DM_ADMIN, note, author_id=ADMIN, username="boss")
         )
-        await dc.wait_for(
-            lambda: any("END-OF-REPLY" in s.content for s in dc.sent[before:]), timeout=REPLY_TIMEOUT
-        )
-        pieces = [s.content for s in dc.sent[before:]]
-        assert len(pieces) >= 3
-        assert all(len(piece) <= 2000 for piece in pieces)
-        for piece in pieces:
-            fences = [line for line in piece.split("\n") if line.startswith("```")]
-            assert len(fences) % 2 == 0, f"unbalanced code fence in a piece:\n{piece[:200]}"
-        joined = "\n".join(pieces)
-        assert [line for line in code if joined.count(line) != 1] == []
-        assert pieces[0].startswith("Here is the script you asked for:")
-        assert all(s.channel_id == GENERAL for s in dc.sent[before:])
-        assert all(s.allowed_mentions == loud.allowed_mentions for s in dc.sent[before:])
+        assert answer.content.startswith(f"echo: {note[:20]}")
+    assert len(await w.rows(DM_ADMIN)) == 10
+    compacted = await slash("compact", "keep the database names", channel=DM_ADMIN, user=ADMIN)
+    shape = r"Compaction ok: 10→(\d+) messages, [\d,]+→[\d,]+ tokens in \d+\.\d s\."
+    match = re.fullmatch(shape, compacted.content)
+    assert match is not None, compacted.content
+    assert len(await w.rows(DM_ADMIN)) == int(match.group(1)) < 10
+    summaries = [r for r in w.llm.requests if r.kind == "summary"]
+    assert len(summaries) == 1
+    assert "keep the database names" in json.dumps(summaries[0].body)
+
+    undone = await slash("compact", "undo", channel=DM_ADMIN, user=ADMIN)
+    assert re.fullmatch(
+        r"Undid the manual compaction from \d{4}-\d\d-\d\d \d\d:\d\d UTC: \d+ messages restored "
+        r"from the archive \(\d+\.\d s\)\.",
+        undone.content,
+    ), undone.content
+    rows = await w.rows(DM_ADMIN)
+    assert [r.text for r in rows if r.role == "user"] == notes
+    again = await slash("compact", "undo", channel=DM_ADMIN, user=ADMIN)
+    assert again.content.startswith("Nothing to undo")
+    report = await w.reply_to(lambda: dc.push_message(DM_ADMIN, "/stats", author_id=ADMIN, username="boss"))
+    assert "Compactions: manual ok 1" in report.content
+    assert "Last compaction: manual ok (undone)" in report.content
