@@ -23,16 +23,14 @@ CHAT = 1042
 def telegram_env(
     tmp_path: Path, db_url: str, llm: FakeAnthropic, tg: FakeTelegram, **extra: str
 ) -> dict[str, str]:
-    return base_env(
-        database_url=db_url,
-        anthropic_url=llm.base_url,
-        tmp=tmp_path,
-        TELEGRAM_BOT_TOKEN=TG_TOKEN,
-        TELEGRAM_BASE_URL=tg.base_url,
-        TELEGRAM_ALLOWED_USERS=str(USER),
-        TELEGRAM_ADMIN_IDS=str(USER),
+    values = {
+        "TELEGRAM_BOT_TOKEN": TG_TOKEN,
+        "TELEGRAM_BASE_URL": tg.base_url,
+        "TELEGRAM_ALLOWED_USERS": str(USER),
+        "TELEGRAM_ADMIN_IDS": str(USER),
         **extra,
-    )
+    }
+    return base_env(database_url=db_url, anthropic_url=llm.base_url, tmp=tmp_path, **values)
 
 
 @contextlib.asynccontextmanager
