@@ -23,7 +23,8 @@ UNSUPPORTED_MEDIA_REPLY = (
 
 def clean_name(name: str) -> str:
     """A display name safe to put in front of a message: one line, no control/bidi characters, bounded."""
-    name = _CONTROL.sub("", unicodedata.normalize("NFKC", name))
+    name = unicodedata.normalize("NFKC", name).replace("\n", " ").replace("\r", " ").replace("\t", " ")
+    name = _CONTROL.sub("", name)
     name = " ".join(name.split()).replace("[", "(").replace("]", ")")
     if len(name) > MAX_NAME_CHARS:
         name = name[: MAX_NAME_CHARS - 1] + "…"
@@ -66,7 +67,8 @@ def render_incoming(msg: IncomingMessage) -> Rendered:
     if caption and not msg.media:
         body = (body + "\n" + caption).strip()
     if msg.is_forwarded and body:
-        origin = clean_name(msg.forward_origin or "unknown")
+        # A quote in the origin's name must not end the attribute and forge markup around the content.
+        origin = clean_name(msg.forward_origin or "unknown").replace('"', "'")
         body = f'<forwarded from="{origin}">\n{_escape_tag(body, "forwarded")}\n</forwarded>'
     if msg.is_edit and body:
         body = f"(edited an earlier message) {body}"
