@@ -61,6 +61,7 @@ class World:
     async def wait_rows(
         self, chat_id: int, predicate: Callable[[list[StoredMessage]], bool], *, thread_id: int | None = None
     ) -> list[StoredMessage]:
+        """Poll the store (up to ~10 s) until the chat's stored window satisfies `predicate`."""
         for _ in range(100):
             rows = await self.rows(chat_id, thread_id)
             if predicate(rows):
@@ -69,7 +70,7 @@ class World:
         raise AssertionError(f"stored rows never matched: {[r.text for r in rows]}")
 
     def last_request_text(self) -> str:
-        """Everything the model was shown in the newest reply request (system and messages)."""
+        """The conversation the model was shown in the newest reply request, as JSON text."""
         replies = [r for r in self.llm.requests if r.kind == "reply"]
         return json.dumps(replies[-1].body["messages"], ensure_ascii=False)
 
@@ -102,6 +103,7 @@ async def discord_world(tmp_path: Path, db_url: str, **extra_env: str) -> AsyncI
 
 
 def assert_never_pings(sent: SentMessage) -> None:
+    """The send's allowed_mentions forbid @everyone/@here, roles and pinging the replied-to author."""
     mentions = sent.allowed_mentions
     assert mentions is not None, "every send must say whom it may ping"
     assert "everyone" not in mentions.get("parse", [])
