@@ -53,8 +53,9 @@ async def _run(family: str, policy: Policy, sizes: TraceSizes, db: str, pg_url: 
 
 
 async def run(
-    *, sizes: TraceSizes = TraceSizes(), db: str = "postgres", pg_url: str = DEFAULT_POSTGRES_URL
+    *, sizes: TraceSizes | None = None, db: str = "postgres", pg_url: str = DEFAULT_POSTGRES_URL
 ) -> dict[str, dict[str, float]]:
+    sizes = sizes or TraceSizes()
     results: dict[str, dict[str, float]] = {}
     for family in FAMILIES:
         print(f"cost[{family}] trace: {describe(generate(family, sizes=sizes))}", flush=True)
@@ -69,7 +70,8 @@ async def run(
             )
             print(
                 f"cost[{family}] {policy.name:8s} ${row[policy.name]:.4f} "
-                f"(oracle of this sequence ${row[f'oracle_{policy.name}']:.4f}; {len(result.requests)} calls, "
+                f"(oracle of this sequence ${row[f'oracle_{policy.name}']:.4f}; "
+                f"{len(result.requests)} calls, "
                 f"{result.scheduled_compactions} scheduled compactions, {result.wall_s:.1f}s)",
                 flush=True,
             )

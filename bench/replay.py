@@ -53,7 +53,7 @@ def bench_settings(database_url: str, base_url: str, **overrides: Any) -> Settin
         "gateway_allow_all_users": True,
         **overrides,
     }
-    return Settings(_env_file=None, **values)  # type: ignore[call-arg]
+    return Settings(_env_file=None, **values)
 
 
 @dataclass(frozen=True, slots=True)

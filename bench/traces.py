@@ -22,14 +22,15 @@ DAY = 86_400.0
 MINUTE = 60.0
 FAMILIES = ("private", "group", "tools")
 
-_WORDS = (
+_TEXT = (
     "the deploy failed again after we moved the config to staging so maybe check the logs before lunch "
     "i think the invoice for march is still missing and the client asked twice about the new pricing "
     "can you remind me what we decided about the database migration and the backup schedule tonight "
     "weather looks fine for the trip on saturday but the train tickets are expensive this week "
     "the kids have a school concert on thursday evening and somebody needs to pick up the cake "
     "please summarize the discussion about the roadmap and the hiring plan for the next quarter"
-).split()
+)
+_WORDS = _TEXT.split()
 _NAMES = ("Anna", "Boris", "Chen", "Dana", "Emeka", "Fatima", "Goran", "Hana")
 
 
@@ -118,8 +119,9 @@ class TraceSizes:
     tool_days: int = 2
 
 
-def generate(family: str, *, seed: int = 2026, sizes: TraceSizes = TraceSizes()) -> list[Event]:
+def generate(family: str, *, seed: int = 2026, sizes: TraceSizes | None = None) -> list[Event]:
     """All chats of one family merged in time order; the same seed always gives the same trace."""
+    sizes = sizes or TraceSizes()
     rng = random.Random(f"{family}:{seed}")
     events: list[Event] = []
     if family == "private":

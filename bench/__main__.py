@@ -1,0 +1,56 @@
+"""`make bench` / `python -m bench`: every benchmark in one run, printing medians and ratios.
+
+Sizes are chosen so the whole run stays under ten minutes on a 2-core machine: the cost traces are a few
+chats over two to four simulated days, the overhead benchmark takes 150 samples per session size, the
+throughput benchmark sends 500 chats x 10 messages. Postgres must answer on 127.0.0.1:5432 (a fresh
+database is created and dropped per benchmark; `--postgres-url` to change the server).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import platform
+import time
+
+from bench import (
+    bench_cache_policy,
+    bench_compressor,
+    bench_cost,
+    bench_morning,
+    bench_overhead,
+    bench_throughput,
+)
+from bench.databases import DEFAULT_POSTGRES_URL
+from bench.traces import TraceSizes
+
+COST_SIZES = TraceSizes(private_chats=2, private_days=2, groups=1, group_days=2, tool_chats=1, tool_days=1)
+
+
+async def _async_part(pg_url: str) -> None:
+    await bench_overhead.run(pg_url=pg_url)
+    await bench_throughput.run(pg_url=pg_url)
+    await bench_morning.run(pg_url=pg_url)
+    await bench_cost.run(sizes=COST_SIZES, pg_url=pg_url)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="Run every benchmark")
+    parser.add_argument("--postgres-url", default=DEFAULT_POSTGRES_URL)
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.WARNING)
+    started = time.perf_counter()
+    print(
+        f"machine: {platform.platform()}, Python {platform.python_version()}, {platform.processor() or 'cpu'}"
+    )
+    print("== compressor CPU ==", flush=True)
+    bench_compressor.main()
+    print("== cache policy CPU ==", flush=True)
+    bench_cache_policy.main()
+    asyncio.run(_async_part(args.postgres_url))
+    print(f"all benchmarks done in {time.perf_counter() - started:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
