@@ -8,7 +8,7 @@ import contextlib
 import json
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +32,8 @@ class TelegramWorld:
     gw: GatewayProcess
     env: dict[str, str]
     cwd: Path
+    earlier_logs: list[str] = field(default_factory=list)
+    """Log lines of processes stopped by `restart`."""
 
     def sent_to(self, chat_id: int, thread_id: int | None = None) -> list[Sent]:
         return [
@@ -48,9 +50,8 @@ class TelegramWorld:
             await self.tg.wait_for(lambda: len(self.sent_to(chat_id, thread_id)) >= n, timeout)
         except TimeoutError:
             got = [s.visible_text[:200] for s in self.sent_to(chat_id, thread_id)]
-            raise AssertionError(
-                f"expected {n} messages in chat {chat_id}, got {got}\n{self.gw.log_text()}"
-            ) from None
+            logs = "\n".join([*self.earlier_logs, self.gw.log_text()])
+            raise AssertionError(f"expected {n} messages in chat {chat_id}, got {got}\n{logs}") from None
         return self.sent_to(chat_id, thread_id)[:n]
 
     def replies(self) -> list[RecordedRequest]:
@@ -61,6 +62,7 @@ class TelegramWorld:
         """Graceful stop, then a new process with the same environment and database."""
         code = await self.gw.stop()
         assert code == 0, f"gateway exited with {code}:\n{self.gw.log_text()}"
+        self.earlier_logs.extend([*self.gw.logs, "---- restart ----"])
         self.gw = GatewayProcess(self.env, cwd=self.cwd)
         await self.gw.start()
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import html
 import re
+from typing import Any
 
 from tests.e2e.conftest import BOT_USERNAME, TelegramWorld, WorldFactory, body_text, tool_results
 from tests.fakes.telegram_html_parser import utf16_len
@@ -33,7 +34,8 @@ async def _private_chat_html_and_typing(world: TelegramWorld) -> None:
     world.tg.push_message(PRIVATE, "hello there", user_id=ALICE)
     (reply,) = await world.wait_replies(PRIVATE, 1)
     assert reply.parse_mode == "HTML"
-    assert "<b>bold</b>" in reply.text and "<code>code</code>" in reply.text
+    assert "<b>bold</b>" in reply.text
+    assert "<code>code</code>" in reply.text
     assert reply.visible_text == "Here is bold and code for you."
     # The typing action went out for this chat before the reply, while the model was still answering.
     calls = [(name.lower(), str(params.get("chat_id"))) for name, params in world.tg.requests]
@@ -44,7 +46,7 @@ async def _private_chat_html_and_typing(world: TelegramWorld) -> None:
 
 
 async def _group_answers_only_when_addressed(world: TelegramWorld) -> None:
-    group = {"chat_type": "supergroup", "chat_title": "Team"}
+    group: dict[str, Any] = {"chat_type": "supergroup", "chat_title": "Team"}
     world.tg.push_message(GROUP, "morning all, deploy is at 5pm", user_id=BOB, first_name="Bob", **group)
     world.tg.push_message(GROUP, "lunch at noon?", user_id=CAROL, first_name="Carol", **group)
     world.tg.push_message(
@@ -67,7 +69,7 @@ async def _group_answers_only_when_addressed(world: TelegramWorld) -> None:
 
 
 async def _forum_topics_are_separate_sessions(world: TelegramWorld) -> None:
-    forum = {"chat_type": "supergroup", "chat_title": "Forum", "is_topic_message": True}
+    forum: dict[str, Any] = {"chat_type": "supergroup", "chat_title": "Forum", "is_topic_message": True}
     world.tg.push_message(
         FORUM, f"@{BOT_USERNAME} remember code word ALPHA-7", user_id=ALICE, message_thread_id=11, **forum
     )
@@ -76,7 +78,8 @@ async def _forum_topics_are_separate_sessions(world: TelegramWorld) -> None:
         FORUM, f"@{BOT_USERNAME} what is the code word?", user_id=BOB, message_thread_id=22, **forum
     )
     (in_22,) = await world.wait_replies(FORUM, 1, thread_id=22)
-    assert in_11.message_thread_id == 11 and in_22.message_thread_id == 22
+    assert in_11.message_thread_id == 11
+    assert in_22.message_thread_id == 22
     topic_22 = body_text(world.replies()[-1])
     assert "what is the code word?" in topic_22
     assert "ALPHA-7" not in topic_22
@@ -91,7 +94,8 @@ async def _tool_round_trip(world: TelegramWorld) -> None:
     replies = await world.wait_replies(PRIVATE, 2)
     assert replies[1].visible_text == "It is tea time."
     first, second = world.replies()[before:]
-    assert first.body["tools"] and "current_time" in {t["name"] for t in first.body["tools"]}
+    assert first.body["tools"]
+    assert "current_time" in {t["name"] for t in first.body["tools"]}
     (result,) = tool_results(second)
     assert result["tool_use_id"] == "toolu_clock01"
     assert not result.get("is_error")
@@ -138,7 +142,8 @@ async def _long_reply_is_split(world: TelegramWorld) -> None:
         for line in block.split("\n")
     ]
     assert [_unescape(line) for line in in_code if "value_" in line] == CODE_LINES
-    assert chunks[0].reply_to is not None and all(c.reply_to is None for c in chunks[1:])
+    assert chunks[0].reply_to is not None
+    assert all(c.reply_to is None for c in chunks[1:])
 
 
 def _unescape(text: str) -> str:

@@ -6,6 +6,7 @@ undo and /stats (refused for non-admins, changing nothing).
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from tests.e2e.conftest import BOT_USERNAME, TelegramWorld, WorldFactory, body_text
 
@@ -39,7 +40,7 @@ async def test_telegram_compaction(telegram_world: WorldFactory) -> None:
 async def _say(world: TelegramWorld, chat: int, text: str, n: int, *, user: int = ALICE, **kw: object) -> str:
     """Send `text` and return the visible text of the chat's `n`-th bot message."""
     name = {ALICE: "Alice", BOB: "Bob"}[user]
-    group = {"chat_type": "supergroup", "chat_title": "Ops"} if chat < 0 else {}
+    group: dict[str, Any] = {"chat_type": "supergroup", "chat_title": "Ops"} if chat < 0 else {}
     world.tg.push_message(chat, text, user_id=user, first_name=name, **group, **kw)  # type: ignore[arg-type]
     replies = await world.wait_replies(chat, n, timeout=30)
     return replies[n - 1].visible_text
@@ -47,7 +48,7 @@ async def _say(world: TelegramWorld, chat: int, text: str, n: int, *, user: int 
 
 async def _hygiene_fires_before_the_turn(world: TelegramWorld) -> None:
     chat = HYGIENE_GROUP
-    group = {"chat_type": "supergroup", "chat_title": "Ops"}
+    group: dict[str, Any] = {"chat_type": "supergroup", "chat_title": "Ops"}
     await _say(world, chat, f"@{BOT_USERNAME} hi team", 1)
     for i in range(12):
         world.tg.push_message(chat, filler(f"early-{i}", 700), user_id=BOB, first_name="Bob", **group)
@@ -60,15 +61,19 @@ async def _hygiene_fires_before_the_turn(world: TelegramWorld) -> None:
     world.llm.script_reply("Mostly release planning.")
     reply = await _say(world, chat, f"@{BOT_USERNAME} what did I miss?", 3)
 
-    assert re.fullmatch(r"\(Context compacted: \d+→\d+ messages, [\d,]+→[\d,]+ tokens\.\)\n\nMostly release planning\.", reply), reply
+    assert re.fullmatch(
+        r"\(Context compacted: \d+→\d+ messages, [\d,]+→[\d,]+ tokens\.\)\n\nMostly release planning\.", reply
+    ), reply
     turn = world.llm.requests[requests_before:]
     assert [r.kind for r in turn] == ["summary", "reply"]
     answered = body_text(turn[1])
-    assert "night-10" in answered and "what did I miss?" in answered
+    assert "night-10" in answered
+    assert "what did I miss?" in answered
     # The middle of the conversation was summarized: the summarizer read it, the reply request has the
     # summary (which names "early-3") instead of the message itself.
     assert filler("early-3", 700) in body_text(turn[0])
-    assert filler("early-3", 700) not in answered and "early-3" in answered
+    assert filler("early-3", 700) not in answered
+    assert "early-3" in answered
 
     stats = await _say(world, chat, "/stats", 4)
     assert "Compactions: hygiene ok 1" in stats, stats
@@ -89,12 +94,18 @@ async def _compressor_fires_within_a_turn(world: TelegramWorld) -> None:
     assert reply.endswith("Done after compaction.")
     turn = world.llm.requests[requests_before:]
     assert [r.kind for r in turn] == ["reply", "summary", "reply"], [r.kind for r in turn]
-    assert turn[0].usage is not None and turn[0].usage["input_tokens"] + turn[0].usage[
-        "cache_read_input_tokens"
-    ] + turn[0].usage["cache_creation_input_tokens"] >= WINDOW // 2
+    assert turn[0].usage is not None
+    assert (
+        turn[0].usage["input_tokens"]
+        + turn[0].usage["cache_read_input_tokens"]
+        + turn[0].usage["cache_creation_input_tokens"]
+        >= WINDOW // 2
+    )
     final = body_text(turn[2])
-    assert "toolu_grow01" in final and filler("newest", 6000) in final
-    assert filler("middle", 5000) not in final and filler("middle", 5000) in body_text(turn[1])
+    assert "toolu_grow01" in final
+    assert filler("newest", 6000) in final
+    assert filler("middle", 5000) not in final
+    assert filler("middle", 5000) in body_text(turn[1])
 
     stats = await _say(world, chat, "/stats", 4)
     assert "Compactions: agent ok 1" in stats, stats
@@ -122,7 +133,9 @@ async def _admin_commands(world: TelegramWorld) -> None:
 
     n += 1
     compacted = await _say(world, chat, f"/compact@{BOT_USERNAME} keep the topics", n)
-    match = re.fullmatch(r"Compaction ok: 8→(\d+) messages, ([\d,]+)→([\d,]+) tokens in [\d.]+ s\.", compacted)
+    match = re.fullmatch(
+        r"Compaction ok: 8→(\d+) messages, ([\d,]+)→([\d,]+) tokens in [\d.]+ s\.", compacted
+    )
     assert match, compacted
     assert int(match.group(1)) < 8
     assert int(match.group(3).replace(",", "")) < int(match.group(2).replace(",", ""))
