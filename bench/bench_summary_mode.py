@@ -112,14 +112,14 @@ async def measure(*, aux: str, warm: bool, turns: int = 60, max_tokens: int = 6_
                 summarizer = LLMSummarizer(
                     client,
                     model=aux if mode == "standalone" else MAIN,
-                    mode=mode,  # type: ignore[arg-type]
+                    mode=mode,
                     prefix=PrefixContext(system=SYSTEM, tools=TOOLS, model=MAIN, cache_ttl="5m"),
                 )
                 result = await summarizer(_request(messages, start, end, max_tokens))
             finally:
                 await client.close()
         model = aux_info if mode == "standalone" else main_info
-        measured[mode] = cost_usd(model, result.usage, ttl="5m")  # type: ignore[index]
+        measured[mode] = cost_usd(model, result.usage, ttl="5m")
     costs = estimate_costs(
         main=main_info,
         aux=aux_info,
