@@ -37,11 +37,11 @@ async def test_telegram_compaction(telegram_world: WorldFactory) -> None:
         await _admin_commands(world)
 
 
-async def _say(world: TelegramWorld, chat: int, text: str, n: int, *, user: int = ALICE, **kw: object) -> str:
+async def _say(world: TelegramWorld, chat: int, text: str, n: int, *, user: int = ALICE) -> str:
     """Send `text` and return the visible text of the chat's `n`-th bot message."""
     name = {ALICE: "Alice", BOB: "Bob"}[user]
     group: dict[str, Any] = {"chat_type": "supergroup", "chat_title": "Ops"} if chat < 0 else {}
-    world.tg.push_message(chat, text, user_id=user, first_name=name, **group, **kw)  # type: ignore[arg-type]
+    world.tg.push_message(chat, text, user_id=user, first_name=name, **group)
     replies = await world.wait_replies(chat, n, timeout=30)
     return replies[n - 1].visible_text
 
