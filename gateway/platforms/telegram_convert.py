@@ -164,6 +164,6 @@ def _has_other(message: Message) -> bool:
 
 
 def _utf16_slice(text: str, offset: int, length: int) -> str:
-    """Telegram entity offsets count UTF-16 code units."""
-    encoded = text.encode("utf-16-le")
-    return encoded[offset * 2 : (offset + length) * 2].decode("utf-16-le", errors="replace")
+    """Telegram entity offsets count UTF-16 code units (a lone surrogate in the text is one unit too)."""
+    encoded = text.encode("utf-16-le", errors="surrogatepass")
+    return encoded[offset * 2 : (offset + length) * 2].decode("utf-16-le", errors="surrogatepass")
