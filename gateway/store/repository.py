@@ -76,6 +76,10 @@ logger = logging.getLogger(__name__)
 Clock = Callable[[], datetime]
 
 
+AUTHOR_NAME_MAX = 256
+"""Length of `messages.author_name`."""
+
+
 def utc_now() -> datetime:
     return datetime.now(UTC)
 
@@ -359,7 +363,8 @@ class Store:
             "content": clean_json(m.content),
             "text": clean_text(m.text),
             "author_id": m.author_id,
-            "author_name": clean_text(m.author_name) if m.author_name else m.author_name,
+            # Bounded to the column (a platform may send longer names than it documents).
+            "author_name": clean_text(m.author_name)[:AUTHOR_NAME_MAX] if m.author_name else m.author_name,
             "platform_message_id": m.platform_message_id,
             "token_estimate": max(0, m.token_estimate),
             "state": "active",
