@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +39,10 @@ def _push(tg: FakeTelegram, chat_id: int, update: dict[str, Any]) -> None:
     kw.setdefault("user_id", USER)
     text = kw.pop("text", "")
     tg.push_message(chat_id, text, **kw)
+
+
+def _sent_to(tg: FakeTelegram, chat: int, after: int) -> Callable[[], bool]:
+    return lambda: any(s.chat_id == chat for s in tg.sent[after:])
 
 
 async def _quiet(tg: FakeTelegram, seconds: float = 1.0) -> None:
@@ -96,7 +101,7 @@ async def test_hostile_corpus_through_telegram(tmp_path: Path, pg_url: str) -> N
                     llm.script_reply(case.script)
                 sent = len(tg.sent)
                 _push(tg, chat, case.update)
-                await tg.wait_for(lambda c=chat, n=sent: any(s.chat_id == c for s in tg.sent[n:]), timeout=15)
+                await tg.wait_for(_sent_to(tg, chat, sent), timeout=15)
                 await _quiet(tg, 0.5)
             alive = gw.proc is not None and gw.proc.returncode is None
         logs = gw.log_text()
