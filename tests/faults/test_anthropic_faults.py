@@ -15,6 +15,7 @@ from agent.llm import AnthropicClient
 from gateway.runner import Gateway
 from gateway.store.repository import Store
 from tests.e2e.harness import GatewayProcess
+from tests.fakes.anthropic_replies import FaultKind
 from tests.fakes.anthropic_server import FakeAnthropic
 from tests.fakes.telegram_server import FakeTelegram
 from tests.faults.conftest import CHAT, TG_TOKEN, USER, assert_clean_logs, query, telegram_env
@@ -72,12 +73,11 @@ async def test_one_failed_call_is_retried_and_answered(
 
 @pytest.mark.parametrize("kind", ["rate_limit", "overloaded", "server_error", "reset", "timeout"])
 async def test_lasting_fault_gives_a_human_reply_in_bounded_time(
-    kind: str, tmp_path: Path, sqlite_url: str
+    kind: FaultKind, tmp_path: Path, sqlite_url: str
 ) -> None:
     async with FakeAnthropic() as fake, retrying_bot(fake, sqlite_url, tmp_path) as bot:
-        fake.script_fault(
-            kind, times=-1, scope="reply", retry_after=0.5 if kind == "rate_limit" else None, delay=30
-        )  # type: ignore[arg-type]
+        retry_after = 0.5 if kind == "rate_limit" else None
+        fake.script_fault(kind, times=-1, scope="reply", retry_after=retry_after, delay=30)
         started = time.monotonic()
         replies = await bot.adapter.say("are you there?")
         elapsed = time.monotonic() - started

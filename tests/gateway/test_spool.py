@@ -102,7 +102,7 @@ async def test_put_fsyncs_the_spool_file_before_returning(
         synced.append(os.readlink(f"/proc/self/fd/{fd}"))
         real_fsync(fd)
 
-    monkeypatch.setattr(spool_module.os, "fsync", recording_fsync)
+    monkeypatch.setattr(os, "fsync", recording_fsync)
     spool = Spool(tmp_path / "spool")
     await spool.put(message(1))
     assert str(spool.path) in synced
