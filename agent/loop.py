@@ -19,7 +19,7 @@ from agent.llm import LLMClient, LLMRequest, LLMResponse
 from agent.models import CacheTTL, ModelInfo
 from agent.oversize import render_for_model
 from agent.prompt_caching import apply_cache_control, inject_context_block
-from agent.tokens import estimate_system, estimate_tools
+from agent.tokens import Calibration, estimate_message, estimate_system, estimate_tools
 from agent.tools.registry import ToolOutcome, ToolRegistry
 from agent.types import Block, Message
 from agent.usage import Usage
@@ -65,6 +65,8 @@ class LoopConfig:
     tool_output_max_chars: int = 20_000
     oversize_fraction: float = 0.25
     """A message estimated above this share of the context window is shown as head + tail."""
+    calibration: Calibration | None = None
+    """The model's tokenizer calibration: learns from every reply call, scales the loop's estimates."""
 
 
 @dataclass(slots=True)
@@ -118,6 +120,7 @@ class _Turn:
         self.compactions: list[tuple[str, CompressionResult]] = []
         self.system_note: str | None = None
         self.engine_tools = {str(s["name"]) for s in engine.tool_schemas()}
+        self.last_raw_estimate = 0
 
     # --- what the model is shown -----------------------------------------------------------------
 
@@ -146,11 +149,12 @@ class _Turn:
             system, messages, tools = cached.system_blocks, cached.messages, cached.tools or []
         else:
             system = [{"type": "text", "text": self.system}]
-        estimate = (
-            estimate_system(self.system)
-            + estimate_tools(tools)
-            + sum(self.engine.count_tokens(m) for m in messages)
+        raw = (
+            estimate_system(self.system) + estimate_tools(tools) + sum(estimate_message(m) for m in messages)
         )
+        self.last_raw_estimate = raw
+        calibration = self.config.calibration
+        estimate = calibration.apply(raw) if calibration is not None else raw
         request = LLMRequest(
             model=self.config.model.name,
             system=system,
@@ -201,6 +205,8 @@ class _Turn:
             request, _ = self.build()
             last_ref = self.window[-1].ref if self.window else None
             response = await self.llm.create(request)
+        if self.config.calibration is not None:
+            self.config.calibration.observe(estimated=self.last_raw_estimate, reported=response.usage)
         self.engine.update_from_usage(response.usage)
         self.usage_total = self.usage_total + response.usage
         await self.hooks.usage(response, "reply", last_ref)

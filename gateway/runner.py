@@ -20,7 +20,7 @@ from agent.loop import LoopConfig
 from agent.models import CacheTTL, ModelInfo, lookup_model
 from agent.summarizer import LLMSummarizer, PrefixContext
 from agent.summary_mode import CostAwareSummarizer
-from agent.tokens import estimate_message
+from agent.tokens import CalibratedCounter, Calibration
 from agent.tools.current_time import current_time_tool
 from agent.tools.recall import recall_tool
 from agent.tools.registry import ToolRegistry
@@ -104,6 +104,8 @@ class Gateway:
         self.scheduler: JobScheduler | None = None
         self.metrics_server: MetricsServer | None = None
         ttl = cache_ttl_of(settings)
+        # Claude's tokenizer is not tiktoken's: one calibration per process, learned from every reply call.
+        self.calibration = Calibration(self.model.name)
         self.turns = TurnRunner(
             store=store,
             locks=self.locks,
@@ -117,6 +119,7 @@ class Gateway:
                     max_iterations=settings.agent.max_iterations,
                     cache_ttl=ttl,
                     tool_output_max_chars=settings.agent.tool_output_max_chars,
+                    calibration=self.calibration,
                 ),
                 compression_enabled=settings.compression.enabled,
                 hygiene_threshold=settings.compression.hygiene_threshold,
@@ -178,7 +181,7 @@ class Gateway:
                 protect_last_n=comp.protect_last_n,
             ),
             summarizer=summarizer,
-            count_tokens=estimate_message,
+            count_tokens=CalibratedCounter(self.calibration),
             state=EngineState.from_json(state),
         )
 
@@ -204,7 +207,7 @@ class Gateway:
                 cache_ttl=ttl,
             ),
             cache_warm=cache_warm,
-            count_tokens=estimate_message,
+            count_tokens=CalibratedCounter(self.calibration),
             aux_client=self.summary_llm,
         )
 

@@ -326,6 +326,10 @@ class TurnRunner:
         body = "\n\n".join([*notices, text]) if notices else text
         await self.send(OutgoingMessage(chat=chat, text=body, reply_to_message_id=reply_to))
 
+    def _calibrated(self, estimate: int) -> int:
+        calibration = self.settings.loop.calibration
+        return calibration.apply(estimate) if calibration is not None else estimate
+
     async def _hygiene(
         self, session_pk: int, engine: ContextEngine, rows: Sequence[StoredMessage]
     ) -> tuple[Sequence[StoredMessage], CompactionReport | None]:
@@ -334,8 +338,8 @@ class TurnRunner:
             enabled=self.settings.compression_enabled,
             message_count=inputs.message_count,
             last_prompt_tokens=inputs.last_prompt_tokens,
-            tokens_since_call=inputs.tokens_since_call,
-            active_tokens=inputs.active_tokens,
+            tokens_since_call=self._calibrated(inputs.tokens_since_call),
+            active_tokens=self._calibrated(inputs.active_tokens),
             context_length=self.settings.model.context_window,
             threshold=self.settings.hygiene_threshold,
         )

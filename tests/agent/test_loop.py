@@ -22,7 +22,7 @@ from agent.llm import LLMRequest, LLMResponse
 from agent.loop import Entry, LoopConfig, TurnResult, run_turn
 from agent.models import lookup_model
 from agent.prompt_caching import CachedRequest, count_breakpoints
-from agent.tokens import estimate_message
+from agent.tokens import Calibration, estimate_message
 from agent.tools.current_time import current_time_tool
 from agent.tools.registry import Tool, ToolRegistry
 from agent.types import Block, Message, text_of
@@ -469,3 +469,12 @@ async def test_end_to_end_with_the_sdk_the_compressor_and_the_fake_api() -> None
     first_prompt = sum(fake.requests[0].usage[k] for k in ("input_tokens", "cache_read_input_tokens",
                                                            "cache_creation_input_tokens"))  # fmt: skip
     assert final_prompt < first_prompt
+
+
+async def test_reply_calls_teach_the_calibration_the_models_real_token_counts() -> None:
+    calibration = Calibration(MODEL.name)
+    llm = ScriptedLLM(reply("done", usage=Usage(input_tokens=1_500)))
+    await turn(llm, window=[Entry(user("hello " * 600), 1)], cfg=config(calibration=calibration))
+    assert calibration.samples == 1
+    assert calibration.factor > 1.0  # the API counted more tokens than the local estimate
+    assert calibration.apply(1_000) > 1_000
