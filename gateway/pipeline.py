@@ -168,7 +168,7 @@ class Pipeline:
         if problem is not None:
             await self._reply(msg, f"/{name}: {problem}.")
             return
-        chat = await self.store.get_or_create_chat(
+        chat = await self.store.chat_for(
             msg.chat.platform,
             msg.chat.chat_id,
             msg.chat.thread_id,
@@ -207,7 +207,7 @@ class Pipeline:
                 "You're sending messages faster than I can answer. I kept this one; "
                 "please wait a minute before asking again.",
             )
-        chat = await self.store.get_or_create_chat(
+        chat = await self.store.chat_for(
             msg.chat.platform,
             msg.chat.chat_id,
             msg.chat.thread_id,
@@ -222,14 +222,13 @@ class Pipeline:
                     f"This chat has used its daily budget (${self.daily_budget_usd:.2f}). "
                     "I kept your message and will answer again tomorrow."
                 )
-        session = await self.store.active_session(chat.id)
         content: list[dict[str, Any]] = [{"type": "text", "text": rendered.text}]
         if needs_reply:
             # Per-request context travels with the message it belongs to (never in the system prompt),
             # so every earlier message stays byte-identical and the cached prefix keeps hitting.
             content.insert(0, context_block(request_context(msg)))
-        result = await self.store.append_message(
-            session.id,
+        _session, result = await self.store.store_incoming(
+            chat.id,
             NewMessage(
                 role="user",
                 content=content,

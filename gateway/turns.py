@@ -29,13 +29,15 @@ from agent.loop import Entry, LoopConfig, TurnResult, run_turn
 from agent.models import CacheTTL, ModelInfo, cost_usd
 from agent.tools.registry import ToolRegistry
 from agent.types import Message
-from gateway.cache_policy import CacheMode, decide_compaction, ttl_for_turn
+from gateway.cache_policy import CacheMode, cache_expired, decide_compaction, ttl_for_turn
 from gateway.compaction import CompactionReport, compact_session, persist_result
 from gateway.hygiene import decide
 from gateway.metrics import Metrics
 from gateway.platforms.base import ChatRef, OutgoingMessage
+from gateway.store.hotpath import TurnSnapshot
+from gateway.store.jobs import CacheState
 from gateway.store.lock import ChatLocks
-from gateway.store.records import SessionRecord
+from gateway.store.records import HygieneInputs, SessionRecord
 from gateway.store.repository import CallRecord, NewMessage, Store, StoredMessage
 from gateway.window import build_window
 
@@ -247,13 +249,12 @@ class TurnRunner:
         turns = 0
         async with self.locks.hold(chat_pk):
             while True:
-                session = await self.store.active_session(chat_pk)
-                rows = await self.store.load_window(session.id)
-                pending = [r for r in rows if r.needs_reply and not r.replied]
+                snapshot = await self.store.turn_snapshot(chat_pk)
+                pending = [r for r in snapshot.rows if r.needs_reply and not r.replied]
                 if not pending:
                     return turns
                 started = time.perf_counter()
-                await self._turn(chat, chat_pk, session, rows, pending)
+                await self._turn(chat, chat_pk, snapshot, pending)
                 if self.metrics is not None:
                     self.metrics.observe_turn(time.perf_counter() - started)
                 turns += 1
@@ -262,20 +263,24 @@ class TurnRunner:
         self,
         chat: ChatRef,
         chat_pk: int,
-        session: SessionRecord,
-        rows: Sequence[StoredMessage],
+        snapshot: TurnSnapshot,
         pending: Sequence[StoredMessage],
     ) -> None:
+        session = snapshot.session
+        rows: Sequence[StoredMessage] = snapshot.rows
         session_pk = session.id
         engine = self.make_engine(session.engine_state, session=session)
         notices: list[str] = []
         reply_to = pending[-1].platform_message_id
         try:
-            rows, report = await self._cache_aware(session_pk, engine, rows)
+            rows, report = await self._cache_aware(session_pk, engine, rows, snapshot.cache)
             if report is None or not report.changed:
                 # A cache-aware attempt that changed nothing must not stand in for the safety net.
-                rows, hygiene = await self._hygiene(session_pk, engine, rows)
+                rows, hygiene = await self._hygiene(session_pk, engine, rows, snapshot.hygiene)
                 report = hygiene or report
+            if report is not None and report.changed:
+                # The compaction moved the counters, the cache state and the compaction count.
+                snapshot = await self.store.turn_snapshot(chat_pk)
             if report is not None and self.settings.notify_compaction:
                 notices.append(notice_for(report))
             items = build_window(rows)
@@ -287,9 +292,8 @@ class TurnRunner:
                 engine=engine,
                 after_id=rows[-1].id if rows else None,
             )
-            hooks.ttl = await self._ttl_for(session_pk)
-            session = await self.store.active_session(chat_pk)
-            system = system_prompt_for(self.settings.system_prompt, session.compaction_count)
+            hooks.ttl = self._ttl_for(snapshot.cache, new_tokens=snapshot.session.tokens_since_call)
+            system = system_prompt_for(self.settings.system_prompt, snapshot.session.compaction_count)
             started = time.perf_counter()
             async with self.typing(chat):
                 result: TurnResult = await run_turn(
@@ -331,9 +335,12 @@ class TurnRunner:
         return calibration.apply(estimate) if calibration is not None else estimate
 
     async def _hygiene(
-        self, session_pk: int, engine: ContextEngine, rows: Sequence[StoredMessage]
+        self,
+        session_pk: int,
+        engine: ContextEngine,
+        rows: Sequence[StoredMessage],
+        inputs: HygieneInputs,
     ) -> tuple[Sequence[StoredMessage], CompactionReport | None]:
-        inputs = await self.store.hygiene_inputs(session_pk)
         decision = decide(
             enabled=self.settings.compression_enabled,
             message_count=inputs.message_count,
@@ -363,13 +370,12 @@ class TurnRunner:
         return rows, report
 
     async def _cache_aware(
-        self, session_pk: int, engine: ContextEngine, rows: Sequence[StoredMessage]
+        self, session_pk: int, engine: ContextEngine, rows: Sequence[StoredMessage], state: CacheState
     ) -> tuple[Sequence[StoredMessage], CompactionReport | None]:
         """Compact first when this request will rewrite the whole prompt cache anyway (it expired)."""
         share = self.settings.cache_aware_share
         if share is None or not self.settings.compression_enabled:
             return rows, None
-        state = await self.store.cache_state(session_pk)
         decision = decide_compaction(
             enabled=True,
             message_count=state.message_count,
@@ -399,14 +405,22 @@ class TurnRunner:
             rows = await self.store.load_window(session_pk)
         return rows, report
 
-    async def _ttl_for(self, session_pk: int) -> CacheTTL | None:
-        """This turn's cache TTL: the fixed setting, or (auto) the cheapest for the chat's request gaps."""
+    def _ttl_for(self, state: CacheState, *, new_tokens: int) -> CacheTTL | None:
+        """This turn's cache TTL: the fixed setting, or (auto) the cheapest for the chat's request gaps
+        given the time since its last call and whether that call's cache entry is still live."""
         mode = self.settings.cache_mode
         if mode is None or mode != "auto":
             return self.settings.cache_ttl
-        state = await self.store.cache_state(session_pk)
+        now = self.clock()
+        elapsed = None if state.last_call_at is None else (now - state.last_call_at).total_seconds()
         return ttl_for_turn(
-            mode, state.cache_gaps, prefix_tokens=state.context_tokens, model=self.settings.model
+            mode,
+            state.cache_gaps,
+            prefix_tokens=state.context_tokens,
+            model=self.settings.model,
+            elapsed=elapsed,
+            live_prefix=not cache_expired(state.last_call_at, state.last_ttl, now),
+            new_tokens=new_tokens,
         )
 
     def _timed_llm(self, chat: ChatRef) -> LLMClient:

@@ -73,6 +73,11 @@ async def _state(conn: AsyncConnection, row: Any) -> CacheState:
     )
 
 
+async def cache_state_of(conn: AsyncConnection, row: Any) -> CacheState:
+    """The cache state of a session row already read (one more query only once a call was made)."""
+    return await _state(conn, row)
+
+
 async def cache_state(conn: AsyncConnection, session_pk: int) -> CacheState | None:
     row = (await conn.execute(select(sessions).where(sessions.c.id == session_pk))).one_or_none()
     return None if row is None else await _state(conn, row)

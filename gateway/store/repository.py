@@ -21,6 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from gateway.errors import StoreError
 from gateway.store import compaction as _compaction
+from gateway.store import hotpath as _hot
 from gateway.store import jobs as _jobs
 from gateway.store import stats as _stats
 from gateway.store import usage as _usage
@@ -97,6 +98,8 @@ class Store:
         self.dialect: str = engine.dialect.name
         self.on_stored: Callable[[str, int], None] | None = None
         """Called after a commit with (role, count) of newly stored messages (for metrics)."""
+        self._chats: dict[tuple[str, str, str], ChatRecord] = {}
+        """Chat rows by (platform, chat_id, thread_id): they never change but for their title."""
 
     @classmethod
     async def open(
@@ -168,6 +171,20 @@ class Store:
                 row = (await conn.execute(select(chats).where(chats.c.id == row.id))).one()
             return to_chat(row)
 
+    async def chat_for(
+        self, platform: str, chat_id: str, thread_id: str | None = None, *, kind: str, title: str | None
+    ) -> ChatRecord:
+        """`get_or_create_chat` answered from this process's memory while the title is unchanged."""
+        key = (platform, chat_id, thread_id or "")
+        cached = self._chats.get(key)
+        if cached is not None and (not title or cached.title == title):
+            return cached
+        chat = await self.get_or_create_chat(platform, chat_id, thread_id, kind=kind, title=title)
+        if len(self._chats) >= _hot.CHAT_CACHE_MAX:
+            self._chats.clear()
+        self._chats[key] = chat
+        return chat
+
     async def get_chat(self, chat_pk: int) -> ChatRecord | None:
         async with self._tx("get_chat") as conn:
             row = (await conn.execute(select(chats).where(chats.c.id == chat_pk))).one_or_none()
@@ -200,6 +217,42 @@ class Store:
                 )
                 row = (await conn.execute(query)).one()
             return to_session(row)
+
+    async def store_incoming(self, chat_pk: int, message: NewMessage) -> tuple[SessionRecord, AppendResult]:
+        """Append one message to the chat's active session (created if there is none) in one transaction.
+
+        A platform message id the chat already holds changes nothing and returns the stored row.
+        """
+        try:
+            async with self._tx("store_incoming") as conn:
+                session, row = await _hot.store_incoming(
+                    conn,
+                    self._insert,
+                    chat_pk,
+                    lambda session_pk, seq: self._message_values(session_pk, chat_pk, seq, message),
+                    message,
+                    new_session=self._new_session_values(chat_pk),
+                    now=self.now(),
+                )
+        except _hot.DuplicateDelivery as duplicate:
+            async with self._tx("store_incoming") as conn:
+                existing = await _hot.stored_duplicate(conn, chat_pk, message.platform_message_id)
+                session_row = await _hot.active_session_row(
+                    conn, self._insert, chat_pk, self._new_session_values(chat_pk)
+                )
+            if existing is None:
+                raise StoreError(
+                    f"message {message.platform_message_id} conflicted but is not stored"
+                ) from duplicate
+            return to_session(session_row), AppendResult(existing, created=False)
+        if self.on_stored is not None:
+            self.on_stored(message.role, 1)
+        return session, AppendResult(row, created=True)
+
+    async def turn_snapshot(self, chat_pk: int) -> _hot.TurnSnapshot:
+        """The active session, its window rows, hygiene inputs and cache state, in one transaction."""
+        async with self._tx("turn_snapshot") as conn:
+            return await _hot.turn_snapshot(conn, self._insert, chat_pk, self._new_session_values(chat_pk))
 
     async def new_session(self, chat_pk: int) -> SessionRecord:
         """End the chat's active session (kept, inactive) and start a fresh one."""

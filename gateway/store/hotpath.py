@@ -1,0 +1,138 @@
+"""The per-message queries, folded into as few round trips as possible.
+
+`store_incoming` finds (or creates) the chat's active session and appends one message in one
+transaction; `turn_snapshot` reads everything a turn starts from (session row, window rows, hygiene
+inputs, cache state) in one. Both stay O(1) in archived history: they touch the session row and the
+window index only. Each function takes an open connection; `Store` owns the transactions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Row, select, update
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from gateway.store import jobs as _jobs
+from gateway.store.records import HygieneInputs, NewMessage, SessionRecord, StoredMessage
+from gateway.store.rows import messages, sessions, to_message, to_session
+from gateway.store.window import SEQ_STEP, window_query
+
+CHAT_CACHE_MAX = 100_000
+"""Chat rows `Store.chat_for` keeps in memory per process (the cache starts over when full)."""
+
+InsertFn = Callable[[Any], Any]
+"""The dialect's `insert` (ON CONFLICT support differs between Postgres and SQLite)."""
+
+
+class DuplicateDelivery(Exception):
+    """The platform message is already stored in this chat: the transaction must roll back."""
+
+
+@dataclass(frozen=True, slots=True)
+class TurnSnapshot:
+    """What a turn starts from, read together."""
+
+    session: SessionRecord
+    rows: list[StoredMessage]
+    hygiene: HygieneInputs
+    cache: _jobs.CacheState
+
+
+async def _ensure_session(
+    conn: AsyncConnection, insert: InsertFn, chat_pk: int, new_values: dict[str, Any]
+) -> None:
+    await conn.execute(
+        insert(sessions)
+        .values(**new_values)
+        .on_conflict_do_nothing(index_elements=["chat_pk"], index_where=sessions.c.active)
+    )
+
+
+async def store_incoming(
+    conn: AsyncConnection,
+    insert: InsertFn,
+    chat_pk: int,
+    values: Callable[[int, int], dict[str, Any]],
+    message: NewMessage,
+    *,
+    new_session: dict[str, Any],
+    now: Any,
+) -> tuple[SessionRecord, StoredMessage]:
+    """Bump the active session's counters (creating it if needed) and insert the message.
+
+    `values(session_pk, seq)` gives the message row. Raises DuplicateDelivery when the chat already
+    holds the platform message id (the caller rolls back, so the counters stay as they were).
+    """
+    tokens = max(0, message.token_estimate)
+    bump = (
+        update(sessions)
+        .where(sessions.c.chat_pk == chat_pk, sessions.c.active)
+        .values(
+            next_seq=sessions.c.next_seq + SEQ_STEP,
+            active_message_count=sessions.c.active_message_count + 1,
+            active_tokens=sessions.c.active_tokens + tokens,
+            tokens_since_call=sessions.c.tokens_since_call + tokens,
+            last_activity_at=now,
+        )
+        .returning(*sessions.c)
+    )
+    row = (await conn.execute(bump)).one_or_none()
+    if row is None:
+        await _ensure_session(conn, insert, chat_pk, new_session)
+        row = (await conn.execute(bump)).one()
+    session = to_session(row)
+    inserted = (
+        await conn.execute(
+            insert(messages)
+            .values(**values(session.id, int(row.next_seq) - SEQ_STEP))
+            .on_conflict_do_nothing()
+            .returning(*messages.c)
+        )
+    ).one_or_none()
+    if inserted is None:
+        raise DuplicateDelivery(message.platform_message_id)
+    return session, to_message(inserted)
+
+
+async def stored_duplicate(
+    conn: AsyncConnection, chat_pk: int, platform_message_id: str | None
+) -> StoredMessage | None:
+    """The row a redelivered platform message already has in this chat."""
+    row = (
+        await conn.execute(
+            select(messages).where(
+                messages.c.chat_pk == chat_pk, messages.c.platform_message_id == platform_message_id
+            )
+        )
+    ).one_or_none()
+    return None if row is None else to_message(row)
+
+
+async def active_session_row(
+    conn: AsyncConnection, insert: InsertFn, chat_pk: int, new_session: dict[str, Any]
+) -> Row[Any]:
+    query = select(sessions).where(sessions.c.chat_pk == chat_pk, sessions.c.active)
+    row = (await conn.execute(query)).one_or_none()
+    if row is None:
+        await _ensure_session(conn, insert, chat_pk, new_session)
+        row = (await conn.execute(query)).one()
+    return row
+
+
+async def turn_snapshot(
+    conn: AsyncConnection, insert: InsertFn, chat_pk: int, new_session: dict[str, Any]
+) -> TurnSnapshot:
+    """The active session (created if needed), its window rows, hygiene inputs and cache state."""
+    row = await active_session_row(conn, insert, chat_pk, new_session)
+    rows = [to_message(r) for r in await conn.execute(window_query(row.id))]
+    hygiene = HygieneInputs(
+        message_count=row.active_message_count,
+        active_tokens=row.active_tokens,
+        last_prompt_tokens=row.last_prompt_tokens,
+        tokens_since_call=row.tokens_since_call,
+    )
+    cache = await _jobs.cache_state_of(conn, row)
+    return TurnSnapshot(session=to_session(row), rows=rows, hygiene=hygiene, cache=cache)
