@@ -18,6 +18,7 @@ prefix below the model's minimum cacheable length is never cached, so no marker 
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
@@ -82,3 +83,127 @@ def choose_ttl(
     if len(gaps_seconds) < min_samples:
         return DEFAULT_TTL
     return expected_costs(gaps_seconds).best
+
+
+# --- per request, conditioned on the gap that just elapsed ----------------------------------------------
+
+
+def _gap_class(gap: float) -> int:
+    """0: within 5 min (a burst), 1: within the hour (a pause), 2: longer (a break)."""
+    return 0 if gap <= FIVE_MINUTES else 1 if gap <= ONE_HOUR else 2
+
+
+@dataclass(frozen=True, slots=True)
+class NextGapOdds:
+    """Probabilities that the next request comes within 5 and 60 minutes, and the evidence behind them."""
+
+    p5: float
+    p60: float
+    samples: int
+    """Past gaps that followed a gap of the same class as the current one."""
+
+
+PRIOR_WEIGHT: Final = 2.0
+"""How many pseudo-samples of the chat's overall gap mix a conditional estimate starts from."""
+
+
+def next_gap_odds(gaps_seconds: Sequence[float], *, elapsed: float | None) -> NextGapOdds:
+    """Odds for the next gap given the gap that just elapsed (None: none yet).
+
+    Counts, in the chat's history, the gaps that followed a gap of the same class (burst, pause,
+    break) and blends them with the overall mix, so a handful of pairs cannot swing the choice.
+    """
+    overall = expected_costs(gaps_seconds)
+    if elapsed is None:
+        return NextGapOdds(overall.p5, overall.p60, 0)
+    state = _gap_class(elapsed)
+    following = [b for a, b in itertools.pairwise(gaps_seconds) if _gap_class(a) == state]
+    n = len(following)
+    within5 = sum(1 for g in following if g <= FIVE_MINUTES)
+    within60 = sum(1 for g in following if g <= ONE_HOUR)
+    return NextGapOdds(
+        p5=(within5 + PRIOR_WEIGHT * overall.p5) / (n + PRIOR_WEIGHT),
+        p60=(within60 + PRIOR_WEIGHT * overall.p60) / (n + PRIOR_WEIGHT),
+        samples=n,
+    )
+
+
+_WRITE: Final[dict[CacheTTL | None, float]] = {
+    None: 1.0,
+    "5m": CACHE_WRITE_5M_MULTIPLIER,
+    "1h": CACHE_WRITE_1H_MULTIPLIER,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class MarkerCosts:
+    """Expected cost (token x base price) of this request plus the next one's re-use, per choice."""
+
+    none: float
+    five_minutes: float
+    one_hour: float
+
+    @property
+    def best(self) -> CacheTTL | None:
+        options: list[tuple[float, int, CacheTTL | None]] = [
+            (self.five_minutes, 0, "5m"),
+            (self.one_hour, 1, "1h"),
+            (self.none, 2, None),
+        ]
+        return min(options, key=lambda o: (o[0], o[1]))[2]
+
+
+def marker_costs(odds: NextGapOdds, *, total_tokens: int, new_tokens: int, rebuy: float) -> MarkerCosts:
+    """This request and the next, per choice: `new_tokens` are paid at the write price (1.0 without
+    markers), the rest of the prompt is a live prefix read at 0.1 (only with markers: a request
+    without them reads nothing); at the next request the whole prompt is read at 0.1 if it comes
+    within the TTL, else bought again at `rebuy`."""
+    new = min(max(new_tokens, 0), total_tokens)
+    old = total_tokens - new
+
+    def with_marker(ttl: CacheTTL, p: float) -> float:
+        now = _WRITE[ttl] * new + CACHE_READ_MULTIPLIER * old
+        return now + total_tokens * (CACHE_READ_MULTIPLIER * p + rebuy * (1.0 - p))
+
+    return MarkerCosts(
+        none=float(total_tokens) * (1.0 + rebuy),
+        five_minutes=with_marker("5m", odds.p5),
+        one_hour=with_marker("1h", odds.p60),
+    )
+
+
+def choose_marker(
+    gaps_seconds: Sequence[float],
+    *,
+    elapsed: float | None,
+    live_prefix: bool,
+    prompt_tokens: int,
+    new_tokens: int,
+    model: ModelInfo,
+    min_samples: int = MIN_SAMPLES,
+) -> CacheTTL | None:
+    """The TTL for this request given the chat's state (`auto`).
+
+    With a live cached prefix (the previous request's entry has not expired) only the new tokens
+    are at stake now and a marker is always placed, since a request without one cannot read the
+    prefix. Otherwise the whole prompt is new and the long-run cost per request of each choice
+    under the odds for the next gap decides, as in `expected_costs`. `rebuy` (what a token costs
+    when it must be bought again) is the write price of the chat's long-run best choice.
+    """
+    if prompt_tokens < model.min_cacheable_tokens:
+        return None
+    if len(gaps_seconds) < min_samples:
+        return DEFAULT_TTL
+    odds = next_gap_odds(gaps_seconds, elapsed=elapsed)
+    if not live_prefix:
+        stationary = TtlCosts(
+            p5=odds.p5,
+            p60=odds.p60,
+            none=1.0,
+            five_minutes=CACHE_READ_MULTIPLIER * odds.p5 + CACHE_WRITE_5M_MULTIPLIER * (1.0 - odds.p5),
+            one_hour=CACHE_READ_MULTIPLIER * odds.p60 + CACHE_WRITE_1H_MULTIPLIER * (1.0 - odds.p60),
+        )
+        return stationary.best
+    rebuy = _WRITE[expected_costs(gaps_seconds).best]
+    costs = marker_costs(odds, total_tokens=prompt_tokens, new_tokens=new_tokens, rebuy=rebuy)
+    return "5m" if costs.five_minutes <= costs.one_hour else "1h"

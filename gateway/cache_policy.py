@@ -14,7 +14,7 @@ from datetime import datetime, timedelta
 from typing import Literal
 
 from agent.models import CacheTTL, ModelInfo
-from agent.ttl_policy import choose_ttl
+from agent.ttl_policy import choose_marker, choose_ttl
 
 CacheMode = Literal["5m", "1h", "auto"]
 TTL_SECONDS: dict[str, float] = {"5m": 300.0, "1h": 3600.0}
@@ -23,17 +23,36 @@ MIN_MESSAGES = 4
 
 
 def ttl_for_turn(
-    mode: CacheMode | None, gaps_seconds: Sequence[float], *, prefix_tokens: int, model: ModelInfo
+    mode: CacheMode | None,
+    gaps_seconds: Sequence[float],
+    *,
+    prefix_tokens: int,
+    model: ModelInfo,
+    elapsed: float | None = None,
+    live_prefix: bool = False,
+    new_tokens: int | None = None,
 ) -> CacheTTL | None:
     """The TTL for this chat's next request: fixed, or (auto) the cheapest for its gaps.
 
-    Returns None for "place no cache markers"; `mode` None means caching is disabled.
+    `elapsed` (seconds since the chat's last call), `live_prefix` (that call's cache entry is still
+    readable) and `new_tokens` (stored since that call) let `auto` decide for this request's state;
+    without them it decides from the chat's gap mix alone. Returns None for "place no cache
+    markers"; `mode` None means caching is disabled.
     """
     if mode is None:
         return None
-    if mode == "auto":
+    if mode != "auto":
+        return mode
+    if elapsed is None:
         return choose_ttl(gaps_seconds, prefix_tokens=prefix_tokens, model=model)
-    return mode
+    return choose_marker(
+        gaps_seconds,
+        elapsed=elapsed,
+        live_prefix=live_prefix,
+        prompt_tokens=prefix_tokens,
+        new_tokens=prefix_tokens if new_tokens is None else new_tokens,
+        model=model,
+    )
 
 
 def cache_expired(last_call_at: datetime | None, last_ttl: str | None, now: datetime) -> bool:

@@ -67,3 +67,60 @@ def test_too_few_gaps_fall_back_to_the_default() -> None:
     assert choose_ttl([9_000.0, 9_000.0], prefix_tokens=20_000, model=SONNET) == "5m"
     with pytest.raises(ValueError):
         expected_costs([])
+
+
+def test_next_gap_odds_follow_the_gap_that_just_elapsed() -> None:
+    from agent.ttl_policy import PRIOR_WEIGHT, next_gap_odds
+
+    # a working pattern: bursts of quick turns, each burst after a break of two hours or more
+    gaps = [m * MINUTE for m in (2, 3, 2, 150, 1, 2, 3, 180, 2, 2, 1, 200)]
+    overall = expected_costs(gaps)
+    after_break = next_gap_odds(gaps, elapsed=240 * MINUTE)
+    # the two breaks followed by another gap were both followed by a 1-minute or 2-minute gap
+    assert after_break.samples == 2
+    assert after_break.p5 == pytest.approx((2 + PRIOR_WEIGHT * overall.p5) / (2 + PRIOR_WEIGHT))
+    in_burst = next_gap_odds(gaps, elapsed=2 * MINUTE)
+    # nine burst gaps, followed by six quick ones and three breaks
+    assert in_burst.samples == 9
+    assert in_burst.p5 == pytest.approx((6 + PRIOR_WEIGHT * overall.p5) / (9 + PRIOR_WEIGHT))
+    assert after_break.p5 > overall.p5 > in_burst.p5
+    assert next_gap_odds(gaps, elapsed=None).p5 == pytest.approx(overall.p5)
+
+
+def test_a_live_prefix_is_always_read_even_when_the_chat_rarely_returns_in_time() -> None:
+    from agent.ttl_policy import choose_marker
+
+    rare = [m * MINUTE for m in (130, 180, 240, 600, 900, 4)]
+    # the previous call's entry is still live: a request without markers would pay it all again
+    live = choose_marker(
+        rare, elapsed=4 * MINUTE, live_prefix=True, prompt_tokens=30_000, new_tokens=500, model=SONNET
+    )
+    assert live == "5m"
+    cold = choose_marker(
+        rare, elapsed=300 * MINUTE, live_prefix=False, prompt_tokens=30_000, new_tokens=30_000, model=SONNET
+    )
+    assert cold is None
+
+
+def test_marker_costs_with_worked_numbers() -> None:
+    from agent.ttl_policy import NextGapOdds, marker_costs
+
+    odds = NextGapOdds(p5=0.2, p60=0.9, samples=10)
+    costs = marker_costs(odds, total_tokens=10_000, new_tokens=1_000, rebuy=2.0)
+    # 1h: write 1,000 at 2.0 + read 9,000 at 0.1; next request: 10,000 x (0.9 x 0.1 + 0.1 x 2.0)
+    assert costs.one_hour == pytest.approx(2_000 + 900 + 10_000 * 0.29)
+    # 5m: write 1,000 at 1.25 + read 9,000 at 0.1; next: 10,000 x (0.2 x 0.1 + 0.8 x 2.0)
+    assert costs.five_minutes == pytest.approx(1_250 + 900 + 10_000 * 1.62)
+    assert costs.none == pytest.approx(10_000 * 3.0)
+    assert costs.best == "1h"
+
+
+def test_sparse_private_chat_keeps_the_hour_through_the_day() -> None:
+    from agent.ttl_policy import choose_marker
+
+    gaps = [m * MINUTE for m in (12, 40, 25, 55, 9, 600, 30, 18, 44)]
+    for elapsed, live in ((20 * MINUTE, True), (50 * MINUTE, True), (9 * 60 * MINUTE, False)):
+        choice = choose_marker(
+            gaps, elapsed=elapsed, live_prefix=live, prompt_tokens=20_000, new_tokens=400, model=SONNET
+        )
+        assert choice == "1h", (elapsed, live)
