@@ -184,15 +184,15 @@ async def test_gateway_spools_during_an_outage_and_answers_after_recovery(
     tmp_path: Path, sqlite_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     async with FakeAnthropic() as fake, running_bot(fake, sqlite_url, spool_dir=tmp_path / "spool") as bot:
-        real = bot.store.get_or_create_chat
+        real = bot.store.store_incoming
         down = True
 
         async def maybe_down(*args: object, **kwargs: object) -> object:
             if down:
-                raise DatabaseUnavailableError("database unavailable during get_or_create_chat")
+                raise DatabaseUnavailableError("database unavailable during store_incoming")
             return await real(*args, **kwargs)  # type: ignore[arg-type]
 
-        monkeypatch.setattr(bot.store, "get_or_create_chat", maybe_down)
+        monkeypatch.setattr(bot.store, "store_incoming", maybe_down)
         await bot.adapter.post("first while down", user=ALICE)
         await bot.adapter.post("second while down", user=ALICE)
         assert bot.gateway.spool.depth == 2
