@@ -86,8 +86,9 @@ _CONNECTION_ERRORS: tuple[type[BaseException], ...] = (
 )
 
 # Postgres SQLSTATEs that mean "cannot use this database now": connection exceptions (08), bad
-# credentials (28), unknown database (3D000), shutting down / starting up (57P), too many connections.
-_UNAVAILABLE_SQLSTATES = ("08", "28", "3D000", "57P", "53300")
+# credentials (28), unknown database (3D000), shutting down / starting up (57P), too many connections,
+# and a database that is not accepting connections (55000, e.g. ALLOW_CONNECTIONS false during maintenance).
+_UNAVAILABLE_SQLSTATES = ("08", "28", "3D000", "57P", "53300", "55000")
 
 _TRANSLATED: tuple[type[BaseException], ...] = (SQLAlchemyError, *_CONNECTION_ERRORS)
 
@@ -98,10 +99,10 @@ def is_unavailable(exc: BaseException) -> bool:
         return True
     if isinstance(exc, OperationalError | InterfaceError):
         return True
-    if isinstance(exc, DBAPIError):
-        sqlstate = getattr(exc.orig, "sqlstate", None)
-        if isinstance(sqlstate, str) and sqlstate.startswith(_UNAVAILABLE_SQLSTATES):
-            return True
+    driver_error = exc.orig if isinstance(exc, DBAPIError) else exc
+    sqlstate = getattr(driver_error, "sqlstate", None)
+    if isinstance(sqlstate, str) and sqlstate.startswith(_UNAVAILABLE_SQLSTATES):
+        return True
     return isinstance(exc, _CONNECTION_ERRORS)
 
 

@@ -43,3 +43,22 @@ async def test_unmigrated_sqlite_reports_a_store_error(empty_sqlite_url: str) ->
 async def test_unknown_session_is_a_store_error(store: Store) -> None:
     with pytest.raises(StoreError, match="no session"):
         await store.append_message(999_999, msg("x"))
+
+
+@pytest.mark.postgres
+async def test_database_refusing_connections_is_unavailable(pg_url: str) -> None:
+    import asyncpg
+    from sqlalchemy.engine import make_url
+
+    url = make_url(pg_url)
+    name = url.database
+    admin = await asyncpg.connect(
+        host=url.host, port=url.port or 5432, user=url.username, password=url.password, database="postgres"
+    )
+    try:
+        await admin.execute(f'ALTER DATABASE "{name}" WITH ALLOW_CONNECTIONS false')
+        with pytest.raises(DatabaseUnavailableError):
+            await Store.open(pg_url)
+    finally:
+        await admin.execute(f'ALTER DATABASE "{name}" WITH ALLOW_CONNECTIONS true')
+        await admin.close()
