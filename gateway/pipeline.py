@@ -21,7 +21,7 @@ from agent.tokens import estimate_message
 from gateway import commands
 from gateway.auth import Authorizer
 from gateway.commands import CommandContext
-from gateway.errors import DatabaseUnavailableError, GatewayError, SendError
+from gateway.errors import ChatLockTimeout, DatabaseUnavailableError, GatewayError, SendError, StoreError
 from gateway.platforms.base import ChatKind, ChatRef, IncomingMessage, OutgoingMessage
 from gateway.rendering import clean_name, render_incoming, unsupported_media_reply
 from gateway.spool import Spool
@@ -62,6 +62,13 @@ def request_context(msg: IncomingMessage) -> dict[str, str]:
     if msg.chat.kind is not ChatKind.PRIVATE:
         ctx["speaker"] = clean_name(msg.author.display_name)
     return ctx
+
+
+TURN_RETRY_DELAYS_S = (2.0, 8.0, 30.0)
+TURN_FAILED_REPLY = (
+    "Sorry, I could not answer just now because of an internal problem. Your messages are saved and "
+    "will be answered with your next message."
+)
 
 
 class Pipeline:
@@ -268,11 +275,13 @@ class Pipeline:
 
     async def _chat_loop(self, chat: ChatRef, chat_pk: int) -> None:
         key = chat.key
+        failures = 0
         try:
             while key in self._dirty:
                 self._dirty.discard(key)
                 try:
                     await self.turns.answer_pending(chat, chat_pk)
+                    failures = 0
                 except DatabaseUnavailableError:
                     # The messages are stored and still unanswered: try again once the database is back.
                     logger.warning(
@@ -283,11 +292,41 @@ class Pipeline:
                     )
                     self._dirty.add(key)
                     await asyncio.sleep(self.db_retry_s)
+                except (ChatLockTimeout, StoreError) as exc:
+                    # The messages are stored and still unanswered: retry a few times, then tell the
+                    # chat; they stay pending and are answered with the next message or after a restart.
+                    failures += 1
+                    if failures > len(TURN_RETRY_DELAYS_S):
+                        logger.error(
+                            "giving up on chat %s:%s after %d failed turns: %s",
+                            chat.platform,
+                            chat.chat_id,
+                            failures,
+                            exc,
+                        )
+                        await self._notify(chat, TURN_FAILED_REPLY)
+                        continue
+                    delay = TURN_RETRY_DELAYS_S[failures - 1]
+                    logger.warning(
+                        "turn failed in chat %s:%s (%s); retrying in %.0fs",
+                        chat.platform,
+                        chat.chat_id,
+                        type(exc).__name__,
+                        delay,
+                    )
+                    self._dirty.add(key)
+                    await asyncio.sleep(delay)
         except Exception:
             logger.exception("turn failed in chat %s:%s", chat.platform, chat.chat_id)
         finally:
             if self._tasks.get(key) is asyncio.current_task():
                 del self._tasks[key]
+
+    async def _notify(self, chat: ChatRef, text: str) -> None:
+        try:
+            await self.send(OutgoingMessage(chat=chat, text=text))
+        except SendError as exc:
+            logger.error("could not notify %s:%s: %s", chat.platform, chat.chat_id, exc)
 
     async def drain(self, wait_s: float | None = None) -> None:
         """Wait for running turns (used at shutdown and in tests)."""
