@@ -111,12 +111,12 @@ def tool_session(rng: random.Random, chat_id: str, *, days: int) -> list[Event]:
 class TraceSizes:
     """How much of each family one run replays (chats x days)."""
 
-    private_chats: int = 4
+    private_chats: int = 3
     private_days: int = 3
     groups: int = 2
-    group_days: int = 4
-    tool_chats: int = 3
-    tool_days: int = 2
+    group_days: int = 3
+    tool_chats: int = 2
+    tool_days: int = 1
 
 
 def generate(family: str, *, seed: int = 2026, sizes: TraceSizes | None = None) -> list[Event]:

@@ -82,7 +82,7 @@ class AuxiliarySettings(_Section):
 
 class PromptCachingSettings(_Section):
     enabled: bool = True
-    cache_ttl: Literal["5m", "1h", "auto"] = "5m"
+    cache_ttl: Literal["5m", "1h", "auto"] = "auto"
 
 
 class ContextSettings(_Section):
@@ -135,6 +135,8 @@ class Settings(BaseSettings):
     )
 
     database_url: str = DEFAULT_DATABASE_URL
+    database_pool_size: int = Field(10, ge=1, description="Postgres connections kept open per process")
+    database_max_overflow: int = Field(20, ge=0, description="extra Postgres connections under a burst")
     anthropic_api_key: SecretStr | None = None
     anthropic_base_url: AnyHttpUrl | None = None
     model: str = Field(DEFAULT_MODEL, min_length=1)

@@ -14,7 +14,11 @@ from tests.support.gateway_bot import Bot, running_bot
 from tests.support.memory_adapter import ADMIN, ALICE, group_chat
 
 GROUP = group_chat("-300", "Ops")
-SMALL: dict[str, Any] = {"model_context_length": 4096, "compression": {"protect_last_n": 2}}
+SMALL: dict[str, Any] = {
+    "model_context_length": 4096,
+    "compression": {"protect_last_n": 2},
+    "prompt_caching": {"cache_ttl": "5m"},  # these scenarios rely on a warm fixed-TTL cache
+}
 
 
 @pytest.fixture
@@ -125,3 +129,12 @@ async def test_unknown_command_and_command_for_another_bot(bot: Bot) -> None:
     assert await bot.adapter.say("/stats@other_bot", user=ADMIN, chat=GROUP) == []
     assert await bot.adapter.say("/stats@other_bot", user=ADMIN) == []
     assert bot.replies() == []
+
+
+async def test_a_redelivered_command_runs_once(bot: Bot) -> None:
+    await chatter(bot)
+    first = await bot.adapter.say("/compact", user=ADMIN, message_id="cmd-1")
+    again = await bot.adapter.say("/compact", user=ADMIN, message_id="cmd-1")
+    assert len(first) == 1
+    assert again == []
+    assert await bot.scalar("SELECT COUNT(*) FROM compactions WHERE \"trigger\" = 'manual'") == 1

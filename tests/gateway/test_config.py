@@ -42,7 +42,7 @@ def test_defaults() -> None:
     assert settings.compression.threshold == 0.5
     assert settings.compression.target_ratio == 0.2
     assert settings.compression.protect_last_n == 20
-    assert settings.prompt_caching.cache_ttl == "5m"
+    assert settings.prompt_caching.cache_ttl == "auto"
     assert settings.context.engine == "compressor"
     assert settings.platforms_configured() == []
 

@@ -15,7 +15,11 @@ from tests.support.memory_adapter import ADMIN, ALICE, BOB, group_chat
 GROUP = group_chat("-200", "Night owls")
 WINDOW = 4096
 """A small model window (Settings.model_context_length) so compaction fires after a few messages."""
-SMALL: dict[str, Any] = {"model_context_length": WINDOW, "compression": {"protect_last_n": 2}}
+SMALL: dict[str, Any] = {
+    "model_context_length": WINDOW,
+    "compression": {"protect_last_n": 2},
+    "prompt_caching": {"cache_ttl": "5m"},  # these scenarios rely on a warm fixed-TTL cache
+}
 
 
 def filler(tag: str, words: int = 250) -> str:
