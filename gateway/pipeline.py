@@ -182,6 +182,14 @@ class Pipeline:
             kind=msg.chat.kind.value,
             title=msg.chat.title,
         )
+        if not await self.store.claim_command(chat.id, msg.platform_message_id):
+            logger.info(
+                "duplicate delivery of command %s in %s:%s ignored",
+                msg.platform_message_id,
+                msg.chat.platform,
+                msg.chat.chat_id,
+            )
+            return
         handler = self.command_handlers[name]
         try:
             text = await handler(CommandContext(message=msg, chat_pk=chat.id, is_admin=is_admin, args=args))

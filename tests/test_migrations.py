@@ -19,7 +19,7 @@ from gateway.store.migrate import (
 )
 from gateway.store.models import Base
 
-TABLES = {"chats", "sessions", "messages", "compactions", "llm_calls", "usage_daily"}
+TABLES = {"chats", "sessions", "messages", "compactions", "llm_calls", "usage_daily", "command_receipts"}
 
 
 def _diff(connection: Connection) -> list[Any]:

@@ -235,3 +235,15 @@ class UsageDaily(Base):
     cache_write_tokens: Mapped[int] = mapped_column(BigInteger)
     cost_usd: Mapped[float] = mapped_column(Double)
     updated_at: Mapped[datetime]
+
+
+class CommandReceipt(Base):
+    """A command update already handled in a chat, so a platform's redelivery does not run it twice."""
+
+    __tablename__ = "command_receipts"
+    __table_args__ = (UniqueConstraint("chat_pk", "platform_message_id"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    chat_pk: Mapped[int] = mapped_column(ForeignKey("chats.id", ondelete="CASCADE"))
+    platform_message_id: Mapped[str] = mapped_column(String(128))
+    created_at: Mapped[datetime]

@@ -23,6 +23,7 @@ from gateway.errors import StoreError
 from gateway.store import compaction as _compaction
 from gateway.store import hotpath as _hot
 from gateway.store import jobs as _jobs
+from gateway.store import receipts as _receipts
 from gateway.store import stats as _stats
 from gateway.store import usage as _usage
 from gateway.store.db import create_engine, dialect_of, translate_errors
@@ -138,6 +139,11 @@ class Store:
 
     def _insert(self, table: Any) -> Any:
         return pg_insert(table) if self.dialect == "postgresql" else sqlite_insert(table)
+
+    async def claim_command(self, chat_pk: int, platform_message_id: str) -> bool:
+        """True the first time a command update is seen in the chat; False for a redelivery."""
+        async with self._tx("claim_command") as conn:
+            return await _receipts.claim(conn, self._insert, chat_pk, platform_message_id, self.now())
 
     # Chats and sessions -------------------------------------------------------------------------
 
