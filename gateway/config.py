@@ -91,6 +91,8 @@ class ContextSettings(_Section):
 
 class AgentSettings(_Section):
     max_iterations: int = Field(8, ge=1, le=100)
+    llm_timeout_s: float = Field(60.0, gt=0, description="one attempt of a model call")
+    llm_total_timeout_s: float = Field(90.0, gt=0, description="a model call with all its retries")
     max_output_tokens: int = Field(4096, ge=256)
     tool_output_max_chars: int = Field(20_000, ge=1_000)
     system_prompt: str = (

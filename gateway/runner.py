@@ -359,6 +359,8 @@ def _make_llm(settings: Settings) -> AnthropicClient:
     return AnthropicClient(
         api_key=settings.anthropic_api_key.get_secret_value(),
         base_url=str(settings.anthropic_base_url).rstrip("/") if settings.anthropic_base_url else None,
+        timeout_s=min(settings.agent.llm_timeout_s, settings.agent.llm_total_timeout_s),
+        total_timeout_s=settings.agent.llm_total_timeout_s,
     )
 
 

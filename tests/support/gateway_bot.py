@@ -6,9 +6,11 @@ the pipeline, turns, hygiene, commands and storage exactly as wired in productio
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy import text
@@ -36,6 +38,8 @@ def make_settings(fake: FakeAnthropic, db_url: str, **overrides: Any) -> Setting
         "telegram_allowed_users": ALLOWED,
         "agent": {"max_output_tokens": 256},
         "scheduler": {"enabled": False},
+        # Never spool into the working directory: each bot gets its own folder.
+        "spool_dir": Path(tempfile.mkdtemp(prefix="gateway-spool-")),
     }
     values.update(overrides)
     return Settings(_env_file=None, **values)
