@@ -109,6 +109,7 @@ class TelegramAdapter:
         app.add_handler(
             MessageHandler(filters.UpdateType.MESSAGES | filters.UpdateType.CHANNEL_POSTS, self._on_update)
         )
+        app.add_error_handler(self._on_error)
         try:
             await app.initialize()
             self._bot = BotIdentity(user_id=app.bot.id, username=app.bot.username)
@@ -168,6 +169,17 @@ class TelegramAdapter:
         await app.shutdown()
 
     # Incoming ------------------------------------------------------------------------------------
+
+    @staticmethod
+    async def _on_error(update: object, context: ContextTypes.DEFAULT_TYPE) -> None:
+        """Updates that could not be handled are logged with their chat, never dropped silently."""
+        chat = update.effective_chat if isinstance(update, Update) else None
+        logger.error(
+            "telegram update %s in chat %s could not be handled",
+            update.update_id if isinstance(update, Update) else "?",
+            chat.id if chat is not None else "?",
+            exc_info=context.error,
+        )
 
     async def _on_update(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         if self._bot is None or self._handler is None:  # pragma: no cover - handler registered after getMe

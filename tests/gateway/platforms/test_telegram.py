@@ -407,3 +407,21 @@ async def test_webhook_port_in_use_fails_start_cleanly(tg: FakeTelegram) -> None
             await adapter.start(Inbox(), [])
         del caught
         gc.collect()  # release tornado's leaked socket inside this test's warning filter
+
+
+async def test_an_update_that_cannot_be_converted_is_logged_with_its_chat(
+    tg: FakeTelegram,
+    running: tuple[TelegramAdapter, Inbox],
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    import gateway.platforms.telegram as telegram_module
+
+    def broken(update: object, bot: object) -> None:
+        raise ValueError("unexpected update shape")
+
+    monkeypatch.setattr(telegram_module, "convert_update", broken)
+    tg.push_message(4242, "hello", user_id=4242)
+    await tg.wait_for(lambda: "could not be handled" in caplog.text, timeout=5)
+    assert "in chat 4242" in caplog.text
+    assert "unexpected update shape" in caplog.text
