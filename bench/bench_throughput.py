@@ -45,10 +45,12 @@ async def run(
     *, pg_url: str = DEFAULT_POSTGRES_URL, chats: int = CHATS, per_chat: int = PER_CHAT
 ) -> dict[str, float]:
     async with fresh_postgres(pg_url) as url:
-        store = await Store.open(url)
+        settings = bench_settings(url, "http://127.0.0.1:9", scheduler={"enabled": False})
+        store = await Store.open(
+            url, pool_size=settings.database_pool_size, max_overflow=settings.database_max_overflow
+        )
         llm = InstantLLM()
         adapter = MemoryAdapter()
-        settings = bench_settings(url, "http://127.0.0.1:9", scheduler={"enabled": False})
         gateway = Gateway(settings, [adapter], store=store, llm=llm)
         try:
             await gateway.start()

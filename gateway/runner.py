@@ -377,7 +377,11 @@ def _make_summary_llm(settings: Settings, main: AnthropicClient) -> AnthropicCli
 async def _serve(
     settings: Settings, adapters: Sequence[PlatformAdapter], *, until: asyncio.Event | None = None
 ) -> int:
-    store = await Store.open(settings.database_url)
+    store = await Store.open(
+        settings.database_url,
+        pool_size=settings.database_pool_size,
+        max_overflow=settings.database_max_overflow,
+    )
     llm = _make_llm(settings)
     summary_llm = _make_summary_llm(settings, llm)
     gateway = Gateway(settings, adapters, store=store, llm=llm, summary_llm=summary_llm)

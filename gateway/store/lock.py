@@ -1,9 +1,11 @@
 """One turn per chat at a time: an asyncio lock per chat in this process, plus on Postgres a
-transaction-level advisory lock held on a dedicated connection, so other worker processes wait too.
+session-level advisory lock taken on one connection this process keeps for all its chat locks, so other
+worker processes wait too without a connection pinned per running turn.
 
 The advisory key is the pair (LOCK_NAMESPACE, chat_pk); the namespace keeps chat locks apart from
-other advisory locks in the same database (e.g. scheduled jobs). The lock is released when the holding
-transaction ends, so a crashed worker can never leave a chat locked.
+other advisory locks in the same database (e.g. scheduled jobs). A worker that dies closes its lock
+connection, which releases every lock it held, so a crashed worker can never leave a chat locked.
+Another worker's lock is waited for by retrying `pg_try_advisory_lock` with a growing pause.
 """
 
 from __future__ import annotations
@@ -15,9 +17,8 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
-from sqlalchemy import text
-from sqlalchemy.exc import DBAPIError
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy import TextClause, text
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from gateway.errors import ChatLockTimeout
 from gateway.store.db import create_engine, translate_errors
@@ -26,7 +27,12 @@ from gateway.store.repository import Store
 logger = logging.getLogger(__name__)
 
 LOCK_NAMESPACE = 0x6777  # "gw"
-LOCK_NOT_AVAILABLE = "55P03"  # SQLSTATE raised when lock_timeout expires
+RETRY_FIRST_S = 0.01
+RETRY_MAX_S = 0.5
+"""Pauses between attempts on a chat another worker holds (doubling from the first to the max)."""
+
+TRY_LOCK = text("SELECT pg_try_advisory_lock(:ns, :key)")
+UNLOCK = text("SELECT pg_advisory_unlock(:ns, :key)")
 
 
 @dataclass
@@ -38,15 +44,14 @@ class _Slot:
 class ChatLocks:
     """Per-chat mutual exclusion across tasks and, on Postgres, across processes."""
 
-    def __init__(self, store: Store, *, timeout: float | None = 600.0, pool_size: int = 5) -> None:
+    def __init__(self, store: Store, *, timeout: float | None = 600.0) -> None:
         self._store = store
         self._timeout = timeout
-        self._pool_size = pool_size
         self._slots: dict[int, _Slot] = {}
         self._engine: AsyncEngine | None = None
-        self._connections = asyncio.Semaphore(pool_size * 2)
-        """Advisory holders queue here (FIFO, bounded by the lock deadline) rather than time out in the
-        lock pool: a thousand chats starting turns at once must wait their turn, not fail."""
+        self._conn: AsyncConnection | None = None
+        self._conn_lock = asyncio.Lock()
+        """One statement at a time on the shared lock connection (each is one short round trip)."""
 
     def held_keys(self) -> list[int]:
         """Chats with a holder or waiters in this process (for tests and diagnostics)."""
@@ -81,54 +86,56 @@ class ChatLocks:
         return None if deadline is None else max(0.0, deadline - time.monotonic())
 
     def _lock_engine(self) -> AsyncEngine:
-        # A separate small pool: a held lock pins its connection for the whole turn, and must not
-        # starve the store's own pool.
+        # Its own one-connection engine: the lock connection lives as long as the process holds locks
+        # and must not take a connection from the store's pool.
         if self._engine is None:
             url = self._store.engine.url.render_as_string(hide_password=False)
-            self._engine = create_engine(url, pool_size=self._pool_size, max_overflow=self._pool_size)
+            self._engine = create_engine(url, pool_size=1, max_overflow=0)
         return self._engine
+
+    async def _call(self, statement: TextClause, chat_pk: int, operation: str) -> bool:
+        """Run one lock statement on the shared connection (opened on first use, dropped on error)."""
+        async with self._conn_lock:
+            with translate_errors(operation):
+                try:
+                    if self._conn is None:
+                        conn = await self._lock_engine().connect()
+                        self._conn = await conn.execution_options(isolation_level="AUTOCOMMIT")
+                    params = {"ns": LOCK_NAMESPACE, "key": chat_pk}
+                    result = await self._conn.execute(statement, params)
+                    return bool(result.scalar())
+                except BaseException:
+                    await self._drop_connection()
+                    raise
+
+    async def _drop_connection(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            # Closing the session releases whatever it still held in the database.
+            try:
+                await conn.invalidate()
+            finally:
+                await conn.close()
 
     @asynccontextmanager
     async def _advisory(self, chat_pk: int, deadline: float | None) -> AsyncIterator[None]:
+        pause = RETRY_FIRST_S
+        while not await self._call(TRY_LOCK, chat_pk, "chat lock"):
+            remaining = self._remaining(deadline)
+            if remaining is not None and remaining <= 0.0:
+                raise ChatLockTimeout(f"chat {chat_pk} is held by another worker")
+            await asyncio.sleep(pause if remaining is None else min(pause, remaining))
+            pause = min(pause * 2, RETRY_MAX_S)
+        logger.debug("advisory lock taken for chat %s", chat_pk)
         try:
-            await asyncio.wait_for(self._connections.acquire(), timeout=self._remaining(deadline))
-        except TimeoutError:
-            raise ChatLockTimeout(f"chat {chat_pk}: no lock connection free in time") from None
-        try:
-            async with self._advisory_on_connection(chat_pk, deadline):
-                yield
-        finally:
-            self._connections.release()
-
-    @asynccontextmanager
-    async def _advisory_on_connection(self, chat_pk: int, deadline: float | None) -> AsyncIterator[None]:
-        with translate_errors("chat lock"):
-            conn = await self._lock_engine().connect()
-        try:
-            with translate_errors("chat lock"):
-                await conn.begin()
-                remaining = self._remaining(deadline)
-                if remaining is not None:
-                    ms = max(1, int(remaining * 1000))
-                    await conn.execute(text(f"SET LOCAL lock_timeout = {ms}"))
-                try:
-                    await conn.execute(
-                        text("SELECT pg_advisory_xact_lock(:ns, :key)"),
-                        {"ns": LOCK_NAMESPACE, "key": chat_pk},
-                    )
-                except DBAPIError as exc:
-                    if getattr(exc.orig, "sqlstate", None) == LOCK_NOT_AVAILABLE:
-                        raise ChatLockTimeout(f"chat {chat_pk} is held by another worker") from None
-                    raise
-            logger.debug("advisory lock taken for chat %s", chat_pk)
             yield
         finally:
-            # Ending the transaction releases the advisory lock.
-            with translate_errors("chat lock release"):
-                await conn.rollback()
-                await conn.close()
+            if not await self._call(UNLOCK, chat_pk, "chat lock release"):
+                logger.warning("advisory lock of chat %s was lost before its release", chat_pk)
 
     async def close(self) -> None:
+        async with self._conn_lock:
+            await self._drop_connection()
         if self._engine is not None:
             await self._engine.dispose()
             self._engine = None
