@@ -12,19 +12,48 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Row, select, update
+from sqlalchemy import Row, bindparam, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway.store import jobs as _jobs
 from gateway.store.records import HygieneInputs, NewMessage, SessionRecord, StoredMessage
 from gateway.store.rows import messages, sessions, to_message, to_session
-from gateway.store.window import SEQ_STEP, window_query
+from gateway.store.window import SEQ_STEP, WINDOW_STATES
 
 CHAT_CACHE_MAX = 100_000
 """Chat rows `Store.chat_for` keeps in memory per process (the cache starts over when full)."""
 
 InsertFn = Callable[[Any], Any]
 """The dialect's `insert` (ON CONFLICT support differs between Postgres and SQLite)."""
+
+
+# Built once: constructing a statement and its cache key costs more CPU than running it.
+_BUMP = (
+    update(sessions)
+    .where(sessions.c.chat_pk == bindparam("b_chat_pk"), sessions.c.active)
+    .values(
+        next_seq=sessions.c.next_seq + SEQ_STEP,
+        active_message_count=sessions.c.active_message_count + 1,
+        active_tokens=sessions.c.active_tokens + bindparam("b_tokens"),
+        tokens_since_call=sessions.c.tokens_since_call + bindparam("b_tokens"),
+        last_activity_at=bindparam("b_now"),
+    )
+    .returning(*sessions.c)
+)
+_ACTIVE_SESSION = select(sessions).where(sessions.c.chat_pk == bindparam("b_chat_pk"), sessions.c.active)
+_WINDOW = (
+    select(messages)
+    .where(messages.c.session_pk == bindparam("b_session_pk"), messages.c.state.in_(WINDOW_STATES))
+    .order_by(messages.c.seq, messages.c.id)
+)
+_inserts: dict[InsertFn, Any] = {}
+
+
+def _insert_message(insert: InsertFn) -> Any:
+    stmt = _inserts.get(insert)
+    if stmt is None:
+        stmt = _inserts[insert] = insert(messages).on_conflict_do_nothing().returning(*messages.c)
+    return stmt
 
 
 class DuplicateDelivery(Exception):
@@ -66,32 +95,14 @@ async def store_incoming(
     `values(session_pk, seq)` gives the message row. Raises DuplicateDelivery when the chat already
     holds the platform message id (the caller rolls back, so the counters stay as they were).
     """
-    tokens = max(0, message.token_estimate)
-    bump = (
-        update(sessions)
-        .where(sessions.c.chat_pk == chat_pk, sessions.c.active)
-        .values(
-            next_seq=sessions.c.next_seq + SEQ_STEP,
-            active_message_count=sessions.c.active_message_count + 1,
-            active_tokens=sessions.c.active_tokens + tokens,
-            tokens_since_call=sessions.c.tokens_since_call + tokens,
-            last_activity_at=now,
-        )
-        .returning(*sessions.c)
-    )
-    row = (await conn.execute(bump)).one_or_none()
+    bump = {"b_chat_pk": chat_pk, "b_tokens": max(0, message.token_estimate), "b_now": now}
+    row = (await conn.execute(_BUMP, bump)).one_or_none()
     if row is None:
         await _ensure_session(conn, insert, chat_pk, new_session)
-        row = (await conn.execute(bump)).one()
+        row = (await conn.execute(_BUMP, bump)).one()
     session = to_session(row)
-    inserted = (
-        await conn.execute(
-            insert(messages)
-            .values(**values(session.id, int(row.next_seq) - SEQ_STEP))
-            .on_conflict_do_nothing()
-            .returning(*messages.c)
-        )
-    ).one_or_none()
+    row_values = values(session.id, int(row.next_seq) - SEQ_STEP)
+    inserted = (await conn.execute(_insert_message(insert), row_values)).one_or_none()
     if inserted is None:
         raise DuplicateDelivery(message.platform_message_id)
     return session, to_message(inserted)
@@ -114,11 +125,11 @@ async def stored_duplicate(
 async def active_session_row(
     conn: AsyncConnection, insert: InsertFn, chat_pk: int, new_session: dict[str, Any]
 ) -> Row[Any]:
-    query = select(sessions).where(sessions.c.chat_pk == chat_pk, sessions.c.active)
-    row = (await conn.execute(query)).one_or_none()
+    params = {"b_chat_pk": chat_pk}
+    row = (await conn.execute(_ACTIVE_SESSION, params)).one_or_none()
     if row is None:
         await _ensure_session(conn, insert, chat_pk, new_session)
-        row = (await conn.execute(query)).one()
+        row = (await conn.execute(_ACTIVE_SESSION, params)).one()
     return row
 
 
@@ -127,7 +138,7 @@ async def turn_snapshot(
 ) -> TurnSnapshot:
     """The active session (created if needed), its window rows, hygiene inputs and cache state."""
     row = await active_session_row(conn, insert, chat_pk, new_session)
-    rows = [to_message(r) for r in await conn.execute(window_query(row.id))]
+    rows = [to_message(r) for r in await conn.execute(_WINDOW, {"b_session_pk": row.id})]
     hygiene = HygieneInputs(
         message_count=row.active_message_count,
         active_tokens=row.active_tokens,
