@@ -13,8 +13,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from agent.context_engine import CompressionResult, ContextEngine, Outcome
+from agent.models import cost_usd, lookup_model
 from agent.types import Message, text_of
-from gateway.store.repository import CompactionApply, NewSummary, Store
+from gateway.store.repository import CallRecord, CompactionApply, NewSummary, Store
 
 logger = logging.getLogger(__name__)
 
@@ -30,6 +31,28 @@ class CompactionReport:
     tokens_after: int
     duration_s: float
     changed: bool
+
+
+async def _record_summary_call(store: Store, session_pk: int, result: CompressionResult) -> None:
+    """The summary call costs money whatever the outcome: it is accounted like every other call."""
+    usage = result.summary_usage
+    if usage is None or not (usage.prompt_tokens or usage.output_tokens):
+        return
+    model = result.summarizer_model or "unknown"
+    session = await store.get_session(session_pk)
+    await store.record_call(
+        session_pk,
+        session.chat_pk,
+        CallRecord(
+            model=model,
+            purpose="summary",
+            input_tokens=usage.input_tokens,
+            output_tokens=usage.output_tokens,
+            cache_creation_tokens=usage.cache_creation_input_tokens,
+            cache_read_tokens=usage.cache_read_input_tokens,
+            cost_usd=cost_usd(lookup_model(model), usage),
+        ),
+    )
 
 
 def _flatten(refs: Sequence[tuple[int, ...] | None], indices: Sequence[int]) -> list[int]:
@@ -60,6 +83,7 @@ async def persist_result(
 ) -> list[tuple[int, ...] | None]:
     """Persist `result` (archive, prune, summary row, counters) and return refs for `result.messages`."""
     messages_before = sum(len(r) for r in refs if r)
+    await _record_summary_call(store, session_pk, result)
     if not result.changed:
         await store.record_compaction_attempt(
             session_pk,

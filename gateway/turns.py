@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
+from agent.cache_health import CacheHealth
 from agent.context_engine import CompressionResult, ContextEngine, Outcome
 from agent.errors import (
     LLMAuthError,
@@ -188,6 +189,14 @@ class _Hooks:
         model = self.runner.settings.model
         if self.runner.metrics is not None:
             self.runner.metrics.observe_usage(response.usage, purpose=purpose)
+        if purpose == "reply":
+            self.runner.cache_health_of(self.chat_pk).record(
+                response.usage,
+                cacheable_prefix_sent=self.ttl is not None
+                and response.usage.prompt_tokens >= model.min_cacheable_tokens,
+                at=self.runner.clock().timestamp(),
+                ttl_seconds=3600.0 if self.ttl == "1h" else 300.0,
+            )
         await self.runner.store.record_call(
             self.session_pk,
             self.chat_pk,
@@ -243,6 +252,16 @@ class TurnRunner:
         self.typing = typing or (lambda _chat: contextlib.nullcontext())
         self.clock = clock
         self.metrics = metrics
+        self._cache_health: dict[int, CacheHealth] = {}
+
+    def cache_health_of(self, chat_pk: int) -> CacheHealth:
+        """Per-chat cache health in this process (hit ratios, thrash warnings in the log)."""
+        health = self._cache_health.get(chat_pk)
+        if health is None:
+            if len(self._cache_health) >= 10_000:  # bound memory: forget the oldest chats
+                self._cache_health.pop(next(iter(self._cache_health)))
+            health = self._cache_health[chat_pk] = CacheHealth(f"chat {chat_pk}")
+        return health
 
     async def answer_pending(self, chat: ChatRef, chat_pk: int) -> int:
         """Answer everything pending in the chat; returns the number of turns run."""

@@ -138,3 +138,12 @@ async def test_a_redelivered_command_runs_once(bot: Bot) -> None:
     assert len(first) == 1
     assert again == []
     assert await bot.scalar("SELECT COUNT(*) FROM compactions WHERE \"trigger\" = 'manual'") == 1
+
+
+async def test_the_summary_call_of_a_compaction_is_accounted(bot: Bot) -> None:
+    await chatter(bot)
+    assert (await only(bot, "/compact", user=ADMIN)).startswith("Compaction ok")
+    summaries = await bot.scalar("SELECT COUNT(*) FROM llm_calls WHERE purpose = 'summary'")
+    cost = await bot.scalar("SELECT SUM(cost_usd) FROM llm_calls WHERE purpose = 'summary'")
+    assert summaries == 1
+    assert cost > 0
