@@ -48,7 +48,10 @@ def create_engine(database_url: str, *, pool_size: int = 5, max_overflow: int = 
             database_url,
             pool_size=pool_size,
             max_overflow=max_overflow,
-            pool_pre_ping=True,
+            # No ping per checkout (a round trip on every transaction): a connection the server
+            # dropped fails its statement as a disconnect, which invalidates the whole pool, and the
+            # caller sees DatabaseUnavailableError (messages are spooled, turns retried).
+            pool_pre_ping=False,
             pool_timeout=POOL_WAIT_S,
         )
     raise StoreError(f"unsupported database backend {dialect!r}; use sqlite+aiosqlite or postgresql+asyncpg")
