@@ -18,7 +18,7 @@ from agent.errors import ContextOverflowError
 from agent.llm import LLMClient, LLMRequest, LLMResponse
 from agent.models import CacheTTL, ModelInfo
 from agent.oversize import render_for_model
-from agent.prompt_caching import apply_cache_control, inject_context_block
+from agent.prompt_caching import MarkerPlan, apply_cache_control, apply_marker_plan, inject_context_block
 from agent.tokens import Calibration, estimate_message, estimate_system, estimate_tools
 from agent.tools.registry import ToolOutcome, ToolRegistry
 from agent.types import Block, Message
@@ -57,6 +57,17 @@ class TurnHooks(Protocol):
 
 
 @dataclass(frozen=True, slots=True)
+class TurnCachePlan:
+    """How one turn marks its calls: the first call reads `reads` (window indices whose prefix is cached
+    and live, with their TTL) and writes `first_tail`; each later call (a tool round, sent seconds after
+    the previous one) reads what the turn cached so far and writes `round_tail`."""
+
+    reads: tuple[tuple[int, CacheTTL], ...] = ()
+    first_tail: CacheTTL | None = None
+    round_tail: CacheTTL | None = "5m"
+
+
+@dataclass(frozen=True, slots=True)
 class LoopConfig:
     model: ModelInfo
     max_tokens: int = 4096
@@ -67,6 +78,18 @@ class LoopConfig:
     """A message estimated above this share of the context window is shown as head + tail."""
     calibration: Calibration | None = None
     """The model's tokenizer calibration: learns from every reply call, scales the loop's estimates."""
+    cache_plan: TurnCachePlan | None = None
+    """Per-call breakpoints (live reads plus a chosen tail); None: `system_and_3` at `cache_ttl`."""
+
+
+@dataclass(frozen=True, slots=True)
+class CachePoint:
+    """A window message whose prefix has a cache entry after the turn; `touched` when this turn wrote
+    or read it (its expiry restarted)."""
+
+    ref: object | None
+    ttl: CacheTTL
+    touched: bool
 
 
 @dataclass(slots=True)
@@ -82,6 +105,8 @@ class TurnResult:
     """The last response's stop_reason, or "max_iterations" when the limit cut the turn short."""
     window: list[Entry] = field(default_factory=list)
     """The active window after the turn (what the next turn starts from)."""
+    cache_points: list[CachePoint] = field(default_factory=list)
+    """With a cache plan: the newest cached message and the newest one cached for an hour."""
 
 
 RefLabel = Callable[[object | None], object | None]
@@ -121,6 +146,12 @@ class _Turn:
         self.system_note: str | None = None
         self.engine_tools = {str(s["name"]) for s in engine.tool_schemas()}
         self.last_raw_estimate = 0
+        plan = config.cache_plan
+        self.points: list[tuple[int, CacheTTL]] = list(plan.reads) if plan is not None else []
+        """Window indices with a cache entry, oldest first (reset by a compaction)."""
+        self.touched: set[int] = set()
+        self.calls_made = 0
+        self.marker_plan: MarkerPlan | None = None
 
     # --- what the model is shown -----------------------------------------------------------------
 
@@ -144,7 +175,11 @@ class _Turn:
         """The next request and its estimated prompt size."""
         messages = inject_context_block(self.rendered(), self.context)
         tools = self.tool_schemas()
-        if self.config.cache_ttl is not None:
+        if self.config.cache_plan is not None:
+            self.marker_plan = self.plan_markers(len(messages))
+            cached = apply_marker_plan(self.system, messages, plan=self.marker_plan, tools=tools)
+            system, messages, tools = cached.system_blocks, cached.messages, cached.tools or []
+        elif self.config.cache_ttl is not None:
             cached = apply_cache_control(self.system, messages, ttl=self.config.cache_ttl, tools=tools)
             system, messages, tools = cached.system_blocks, cached.messages, cached.tools or []
         else:
@@ -164,6 +199,40 @@ class _Turn:
         )
         return request, estimate
 
+    def readers(self) -> tuple[tuple[int, CacheTTL], ...]:
+        """The newest cached point, and the newest one-hour point when older (the fallback read)."""
+        if not self.points:
+            return ()
+        newest = self.points[-1]
+        hour = next((p for p in reversed(self.points[:-1]) if p[1] == "1h"), None)
+        return (newest,) if hour is None or newest[1] == "1h" else (hour, newest)
+
+    def plan_markers(self, count: int) -> MarkerPlan:
+        plan = self.config.cache_plan
+        assert plan is not None
+        tail = plan.first_tail if self.calls_made == 0 else plan.round_tail
+        reads = tuple(r for r in self.readers() if r[0] < count)
+        return MarkerPlan(reads=reads, tail=tail if count > 0 else None)
+
+    def note_cached(self, count: int) -> None:
+        """After a call: the newest read point was hit (refreshed) and the tail, if marked, written."""
+        self.calls_made += 1
+        plan = self.marker_plan
+        if plan is None:
+            return
+        if plan.reads:
+            self.touched.add(max(i for i, _ in plan.reads))
+        if plan.tail is not None and count > 0:
+            self.points = [p for p in self.points if p[0] != count - 1] + [(count - 1, plan.tail)]
+            self.touched.add(count - 1)
+
+    def cache_points(self) -> list[CachePoint]:
+        return [
+            CachePoint(self.window[i].ref, ttl, i in self.touched)
+            for i, ttl in self.readers()
+            if i < len(self.window)
+        ]
+
     # --- compaction --------------------------------------------------------------------------------
 
     async def compact(self, *, force: bool, why: str) -> bool:
@@ -180,6 +249,8 @@ class _Turn:
                 f"compacted hook returned {len(new_refs)} refs for {len(result.messages)} messages"
             )
         self.window = [Entry(m, r) for m, r in zip(result.messages, new_refs, strict=True)]
+        self.points = []  # the prompt changed: no cached prefix matches it any more
+        self.touched = set()
         if result.system_note and self.system_note is None:
             self.system_note = result.system_note
             self.system = f"{self.system}\n\n{result.system_note}"
@@ -205,6 +276,7 @@ class _Turn:
             request, _ = self.build()
             last_ref = self.window[-1].ref if self.window else None
             response = await self.llm.create(request)
+        self.note_cached(len(request.messages))
         if self.config.calibration is not None:
             self.config.calibration.observe(estimated=self.last_raw_estimate, reported=response.usage)
         self.engine.update_from_usage(response.usage)
@@ -302,4 +374,5 @@ async def run_turn(
         system_note=turn.system_note,
         stop_reason=stop_reason,
         window=turn.window,
+        cache_points=turn.cache_points() if config.cache_plan is not None else [],
     )

@@ -198,6 +198,77 @@ def apply_cache_control(
     return CachedRequest(system_blocks=system_blocks, messages=copied, tools=tool_copies, breakpoints=placed)
 
 
+@dataclass(frozen=True, slots=True)
+class MarkerPlan:
+    """Where one request's breakpoints go (the `read_and_tail` placement).
+
+    `reads` are message indices whose prefix a live cache entry holds, with that entry's TTL: a marker
+    there reads it whatever the 20-block lookback. `tail` is the TTL written on the newest message, or
+    None to leave the tokens since the newest read unmarked (billed 1x instead of a write never read).
+    """
+
+    reads: tuple[tuple[int, CacheTTL], ...] = ()
+    tail: CacheTTL | None = None
+
+
+def _ordered_ttls(ttls: Sequence[CacheTTL]) -> list[CacheTTL]:
+    """The API rejects a 1h marker after a 5m one: any marker before a 1h marker becomes 1h (a marker
+    on a prefix that is already cached reads it, so this changes no write)."""
+    result = list(ttls)
+    later_hour = False
+    for i in range(len(result) - 1, -1, -1):
+        later_hour = later_hour or result[i] == "1h"
+        result[i] = "1h" if later_hour else result[i]
+    return result
+
+
+def apply_marker_plan(
+    system: str | Sequence[Block] | None,
+    messages: Sequence[Message],
+    *,
+    plan: MarkerPlan,
+    tools: Sequence[Mapping[str, Any]] | None = None,
+    native_anthropic: bool = True,
+) -> CachedRequest:
+    """Copy the request and place the plan's breakpoints: the tail (if any) first, then the newest
+    reads, then the system prompt (only when something is written), within 4 minus the tools' markers.
+
+    Markers already on the system prompt or messages are removed first; markers on tools are kept,
+    counted and rewritten to the TTL of the first message marker. Inputs are never changed.
+    """
+    copied = [_copy_message_unmarked(m) for m in messages]
+    system_blocks = _system_blocks_unmarked(system)
+    tool_copies = _copy_tools(tools)
+    tool_indices = _tool_marker_indices(tool_copies) if tool_copies is not None else []
+    budget = MAX_BREAKPOINTS - min(len(tool_indices), MAX_BREAKPOINTS)
+    last = len(copied) - 1
+    chosen: dict[int, CacheTTL] = {}
+    if plan.tail is not None and last >= 0 and budget > 0:
+        chosen[last] = plan.tail
+    for index, ttl in sorted(plan.reads, key=lambda r: r[0], reverse=True):
+        if len(chosen) >= budget:
+            break
+        if 0 <= index <= last and index not in chosen:
+            chosen[index] = ttl
+    positions = sorted(chosen)
+    ttls = [chosen[i] for i in positions]
+    with_system = plan.tail is not None and len(chosen) < budget and bool(system_blocks)
+    ordered = _ordered_ttls(([ttls[0]] if with_system and ttls else []) + ttls)
+    placed = 0
+    if tool_copies is not None and ordered:
+        for i in tool_indices[-MAX_BREAKPOINTS:]:
+            tool_copies[i][CACHE_KEY] = cache_marker(ordered[0])
+        for i in tool_indices[:-MAX_BREAKPOINTS]:
+            del tool_copies[i][CACHE_KEY]
+    if tool_copies is not None:
+        placed += len(_tool_marker_indices(tool_copies))
+    if with_system and ordered:
+        placed += _mark_blocks(system_blocks, cache_marker(ordered.pop(0)))
+    for index, ttl in zip(positions, ordered, strict=True):
+        placed += _mark_message(copied[index], cache_marker(ttl), native_anthropic=native_anthropic)
+    return CachedRequest(system_blocks=system_blocks, messages=copied, tools=tool_copies, breakpoints=placed)
+
+
 def strip_cache_control(
     system: str | Sequence[Block] | None,
     messages: Sequence[Message],

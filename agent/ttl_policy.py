@@ -207,3 +207,73 @@ def choose_marker(
     rebuy = _WRITE[expected_costs(gaps_seconds).best]
     costs = marker_costs(odds, total_tokens=prompt_tokens, new_tokens=new_tokens, rebuy=rebuy)
     return "5m" if costs.five_minutes <= costs.one_hour else "1h"
+
+
+# --- per request, with the read of a live prefix separate from the write of the new tail -----------------
+
+
+def tail_costs(
+    odds: NextGapOdds, *, live_ttl: CacheTTL, total_tokens: int, new_tokens: int, rebuy: float
+) -> MarkerCosts:
+    """This request's new tokens plus the next request's whole prompt, per tail choice, when a marker
+    reads the live prefix (`live_ttl`, refreshed now) in every case; the old prefix is read at 0.1 now
+    whatever is chosen, so it only counts at the next request.
+
+    Marked with T: the new tokens are written now (1.25 or 2) and, like the old prefix, read at 0.1
+    if the next request comes within T (the old prefix also within `live_ttl`), else bought again at
+    `rebuy`. Unmarked: the new tokens cost 1x now and are still uncached at the next request, which
+    buys them at `rebuy`; the old prefix is read there only within `live_ttl`.
+    """
+    new = min(max(new_tokens, 0), total_tokens)
+    old = total_tokens - new
+    p_live = odds.p5 if live_ttl == "5m" else odds.p60
+
+    def next_cost(tokens: int, p: float) -> float:
+        return tokens * (CACHE_READ_MULTIPLIER * p + rebuy * (1.0 - p))
+
+    def marked(ttl: CacheTTL, p: float) -> float:
+        return _WRITE[ttl] * new + next_cost(new, p) + next_cost(old, max(p, p_live))
+
+    return MarkerCosts(
+        none=1.0 * new + rebuy * new + next_cost(old, p_live),
+        five_minutes=marked("5m", odds.p5),
+        one_hour=marked("1h", odds.p60),
+    )
+
+
+def choose_tail(
+    gaps_seconds: Sequence[float],
+    *,
+    elapsed: float | None,
+    live_ttl: CacheTTL | None,
+    prompt_tokens: int,
+    new_tokens: int,
+    model: ModelInfo,
+    min_samples: int = MIN_SAMPLES,
+) -> CacheTTL | None:
+    """The TTL written on this request's newest message, or None to leave it unmarked.
+
+    With a live entry (`live_ttl`, read by its own marker whatever is chosen here) `tail_costs`
+    decides over the `new_tokens` after it; with none, the long-run cost per request under the
+    odds for the next gap (as `choose_marker` does).
+    """
+    if prompt_tokens < model.min_cacheable_tokens:
+        return None
+    if len(gaps_seconds) < min_samples:
+        return DEFAULT_TTL
+    if live_ttl is None:
+        return choose_marker(
+            gaps_seconds,
+            elapsed=elapsed,
+            live_prefix=False,
+            prompt_tokens=prompt_tokens,
+            new_tokens=prompt_tokens,
+            model=model,
+            min_samples=min_samples,
+        )
+    odds = next_gap_odds(gaps_seconds, elapsed=elapsed)
+    rebuy = _WRITE[expected_costs(gaps_seconds).best]
+    costs = tail_costs(
+        odds, live_ttl=live_ttl, total_tokens=prompt_tokens, new_tokens=new_tokens, rebuy=rebuy
+    )
+    return costs.best

@@ -8,13 +8,14 @@ compaction while the cache is warm would throw away a prefix that is already pai
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Literal
 
+from agent.loop import TurnCachePlan
 from agent.models import CacheTTL, ModelInfo
-from agent.ttl_policy import choose_marker, choose_ttl
+from agent.ttl_policy import choose_marker, choose_tail, choose_ttl
 
 CacheMode = Literal["5m", "1h", "auto"]
 TTL_SECONDS: dict[str, float] = {"5m": 300.0, "1h": 3600.0}
@@ -53,6 +54,59 @@ def ttl_for_turn(
         new_tokens=prefix_tokens if new_tokens is None else new_tokens,
         model=model,
     )
+
+
+@dataclass(frozen=True, slots=True)
+class CachedPrefix:
+    """A stored message whose prompt prefix has a cache entry: its TTL and when it was last written
+    or read (each restarts the TTL)."""
+
+    message_id: int
+    ttl: CacheTTL
+    at: datetime
+
+
+EXPIRY_MARGIN = timedelta(seconds=30)
+"""An entry this close to its expiry counts as expired: the request is sent a moment after deciding."""
+
+
+def plan_turn(
+    gaps_seconds: Sequence[float],
+    *,
+    prefixes: Sequence[CachedPrefix],
+    window_ids: Sequence[tuple[int, ...]],
+    tokens_after: Callable[[int], int],
+    prompt_tokens: int,
+    model: ModelInfo,
+    now: datetime,
+    last_call_at: datetime | None,
+) -> TurnCachePlan:
+    """The `auto` marker plan of a turn: read every live cached prefix still in the window, and write
+    the new tail only when `choose_tail` finds it cheaper (tool rounds inside the turn follow within
+    seconds, so they are written with the 5-minute TTL). `tokens_after(id)` is the size of the stored
+    messages after message `id`: what an unmarked tail leaves uncached."""
+    index_of = {max(ids): i for i, ids in enumerate(window_ids) if ids}
+    live = [
+        p
+        for p in prefixes
+        if p.message_id in index_of and now - p.at <= timedelta(seconds=TTL_SECONDS[p.ttl]) - EXPIRY_MARGIN
+    ]
+    live.sort(key=lambda p: index_of[p.message_id])
+    reads = tuple((index_of[p.message_id], p.ttl) for p in live)
+    elapsed = None if last_call_at is None else (now - last_call_at).total_seconds()
+    newest = live[-1] if live else None
+    live_ttl: CacheTTL | None = None
+    if newest is not None:
+        live_ttl = "1h" if any(p.ttl == "1h" for p in live) else newest.ttl
+    tail = choose_tail(
+        gaps_seconds,
+        elapsed=elapsed,
+        live_ttl=live_ttl,
+        prompt_tokens=prompt_tokens,
+        new_tokens=prompt_tokens if newest is None else tokens_after(newest.message_id),
+        model=model,
+    )
+    return TurnCachePlan(reads=reads, first_tail=tail, round_tail="5m")
 
 
 def cache_expired(last_call_at: datetime | None, last_ttl: str | None, now: datetime) -> bool:

@@ -26,11 +26,18 @@ from agent.errors import (
     LLMRateLimitError,
 )
 from agent.llm import LLMClient, LLMRequest, LLMResponse
-from agent.loop import Entry, LoopConfig, TurnResult, run_turn
+from agent.loop import Entry, LoopConfig, TurnCachePlan, TurnResult, run_turn
 from agent.models import CacheTTL, ModelInfo, cost_usd
 from agent.tools.registry import ToolRegistry
 from agent.types import Message
-from gateway.cache_policy import CacheMode, cache_expired, decide_compaction, ttl_for_turn
+from gateway.cache_policy import (
+    CachedPrefix,
+    CacheMode,
+    cache_expired,
+    decide_compaction,
+    plan_turn,
+    ttl_for_turn,
+)
 from gateway.compaction import CompactionReport, compact_session, persist_result
 from gateway.hygiene import decide
 from gateway.metrics import Metrics
@@ -129,6 +136,23 @@ class _Hooks:
         self.reports: list[CompactionReport] = []
         self.ttl: CacheTTL | None = runner.settings.cache_ttl
         """The cache TTL this turn's requests use (recorded with each call)."""
+        self.plan: TurnCachePlan | None = None
+        """With `auto`: the turn's per-call markers; each call then records its longest marker TTL."""
+        self.calls = 0
+        self.last_id: int | None = None
+        """The newest message the turn's last reply call included."""
+
+    def call_ttl(self) -> CacheTTL | None:
+        """The longest TTL among the markers of the reply call about to be recorded (plan only)."""
+        plan = self.plan
+        if plan is None:
+            return self.ttl
+        ttls = [t for _, t in plan.reads]
+        tail = plan.first_tail if self.calls == 0 else plan.round_tail
+        ttls += [tail] if tail is not None else []
+        if self.calls > 0 and plan.first_tail is not None:
+            ttls.append(plan.first_tail)
+        return "1h" if "1h" in ttls else "5m" if ttls else None
 
     async def persist(self, messages: list[Message]) -> list[object]:
         stored = await self.runner.store.append_messages(
@@ -187,6 +211,11 @@ class _Hooks:
     async def usage(self, response: LLMResponse, purpose: str, last_ref: object | None) -> None:
         last_id = max(last_ref) if isinstance(last_ref, tuple) and last_ref else None
         model = self.runner.settings.model
+        opens_turn = self.calls == 0
+        if purpose == "reply":
+            self.ttl = self.call_ttl()
+            self.calls += 1
+            self.last_id = last_id
         if self.runner.metrics is not None:
             self.runner.metrics.observe_usage(response.usage, purpose=purpose)
         if purpose == "reply":
@@ -210,6 +239,7 @@ class _Hooks:
                 latency_ms=int(response.latency_s * 1000),
                 cost_usd=cost_usd(model, response.usage, ttl=self.ttl or "5m"),
                 cache_ttl=self.ttl,
+                opens_turn=opens_turn,
             ),
             last_message_id=last_id,
             engine_state=self.engine.state.to_json(),
@@ -253,6 +283,8 @@ class TurnRunner:
         self.clock = clock
         self.metrics = metrics
         self._cache_health: dict[int, CacheHealth] = {}
+        self._cached: dict[int, tuple[int | None, list[CachedPrefix]]] = {}
+        """session -> (the last reply call's newest message id, prefixes cached as of that call)."""
 
     def cache_health_of(self, chat_pk: int) -> CacheHealth:
         """Per-chat cache health in this process (hit ratios, thrash warnings in the log)."""
@@ -311,7 +343,12 @@ class TurnRunner:
                 engine=engine,
                 after_id=rows[-1].id if rows else None,
             )
-            hooks.ttl = self._ttl_for(snapshot.cache, new_tokens=snapshot.session.tokens_since_call)
+            hooks.plan = self._plan_for(snapshot, rows, window)
+            hooks.ttl = (
+                self._ttl_for(snapshot.cache, new_tokens=snapshot.session.tokens_since_call)
+                if hooks.plan is None
+                else hooks.plan.first_tail
+            )
             system = system_prompt_for(self.settings.system_prompt, snapshot.session.compaction_count)
             started = time.perf_counter()
             async with self.typing(chat):
@@ -321,7 +358,7 @@ class TurnRunner:
                     window=window,
                     system=system,
                     tools=self.make_tools(chat_pk),
-                    config=replace(self.settings.loop, cache_ttl=hooks.ttl),
+                    config=replace(self.settings.loop, cache_ttl=hooks.ttl, cache_plan=hooks.plan),
                     dynamic_context={},  # stored with each addressed message, so the prefix stays cached
                     hooks=hooks,
                     ref_label=_ref_label,
@@ -333,6 +370,7 @@ class TurnRunner:
                 result.iterations,
                 time.perf_counter() - started,
             )
+            self._remember_cached(session_pk, hooks, result)
             if self.settings.notify_compaction:
                 notices.extend(notice_for(r) for r in hooks.reports)
             text = result.reply_text.strip() or "(no reply)"
@@ -423,6 +461,60 @@ class TurnRunner:
         if report.changed:
             rows = await self.store.load_window(session_pk)
         return rows, report
+
+    def _plan_for(
+        self, snapshot: TurnSnapshot, rows: Sequence[StoredMessage], window: Sequence[Entry]
+    ) -> TurnCachePlan | None:
+        """With `auto`: the turn's marker plan from the cached prefixes this process remembers for the
+        session (else the previous call's end, if its entry is live) and the chat's gaps."""
+        if self.settings.cache_mode != "auto":
+            return None
+        state = snapshot.cache
+        remembered = self._cached.get(state.session_pk)
+        if remembered is not None and remembered[0] == snapshot.session.last_call_message_id:
+            prefixes = remembered[1]
+        elif (
+            state.last_call_at is not None
+            and state.last_ttl in ("5m", "1h")
+            and (snapshot.session.last_call_message_id is not None)
+        ):
+            ttl: CacheTTL = "1h" if state.last_ttl == "1h" else "5m"
+            prefixes = [CachedPrefix(snapshot.session.last_call_message_id, ttl, state.last_call_at)]
+        else:
+            prefixes = []
+        position = {r.id: i for i, r in enumerate(rows)}
+
+        def tokens_after(message_id: int) -> int:
+            start = position.get(message_id, -1) + 1
+            return self._calibrated(sum(r.token_estimate for r in rows[start:]))
+
+        return plan_turn(
+            state.cache_gaps,
+            prefixes=prefixes,
+            window_ids=[e.ref if isinstance(e.ref, tuple) else () for e in window],
+            tokens_after=tokens_after,
+            prompt_tokens=state.context_tokens,
+            model=self.settings.model,
+            now=self.clock(),
+            last_call_at=state.last_call_at,
+        )
+
+    def _remember_cached(self, session_pk: int, hooks: _Hooks, result: TurnResult) -> None:
+        """Keep the turn's cached prefixes (by stored message id) for the session's next turn."""
+        if hooks.plan is None:
+            return
+        before = {p.message_id: p for p in self._cached.get(session_pk, (None, []))[1]}
+        now = self.clock()
+        prefixes: list[CachedPrefix] = []
+        for point in result.cache_points:
+            if not isinstance(point.ref, tuple) or not point.ref:
+                continue
+            message_id = max(point.ref)
+            old = before.get(message_id)
+            if point.touched or old is not None:
+                at = now if point.touched or old is None else old.at
+                prefixes.append(CachedPrefix(message_id, point.ttl, at))
+        self._cached[session_pk] = (hooks.last_id, prefixes)
 
     def _ttl_for(self, state: CacheState, *, new_tokens: int) -> CacheTTL | None:
         """This turn's cache TTL: the fixed setting, or (auto) the cheapest for the chat's request gaps

@@ -112,6 +112,8 @@ class CallRecord:
     latency_ms: int = 0
     cost_usd: float = 0.0
     cache_ttl: str | None = None
+    opens_turn: bool = True
+    """A turn's first reply call: only these add a gap to `sessions.cache_gaps` (tool rounds do not)."""
 
     @property
     def prompt_tokens(self) -> int:

@@ -17,7 +17,8 @@ from gateway.store.rows import llm_calls, messages, sessions
 from gateway.store.window import WINDOW_STATES
 
 CACHE_GAPS_KEPT = 20
-"""Recent gaps between reply calls kept on the session (seconds), for a cache-TTL policy."""
+"""Recent gaps between turns (first reply call after the previous last one) kept on the session
+(seconds), for a cache-TTL policy."""
 
 
 async def record_call(
@@ -56,7 +57,8 @@ async def record_call(
         await conn.execute(select(sessions).where(sessions.c.id == session_pk).with_for_update())
     ).one()
     gaps = [float(g) for g in (session.cache_gaps or [])]
-    if session.last_call_at is not None:
+    if session.last_call_at is not None and call.opens_turn:
+        # Between a turn's first call and the previous turn's last: tool rounds are not chat gaps.
         gaps = [*gaps, round((now - session.last_call_at).total_seconds(), 3)][-CACHE_GAPS_KEPT:]
     since = 0
     if last_message_id is not None:
