@@ -1,0 +1,67 @@
+"""The loop's per-call cache plan: the first call reads live entries and writes the chosen tail,
+tool rounds read what the turn cached and write 5m, and the turn reports where its entries are."""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import UTC, datetime
+from typing import Any
+
+from agent.llm import LLMRequest
+from agent.loop import CachePoint, Entry, TurnCachePlan
+from agent.tools.current_time import current_time_tool
+from agent.tools.registry import ToolRegistry
+from tests.agent.test_loop import ScriptedLLM, config, reply, turn, user
+
+HOUR = {"type": "ephemeral", "ttl": "1h"}
+FIVE = {"type": "ephemeral"}
+
+
+def message_markers(request: LLMRequest) -> list[tuple[int, dict[str, Any]]]:
+    found: list[tuple[int, dict[str, Any]]] = []
+    for i, message in enumerate(request.messages):
+        content = message["content"]
+        if isinstance(content, list):
+            found += [(i, dict(b["cache_control"])) for b in content if "cache_control" in b]
+    return found
+
+
+def history() -> list[Entry]:
+    return [
+        Entry(user("old question"), (1,)),
+        Entry({"role": "assistant", "content": "old answer"}, (2,)),
+        Entry(user("new question"), (3, 4)),
+    ]
+
+
+async def test_first_call_reads_only_and_the_tool_round_writes_five_minutes() -> None:
+    clock = current_time_tool(lambda: datetime(2026, 3, 14, 15, 9, tzinfo=UTC))
+    llm = ScriptedLLM(reply("Checking.", tools=[("t1", "current_time", {})]), reply("It is 15:09."))
+    plan = TurnCachePlan(reads=((0, "1h"),), first_tail=None, round_tail="5m")
+    result = await turn(llm, window=history(), tools=ToolRegistry([clock]), cfg=config(cache_plan=plan))
+    first, second = llm.requests
+    assert message_markers(first) == [
+        (0, HOUR)
+    ]  # reads the live hour entry, leaves the new question unmarked
+    assert all("cache_control" not in b for b in first.system)
+    assert message_markers(second) == [(0, HOUR), (4, FIVE)]  # the tool result is read seconds later
+    assert "cache_control" in second.system[-1]
+    assert result.cache_points == [CachePoint((1,), "1h", True), CachePoint(102, "5m", True)]
+
+
+async def test_a_marked_first_tail_is_read_by_the_tool_round() -> None:
+    clock = current_time_tool(lambda: datetime(2026, 3, 14, 15, 9, tzinfo=UTC))
+    llm = ScriptedLLM(reply("Checking.", tools=[("t1", "current_time", {})]), reply("Done."))
+    plan = TurnCachePlan(reads=((0, "5m"),), first_tail="1h", round_tail="5m")
+    result = await turn(llm, window=history(), tools=ToolRegistry([clock]), cfg=config(cache_plan=plan))
+    first, second = llm.requests
+    assert message_markers(first) == [(0, HOUR), (2, HOUR)]  # the 5m read is raised to precede the 1h tail
+    assert message_markers(second) == [(2, HOUR), (4, FIVE)]
+    assert result.cache_points == [CachePoint((3, 4), "1h", True), CachePoint(102, "5m", True)]
+
+
+async def test_without_a_plan_the_loop_keeps_system_and_3() -> None:
+    llm = ScriptedLLM(reply("ok"))
+    result = await turn(llm, window=history(), cfg=dataclasses.replace(config(), cache_ttl="5m"))
+    assert [i for i, _ in message_markers(llm.requests[0])] == [0, 1, 2]
+    assert result.cache_points == []

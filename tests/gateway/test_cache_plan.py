@@ -1,0 +1,54 @@
+"""`plan_turn`: which cached prefixes a turn reads and whether its new tail is written."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from agent.loop import TurnCachePlan
+from agent.models import lookup_model
+from gateway.cache_policy import CachedPrefix, plan_turn
+
+MODEL = lookup_model("claude-sonnet-4-6")
+NOW = datetime(2026, 11, 16, 12, 0, tzinfo=UTC)
+WINDOW = [(1,), (2,), (3, 4), (5,), (6, 7, 8)]
+
+
+def plan(prefixes: list[CachedPrefix], gaps: list[float], *, new: int, elapsed: float) -> TurnCachePlan:
+    return plan_turn(
+        gaps,
+        prefixes=prefixes,
+        window_ids=WINDOW,
+        tokens_after=lambda _message_id: new,
+        prompt_tokens=20_000,
+        model=MODEL,
+        now=NOW,
+        last_call_at=NOW - timedelta(seconds=elapsed),
+    )
+
+
+def test_live_prefixes_are_read_and_expired_or_vanished_ones_are_not() -> None:
+    prefixes = [
+        CachedPrefix(2, "1h", NOW - timedelta(minutes=50)),
+        CachedPrefix(4, "5m", NOW - timedelta(minutes=6)),  # expired
+        CachedPrefix(9, "1h", NOW - timedelta(minutes=1)),  # compacted away: not in the window
+    ]
+    result = plan(prefixes, [1_200.0] * 10, new=500, elapsed=360.0)
+    assert result.reads == ((1, "1h"),)
+    # Every gap is 20 min: the next call comes within the hour, so the tail is written for an hour.
+    assert result.first_tail == "1h"
+    assert result.round_tail == "5m"
+
+
+def test_a_tail_is_left_unmarked_when_the_chat_rarely_returns_within_the_hour() -> None:
+    prefixes = [CachedPrefix(5, "1h", NOW - timedelta(minutes=40))]
+    gaps = [2_400.0, 9_000.0, 9_000.0, 9_000.0, 9_000.0, 9_000.0]  # one 40-minute gap, then 2.5 h breaks
+    result = plan(prefixes, gaps, new=3_000, elapsed=2_400.0)
+    assert result.reads == ((3, "1h"),)
+    assert result.first_tail is None
+
+
+def test_an_entry_about_to_expire_is_not_counted_on() -> None:
+    prefixes = [CachedPrefix(5, "5m", NOW - timedelta(seconds=290))]
+    result = plan(prefixes, [60.0] * 10, new=500, elapsed=290.0)
+    assert result.reads == ()
+    assert result.first_tail == "5m"
