@@ -240,7 +240,10 @@ def rough_estimate_messages(messages: Iterable[Message]) -> int:
 # --- calibration ----------------------------------------------------------------------------------
 
 CALIBRATION_ALPHA: Final = 0.2
-CALIBRATION_MIN: Final = 0.5
+CALIBRATION_MIN: Final = 1.0
+"""Never scale estimates below tiktoken's count: an estimate that is too high costs at most an early
+compaction, one that is too low overflows the window (seed 002 §2.4). Fixed per-request overheads the
+API adds or omits (tool-use preamble) also make small prompts look cheaper than they are."""
 CALIBRATION_MAX: Final = 2.0
 CALIBRATION_MIN_ESTIMATE: Final = 500
 """Small requests are dominated by fixed overheads we do not model; they would skew the factor."""
@@ -255,7 +258,7 @@ class Calibration:
     """Per-model correction factor: API-reported prompt tokens / our estimate, exponentially smoothed.
 
     The first usable observation is taken as is (no better prior exists); later ones move the factor
-    by `alpha` of the way. Both the observed ratio and the factor are bounded to [0.5, 2.0].
+    by `alpha` of the way. Both the observed ratio and the factor are bounded to [1.0, 2.0].
     """
 
     model: str

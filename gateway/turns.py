@@ -408,6 +408,7 @@ class TurnRunner:
             threshold=self.settings.hygiene_threshold,
         )
         if not decision.fire:
+            logger.debug("no hygiene for session %s: %s", session_pk, decision.reason)
             return rows, None
         logger.info("hygiene for session %s: %s", session_pk, decision.reason)
         items = build_window(rows, merge=False)

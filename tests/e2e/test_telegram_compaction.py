@@ -31,6 +31,9 @@ async def test_telegram_compaction(telegram_world: WorldFactory) -> None:
         TELEGRAM_ADMIN_IDS=str(ALICE),
         AGENT__MAX_OUTPUT_TOKENS="512",
         COMPRESSION__PROTECT_LAST_N="1",
+        # A fixed TTL keeps the cache warm between these quick turns, so the cache-aware compaction
+        # (which the auto policy triggers when no cache is live) does not stand in for the layers tested.
+        PROMPT_CACHING__CACHE_TTL="5m",
     ) as world:
         await _hygiene_fires_before_the_turn(world)
         await _compressor_fires_within_a_turn(world)
