@@ -42,7 +42,7 @@ typecheck: setup
 	$(PY) -m mypy
 
 test: setup lint typecheck
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n auto
 
 bench: setup
 	$(PY) -m bench
