@@ -17,7 +17,7 @@ $(UV):
 	$(TOOLS)/bin/pip install --quiet uv==$(UV_VERSION)
 
 $(STAMP): $(UV) pyproject.toml uv.lock
-	$(UV) sync --locked --extra dev --python $(PYTHON)
+	$(UV) sync --locked --extra dev --compile-bytecode --python $(PYTHON)
 	@touch $(STAMP)
 
 setup: $(STAMP)

@@ -20,12 +20,14 @@ from bench import (
     bench_cost,
     bench_morning,
     bench_overhead,
+    bench_summary_mode,
     bench_throughput,
 )
 from bench.databases import DEFAULT_POSTGRES_URL
 from bench.traces import TraceSizes
 
-COST_SIZES = TraceSizes(private_chats=2, private_days=2, groups=1, group_days=2, tool_chats=1, tool_days=1)
+COST_SIZES = TraceSizes()
+"""The cost benchmark's full size (3 private chats x 3 days, 2 groups x 3 days, 2 tool sessions x 1 day)."""
 
 
 async def _async_part(pg_url: str) -> None:
@@ -48,6 +50,8 @@ def main() -> None:
     bench_compressor.main()
     print("== cache policy CPU ==", flush=True)
     bench_cache_policy.main()
+    print("== summary call: standalone vs cached prefix ==", flush=True)
+    bench_summary_mode.main()
     asyncio.run(_async_part(args.postgres_url))
     print(f"all benchmarks done in {time.perf_counter() - started:.0f} s")
 
