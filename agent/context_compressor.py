@@ -206,6 +206,7 @@ class ContextCompressor(ContextEngine):
         budget: int,
     ) -> _Summary:
         n = tail - head
+        too_small = False
         try:
             response = await self._call(msgs, head, tail, previous, focus, budget)
             return _Summary(
@@ -213,10 +214,17 @@ class ContextCompressor(ContextEngine):
             )
         except SummarizerError as exc:
             failure = self._failure(exc)
+            too_small = exc.too_small
         except _Unusable:
             failure = "summarizer returned an empty summary"
 
         split = boundaries.split_point(head, tail, tokens, safe)
+        if too_small and split is not None:
+            # The middle does not fit the summary model: summarize it in two parts, the newer part
+            # updating the older part's summary, so nothing has to be extracted instead.
+            chunked = await self._in_two_parts(msgs, head, split, tail, previous, focus, budget)
+            if chunked is not None:
+                return chunked
         if split is None:
             retry = "no smaller slice to retry"
         else:
@@ -247,6 +255,54 @@ class ContextCompressor(ContextEngine):
         )
         reason = f"{failure}; {retry}; extractive summary of {n} messages"
         return _Summary(body, Outcome.DEGRADED, reason, None, None)
+
+    async def _in_two_parts(
+        self,
+        msgs: list[Message],
+        head: int,
+        split: int,
+        tail: int,
+        previous: str | None,
+        focus: str | None,
+        budget: int,
+    ) -> _Summary | None:
+        """Older part, then newer part updating it; None when the older part fails (the caller retries)."""
+        try:
+            older = await self._call(msgs, head, split, previous, focus, budget)
+        except SummarizerError as exc:
+            self._failure(exc)  # abort-class errors stop the compaction here
+            return None
+        except _Unusable:
+            return None
+        try:
+            newer = await self._call(msgs, split, tail, older.text.strip(), focus, budget)
+        except SummarizerError as exc:
+            failure = self._failure(exc)
+        except _Unusable:
+            failure = "summarizer returned an empty summary"
+        else:
+            return _Summary(
+                newer.text.strip(),
+                Outcome.OK,
+                f"summarized {tail - head} messages in two parts (the whole middle did not fit the summary "
+                "model's window)",
+                newer.model,
+                older.usage + newer.usage,
+            )
+        extracted = summary.extractive_summary(
+            msgs[split:tail],
+            previous_summary=None,
+            budget_tokens=max(budget - self._count_text(older.text), MIN_EXTRACT_TOKENS),
+            count=self._count_text,
+        )
+        return _Summary(
+            f"{older.text.strip()}\n\n## Later Turns (extracted)\n{extracted}",
+            Outcome.DEGRADED,
+            f"summary model window too small for the whole middle; summarized the older {split - head} "
+            f"messages, the newer part failed ({failure}) and was extracted",
+            older.model,
+            older.usage,
+        )
 
     async def _call(
         self,

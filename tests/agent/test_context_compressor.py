@@ -344,13 +344,29 @@ async def test_abort_class_error_on_the_retry_also_compacts_nothing() -> None:
     assert len(summarizer.requests) == 2
 
 
+async def test_a_middle_too_big_for_the_summarizer_is_summarized_in_two_parts() -> None:
+    summarizer = ScriptedSummarizer([failing(too_small=True), "## Goal\nOLDER", "## Goal\nOLDER+NEWER"])
+    engine = make(summarizer, context_length=10_000, target_ratio=0.10, protect_last_n=2)
+    result = await engine.compress(_plain(11), force=True)
+    assert result.outcome is Outcome.OK
+    assert "in two parts" in result.reason
+    whole, older, newer = summarizer.requests
+    assert (older.middle_start, older.middle_end) == (whole.middle_start, newer.middle_start)
+    assert newer.middle_end == whole.middle_end
+    assert newer.previous_summary == "## Goal\nOLDER"  # the newer part updates the older part's summary
+    assert result.summary is not None
+    assert "OLDER+NEWER" in result.summary
+    assert result.summary_usage is not None
+    assert result.summary_usage.input_tokens == 200  # both parts are accounted
+
+
 async def test_too_small_summarizer_retries_on_the_newer_half() -> None:
-    summarizer = ScriptedSummarizer([failing(too_small=True), "## Goal\nNEWER-HALF"])
+    summarizer = ScriptedSummarizer([failing(too_small=True), failing(too_small=True), "## Goal\nNEWER-HALF"])
     engine = make(summarizer, context_length=10_000, target_ratio=0.10, protect_last_n=2)
     result = await engine.compress(_plain(11), force=True)
     assert result.outcome is Outcome.DEGRADED
     assert "summarizer context too small" in result.reason
-    first, retry = summarizer.requests
+    first, _older_part, retry = summarizer.requests
     assert first.middle_end == retry.middle_end
     assert retry.middle_start > first.middle_start
     assert result.summary is not None
