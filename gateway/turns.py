@@ -411,6 +411,12 @@ class TurnRunner:
             logger.debug("no hygiene for session %s: %s", session_pk, decision.reason)
             return rows, None
         logger.info("hygiene for session %s: %s", session_pk, decision.reason)
+        return await self._compact_before_turn(session_pk, engine, rows, trigger="hygiene")
+
+    async def _compact_before_turn(
+        self, session_pk: int, engine: ContextEngine, rows: Sequence[StoredMessage], *, trigger: str
+    ) -> tuple[Sequence[StoredMessage], CompactionReport]:
+        """Compact the stored window (one message per row, so group chatter can be compacted too)."""
         items = build_window(rows, merge=False)
         report, _ = await compact_session(
             self.store,
@@ -418,7 +424,7 @@ class TurnRunner:
             session_pk=session_pk,
             messages=[i.message for i in items],
             refs=[i.ids for i in items],
-            trigger="hygiene",
+            trigger=trigger,
             force=True,
         )
         if self.metrics is not None:
@@ -447,21 +453,7 @@ class TurnRunner:
         if not decision.fire:
             return rows, None
         logger.info("cache-aware compaction for session %s: %s", session_pk, decision.reason)
-        items = build_window(rows, merge=False)
-        report, _ = await compact_session(
-            self.store,
-            engine,
-            session_pk=session_pk,
-            messages=[i.message for i in items],
-            refs=[i.ids for i in items],
-            trigger="scheduled",
-            force=True,
-        )
-        if self.metrics is not None:
-            self.metrics.observe_compaction(report.trigger, report.outcome.value)
-        if report.changed:
-            rows = await self.store.load_window(session_pk)
-        return rows, report
+        return await self._compact_before_turn(session_pk, engine, rows, trigger="scheduled")
 
     def _plan_for(
         self, snapshot: TurnSnapshot, rows: Sequence[StoredMessage], window: Sequence[Entry]
