@@ -29,7 +29,7 @@ from agent.llm import LLMClient, LLMRequest, LLMResponse
 from agent.loop import Entry, LoopConfig, TurnCachePlan, TurnResult, run_turn
 from agent.models import CacheTTL, ModelInfo, cost_usd
 from agent.tools.registry import ToolRegistry
-from agent.types import Message
+from agent.types import Message, text_of
 from gateway.cache_policy import (
     CachedPrefix,
     CacheMode,
@@ -161,7 +161,7 @@ class _Hooks:
                 NewMessage(
                     role=m["role"],
                     content=m["content"],
-                    text=_plain(m),
+                    text=text_of(m),
                     author_id="assistant" if m["role"] == "assistant" else "tool",
                     author_name="assistant" if m["role"] == "assistant" else "tool",
                     platform_message_id=None,
@@ -249,12 +249,6 @@ class _Hooks:
 def _ref_label(ref: object) -> object:
     """The stored message id the model may pass to `recall` (the newest row of a merged message)."""
     return max(ref) if isinstance(ref, tuple) and ref else ref
-
-
-def _plain(message: Message) -> str:
-    from agent.types import text_of
-
-    return text_of(message)
 
 
 class TurnRunner:

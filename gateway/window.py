@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from agent.types import Block, Message, Role, blocks_of
+from agent.types import Block, Message, Role
 
 INTERRUPTED_RESULT = "[tool call interrupted before it returned a result]"
 CONVERSATION_START = "(earlier conversation continues)"
@@ -120,7 +120,3 @@ def _result_text(block: Block) -> str:
     if isinstance(inner, str):
         return inner
     return " ".join(str(b.get("text", "")) for b in inner if isinstance(b, dict))
-
-
-def message_text(message: Message) -> str:
-    return " ".join(str(b.get("text", "")) for b in blocks_of(message) if b.get("type") == "text")
