@@ -33,7 +33,8 @@ TABLES = {
 
 
 def _diff(connection: Connection) -> list[Any]:
-    context = MigrationContext.configure(connection, opts={"compare_type": True, "include_name": include_name})
+    opts = {"compare_type": True, "include_name": include_name}
+    context = MigrationContext.configure(connection, opts=opts)
     return list(compare_metadata(context, Base.metadata))
 
 

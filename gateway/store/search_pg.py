@@ -71,7 +71,7 @@ async def ranked_list(
         total AS (SELECT count(*)::float8 AS n FROM search_docs WHERE chat_pk = :chat)
         SELECT h.message_id AS id, ({idf}) * {norm} AS score
         FROM hits h CROSS JOIN stats s CROSS JOIN total t
-        ORDER BY score DESC, h.message_id DESC LIMIT :depth"""
+        ORDER BY score DESC, h.message_id DESC LIMIT :depth"""  # noqa: S608 - constants, bound values
     ).bindparams(*binds)
     params.update({"chat": chat_pk, "shown_below": shown_below, "depth": depth})
     rows = await conn.execute(statement, params)

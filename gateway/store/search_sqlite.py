@@ -63,7 +63,7 @@ async def _ranked(
     where, params = _filters(after, before)
     # CROSS JOIN keeps the full-text match as the outer loop (SQLite never reorders it).
     statement = text(
-        f"SELECT {table}.rowid AS id, {score} AS score FROM {table} "
+        f"SELECT {table}.rowid AS id, {score} AS score FROM {table} "  # noqa: S608 - constants, bound values
         f"CROSS JOIN messages AS m ON m.id = {table}.rowid "
         f"WHERE {table} MATCH :match AND m.chat_pk = :chat{where} "
         f"AND {table}.rowid NOT IN ({window_ids_sql()}) "
@@ -85,7 +85,7 @@ async def _gram_expansions(conn: AsyncConnection, grams: tuple[str, ...]) -> lis
         params[f"lo{i}"] = gram
         params[f"hi{i}"] = gram[:-1] + chr(ord(gram[-1]) + 1)
         parts.append(
-            "SELECT * FROM (SELECT term, doc FROM search_grams_vocab "
+            "SELECT * FROM (SELECT term, doc FROM search_grams_vocab "  # noqa: S608 - constants, bound values
             f"WHERE term >= :lo{i} AND term < :hi{i} ORDER BY doc DESC LIMIT :per_gram)"
         )
     rows = await conn.execute(text(" UNION ALL ".join(parts)), params)

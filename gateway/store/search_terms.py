@@ -28,8 +28,7 @@ MAX_GRAMS = 24
 
 # Function words of English questions and requests: Snowball's English list (which Postgres also drops),
 # question words, and words about talking that every chat is full of ("what did she say about ...").
-STOP_WORDS = frozenset(
-    """
+_STOP_WORDS_TEXT = """
     a about above after again against all am an and any are aren't as at be because been before being
     below between both but by can can't cannot could couldn't did didn't do does doesn't doing don't
     down during each few for from further had hadn't has hasn't have haven't having he he'd he'll he's
@@ -43,8 +42,8 @@ STOP_WORDS = frozenset(
     also anything ever else just may might must shall something thing things us will yet whose whats
     hey hi ok okay please thanks know think remember recall mention mentioned said say says saying tell
     told talk talked talking discuss discussed
-    """.split()
-)
+"""
+STOP_WORDS = frozenset(_STOP_WORDS_TEXT.split())
 
 # Chinese particles and question words: a two-character piece that holds one of these (什么, 了吗, 的时)
 # or is made of two very common characters (我们, 是不) says nothing about the topic.

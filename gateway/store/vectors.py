@@ -47,9 +47,7 @@ async def pending(
     conn: AsyncConnection, dialect: str, *, after_id: int, model: str, limit: int, max_chars: int
 ) -> list[PendingText]:
     """Indexed messages after `after_id` with no vector from `model`, oldest first."""
-    embedded = exists().where(
-        message_vectors.c.message_id == messages.c.id, message_vectors.c.model == model
-    )
+    embedded = exists().where(message_vectors.c.message_id == messages.c.id, message_vectors.c.model == model)
     rows = await conn.execute(
         select(messages.c.id, messages.c.chat_pk, func.substr(messages.c.text, 1, max_chars).label("text"))
         .where(messages.c.id > after_id, _indexed(dialect), ~embedded)

@@ -29,6 +29,8 @@ import sqlalchemy as sa
 from alembic import op
 from sqlalchemy.dialects import postgresql
 
+# ruff: noqa: S608 - the DDL interpolates this module's constants only
+
 revision: str = "0005"
 down_revision: str | None = "0003"
 branch_labels: str | Sequence[str] | None = None
