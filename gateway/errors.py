@@ -8,7 +8,8 @@ GatewayError
 │   ├── SendRetryLater            flood control; carries retry_after seconds
 │   └── SendRejected              the platform rejected the content (e.g. bad markup)
 ├── PlatformStartError            an adapter could not connect at start-up
-└── ChatLockTimeout               another turn holds the chat for too long
+├── ChatLockTimeout               another turn holds the chat for too long
+└── EmbeddingsError               the embeddings endpoint failed; carries status and retry_after
 """
 
 from __future__ import annotations
@@ -52,3 +53,18 @@ class PlatformStartError(GatewayError):
 
 class ChatLockTimeout(GatewayError):
     pass
+
+
+class EmbeddingsError(GatewayError):
+    """The embeddings endpoint failed or answered something unusable (recall falls back to keywords)."""
+
+    def __init__(self, message: str, *, status: int | None = None, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.retry_after = retry_after
+
+    @property
+    def permanent(self) -> bool:
+        """The request itself was refused (4xx other than auth and rate limits): retrying cannot help."""
+        status = self.status
+        return status is not None and 400 <= status < 500 and status not in (401, 403, 408, 429)

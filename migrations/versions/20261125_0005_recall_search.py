@@ -1,9 +1,9 @@
 """Recall: a ranked full-text index over every chat's messages, kept by triggers; stored embeddings.
 
-The index covers what people and the assistant said: rows inserted as 'active' that are not tool
-results (so compaction summaries and tool output stay out), and the first 100,000 characters of each.
-Existing rows are indexed here; afterwards a trigger adds each new row in the same transaction as its
-insert, and deleting a message deletes its index entry.
+The index covers what people and the assistant said: non-empty rows inserted as 'active' that are not
+tool results (so compaction summaries, tool output and bare tool calls stay out), and the first 100,000
+characters of each. Existing rows are indexed here; afterwards a trigger adds each new row in the
+same transaction as its insert, and deleting a message deletes its index entry.
 
 SQLite: `search_words` (FTS5, Porter stemming over Unicode words, diacritics folded; the author's name
 as a second column) and `search_grams` (FTS5 trigrams of the messages that contain text written without
@@ -47,9 +47,9 @@ _RANGES = (
     "\u0e00-\u0eff\u1000-\u109f\u1100-\u11ff\u1780-\u17ff\u3040-\u30ff\u31f0-\u31ff"
     "\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f\U00020000-\U0002fa1f"
 )
-_INDEXED = "new.state = 'active' AND new.author_id IS NOT 'tool'"
+_INDEXED = "new.state = 'active' AND new.author_id IS NOT 'tool' AND new.text <> ''"
 _EXISTING = (
-    "author_id IS NOT 'tool' AND state IN ('active', 'archived') AND id NOT IN "
+    "author_id IS NOT 'tool' AND text <> '' AND state IN ('active', 'archived') AND id NOT IN "
     "(SELECT summary_message_id FROM compactions WHERE summary_message_id IS NOT NULL)"
 )
 
@@ -170,7 +170,7 @@ def _postgres_upgrade() -> None:
     )
     op.execute(
         "CREATE TRIGGER search_messages_insert AFTER INSERT ON messages FOR EACH ROW "
-        "WHEN (NEW.state = 'active' AND NEW.author_id IS DISTINCT FROM 'tool') "
+        "WHEN (NEW.state = 'active' AND NEW.author_id IS DISTINCT FROM 'tool' AND NEW.text <> '') "
         "EXECUTE FUNCTION search_index_message()"
     )
     op.execute(
