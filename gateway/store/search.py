@@ -12,32 +12,33 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 
+from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway.store import search_pg, search_sqlite
 from gateway.store.recall_records import SearchRequest, SearchResult
 from gateway.store.search_hits import assemble
-from gateway.store.search_terms import analyze
+from gateway.store.search_terms import analyze, split_authors
 
 RRF_K = 60
 """Reciprocal rank fusion constant: a list's rank r adds weight / (RRF_K + r)."""
 MIN_DEPTH = 50
 
 
-def fuse(lists: Sequence[tuple[Sequence[int], float]], *, k: int = RRF_K) -> list[int]:
-    """Ids ordered by weighted reciprocal rank fusion of several best-first lists."""
+def fuse(lists: Sequence[tuple[Sequence[int], float]], *, k: int = RRF_K) -> list[tuple[int, float]]:
+    """(id, score) ordered by weighted reciprocal rank fusion of several best-first lists."""
     scores: dict[int, float] = defaultdict(float)
     for ids, weight in lists:
         for rank, message_id in enumerate(ids, start=1):
             scores[message_id] += weight / (k + rank)
-    return sorted(scores, key=lambda i: scores[i], reverse=True)
+    return sorted(scores.items(), key=lambda item: item[1], reverse=True)
 
 
 async def keyword_lists(
     conn: AsyncConnection, dialect: str, chat_pk: int, request: SearchRequest
 ) -> list[tuple[list[int], float]]:
     """Best-first message ids from the full-text index, with their fusion weights."""
-    terms = analyze(request.query)
+    terms, authors = split_authors(analyze(request.query), await participants(conn, chat_pk))
     if terms.empty:
         return []
     depth = max(MIN_DEPTH, request.limit * 5)
@@ -50,6 +51,7 @@ async def keyword_lists(
             before=request.before,
             shown_below=request.shown_whole_below,
             depth=depth,
+            authors=authors,
         )
         return [(ranked, 1.0)]
     return await search_sqlite.ranked_lists(
@@ -60,7 +62,16 @@ async def keyword_lists(
         before=request.before,
         shown_below=request.shown_whole_below,
         depth=depth,
+        authors=authors,
     )
+
+
+async def participants(conn: AsyncConnection, chat_pk: int) -> list[str]:
+    """Names that have written in the chat (kept by the index's insert trigger)."""
+    rows = await conn.execute(
+        text("SELECT name FROM search_authors WHERE chat_pk = :chat"), {"chat": chat_pk}
+    )
+    return [str(r.name) for r in rows]
 
 
 async def search_history(
@@ -77,5 +88,4 @@ async def search_history(
     lists = await keyword_lists(conn, dialect, chat_pk, request)
     if semantic:
         lists.append((list(semantic), 1.0))
-    ranked = fuse(lists)
-    return await assemble(conn, chat_pk, ranked, request, analyze(request.query))
+    return await assemble(conn, chat_pk, fuse(lists), request, analyze(request.query))

@@ -1,10 +1,13 @@
 """From ranked message ids to what the model reads: in-scope rows of the asking chat only, an excerpt
 around each one's best passage, the neighbour that completes it (a question and its answer), the
-session it belongs to, and no message shown twice."""
+session it belongs to, and no message shown twice.
+
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import re
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, cast
 
@@ -15,10 +18,14 @@ from gateway.store.recall_records import Passage, SearchHit, SearchRequest, Sear
 from gateway.store.records import Role
 from gateway.store.rows import compactions, messages, sessions
 from gateway.store.search_terms import QueryTerms, excerpt
+from gateway.store.window import SEQ_STEP
 
+_WORDS = re.compile(r"\w+")
 NEIGHBOUR_CHARS = 200
-_LOOKAROUND = 6
-"""Rows read on each side of a hit to step over tool calls and their results."""
+CANDIDATES = 50
+"""Best-ranked candidates read (many chats repeat short messages, which dedupe to one)."""
+_REACH = 4 * SEQ_STEP
+"""How far (in seq) to look on each side of a hit for its neighbours, past a tool call and its result."""
 
 AnyRow = Any
 """A result row of `_COLUMNS` (attribute access by column name)."""
@@ -66,8 +73,10 @@ def _is_question(text: str) -> bool:
     return text.rstrip().endswith(("?", "？"))
 
 
-def _key(text: str) -> str:
-    return " ".join(text.casefold().split())[:500]
+def _key(row: AnyRow) -> tuple[str | None, str]:
+    """Rows are duplicates when one author said the same words again (punctuation aside), not when
+    two people did."""
+    return row.author_id, " ".join(_WORDS.findall(row.text.casefold()))[:500]
 
 
 class _Assembler:
@@ -78,52 +87,52 @@ class _Assembler:
         self.chat_pk = chat_pk
         self.request = request
         self.terms = terms
-        self.summaries: dict[int, set[int]] = {}
+        self._summaries: set[int] | None = None
 
     async def rows(self, ids: Sequence[int]) -> dict[int, AnyRow]:
         if not ids:
             return {}
         result = await self.conn.execute(
-            select(*_COLUMNS).where(messages.c.chat_pk == self.chat_pk, messages.c.id.in_(list(ids)))
+            select(*_COLUMNS).where(messages.c.id.in_(list(ids)), messages.c.chat_pk == self.chat_pk)
         )
         return {r.id: r for r in result}
 
-    async def summary_ids(self, session_pk: int) -> set[int]:
-        found = self.summaries.get(session_pk)
-        if found is None:
+    async def summary_ids(self) -> set[int]:
+        if self._summaries is None:
             result = await self.conn.execute(
                 select(compactions.c.summary_message_id).where(
-                    compactions.c.session_pk == session_pk, compactions.c.summary_message_id.is_not(None)
+                    compactions.c.chat_pk == self.chat_pk, compactions.c.summary_message_id.is_not(None)
                 )
             )
-            found = self.summaries[session_pk] = {int(i) for i in result.scalars()}
-        return found
+            self._summaries = {int(i) for i in result.scalars()}
+        return self._summaries
 
-    async def neighbours(self, row: AnyRow) -> tuple[AnyRow | None, AnyRow | None]:
-        """The nearest said message (not a tool result, summary or empty tool call) on each side."""
-        parts = []
-        for state in ("archived", "active"):
-            same = (messages.c.session_pk == row.session_pk, messages.c.state == state)
-            parts.append(
-                select(*_COLUMNS)
-                .where(*same, messages.c.seq < row.seq)
-                .order_by(messages.c.seq.desc())
-                .limit(_LOOKAROUND)
-                .subquery()
+    async def neighbours(self, hits: Sequence[AnyRow]) -> dict[int, tuple[AnyRow | None, AnyRow | None]]:
+        """For each hit, the nearest said message (not a tool result, summary or empty tool call) on
+        each side in its session, read in one statement."""
+        if not hits:
+            return {}
+        around = [
+            select(*_COLUMNS).where(
+                messages.c.session_pk == row.session_pk,
+                messages.c.state.in_(("active", "archived")),
+                messages.c.seq.between(row.seq - _REACH, row.seq + _REACH),
             )
-            parts.append(
-                select(*_COLUMNS)
-                .where(*same, messages.c.seq > row.seq)
-                .order_by(messages.c.seq)
-                .limit(_LOOKAROUND)
-                .subquery()
-            )
-        result = await self.conn.execute(union_all(*(select(p) for p in parts)))
-        skip = await self.summary_ids(row.session_pk)
-        said = [r for r in result if r.author_id != "tool" and r.text.strip() and r.id not in skip]
-        before = max((r for r in said if r.seq < row.seq), key=lambda r: r.seq, default=None)
-        after = min((r for r in said if r.seq > row.seq), key=lambda r: r.seq, default=None)
-        return before, after
+            for row in hits
+        ]
+        nearby = list(await self.conn.execute(union_all(*around)))
+        skip = await self.summary_ids()
+        said = [r for r in nearby if r.author_id != "tool" and r.text.strip() and r.id not in skip]
+        by_session: dict[int, list[AnyRow]] = {}
+        for r in said:
+            by_session.setdefault(r.session_pk, []).append(r)
+        found = {}
+        for row in hits:
+            same = by_session.get(row.session_pk, [])
+            before = max((r for r in same if r.seq < row.seq), key=lambda r: r.seq, default=None)
+            after = min((r for r in same if r.seq > row.seq), key=lambda r: r.seq, default=None)
+            found[row.id] = (before, after)
+        return found
 
     def in_scope(self, row: AnyRow, active_session: int | None) -> bool:
         created: datetime = row.created_at
@@ -138,41 +147,46 @@ class _Assembler:
 
 
 async def assemble(
-    conn: AsyncConnection, chat_pk: int, ranked: Sequence[int], request: SearchRequest, terms: QueryTerms
+    conn: AsyncConnection,
+    chat_pk: int,
+    ranked: Sequence[tuple[int, float]],
+    request: SearchRequest,
+    terms: QueryTerms,
 ) -> SearchResult:
-    """The top `request.limit` hits of `ranked` (ids of any chat: rows of other chats are dropped)."""
+    """The top `request.limit` hits of `ranked` ((id, score) of any chat: other chats' rows are dropped)."""
     work = _Assembler(conn, chat_pk, request, terms)
-    candidates = list(ranked[: max(request.limit * 4, 20)])
-    rows = await work.rows(candidates)
+    top = ranked[: max(request.limit * 5, CANDIDATES)]
+    rows = await work.rows([i for i, _ in top])
     infos = await chat_sessions(conn, chat_pk)
     active = next((pk for pk, info in infos.items() if info.active), None)
+    usable = [rows[i] for i, _ in top if i in rows and work.in_scope(rows[i], active)]
+    around = await work.neighbours(usable[: request.limit * 3])
     shown: set[int] = set()
-    seen_texts: set[str] = set()
+    seen_texts: set[tuple[str | None, str]] = set()
     hits: list[SearchHit] = []
-    usable = [rows[i] for i in candidates if i in rows and work.in_scope(rows[i], active)]
     for row in usable:
-        if row.id in shown or _key(row.text) in seen_texts:
+        if row.id in shown or _key(row) in seen_texts:
             continue
         if len(hits) == request.limit:
             return SearchResult(hits=hits, more=True)
-        before_row, after_row = await work.neighbours(row)
+        before_row, after_row = around.get(row.id) or (await work.neighbours([row]))[row.id]
         # A question comes with the message after it; the answer to a question with the question.
         asks = _is_question(row.text)
-        with_after = after_row is not None and asks
-        with_before = before_row is not None and not asks and _is_question(before_row.text)
+        if not asks or after_row is None:
+            after_row = None
+        if asks or before_row is None or not _is_question(before_row.text):
+            before_row = None
         width = min(NEIGHBOUR_CHARS, request.excerpt_chars)
-        hit = SearchHit(
-            main=passage(row, terms, request.excerpt_chars),
-            session=infos[row.session_pk],
-            before=passage(before_row, terms, width) if with_before and before_row is not None else None,
-            after=passage(after_row, terms, width) if with_after and after_row is not None else None,
+        hits.append(
+            SearchHit(
+                main=passage(row, terms, request.excerpt_chars),
+                session=infos[row.session_pk],
+                before=None if before_row is None else passage(before_row, terms, width),
+                after=None if after_row is None else passage(after_row, terms, width),
+            )
         )
-        hits.append(hit)
-        for shown_row in _shown(row, before_row if with_before else None, after_row if with_after else None):
-            shown.add(shown_row.id)
-            seen_texts.add(_key(shown_row.text))
+        for shown_row in (row, before_row, after_row):
+            if shown_row is not None:
+                shown.add(shown_row.id)
+                seen_texts.add(_key(shown_row))
     return SearchResult(hits=hits, more=False)
-
-
-def _shown(*rows: AnyRow | None) -> Iterable[AnyRow]:
-    return (r for r in rows if r is not None)

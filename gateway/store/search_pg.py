@@ -2,9 +2,15 @@
 
 `ts_rank_cd` has no inverse document frequency, so a common word repeated would outrank a rare one; the
 query instead scores each matching message as BM25 does with binary term frequency (chat messages are
-short): the sum, over the query terms it contains, of ln(1 + (N - df + 0.5) / (df + 0.5)), where N is the
-number of indexed messages of the chat and df the number of them holding the term, scaled by the
-message's length against the average length of the matches. One statement; df comes from the matches.
+short): the sum, over the query terms it holds, of ln(1 + (N - df + 0.5) / (df + 0.5)), scaled by the
+message's length against the average length of the matches. N is the index's size as the planner last
+estimated it (counting would read every row), df the number of the chat's matches holding the term.
+
+Reading every message that holds a common word ("need", "good") is what makes a query slow, and such a
+word barely moves the ranking. So words that ANALYZE found in more than COMMON_SHARE of the messages
+(`pg_stats.most_common_elems`) do not select candidates when the query has rarer words; they still
+score the candidates that hold them, with their df estimated from that share. Without statistics (a
+fresh database) every word selects candidates.
 """
 
 from __future__ import annotations
@@ -15,19 +21,43 @@ from sqlalchemy import bindparam, text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway.store.models import UTCDateTime
-from gateway.store.search_sqlite import window_ids_sql
+from gateway.store.search_sql import author_factor, window_ids_sql
 from gateway.store.search_terms import QueryTerms
 
 K1 = 1.2
 B = 0.75
-
-
+COMMON_SHARE = 0.01
 WORDS_CONFIG = "search_english"
 """English stemming with accents folded (migration 0005); grams use pg_catalog.simple."""
 
+_N = "(SELECT greatest(reltuples, 0)::float8 FROM pg_class WHERE oid = 'search_docs'::regclass)"
+_MCE = """SELECT x.e, x.f FROM pg_stats s,
+    unnest(s.most_common_elems::text::text[], s.most_common_elem_freqs) AS x(e, f)
+    WHERE s.schemaname = current_schema() AND s.tablename = 'search_docs' AND s.attname = 'doc'"""
 
-def _tsquery(i: int, config: str) -> str:
-    return f"plainto_tsquery('{config}', :t{i})"
+
+def _config(terms: QueryTerms, i: int) -> str:
+    return WORDS_CONFIG if i < len(terms.words) else "pg_catalog.simple"
+
+
+def _lexemes(terms: QueryTerms, i: int) -> str:
+    return f"tsvector_to_array(to_tsvector('{_config(terms, i)}', :t{i}))"
+
+
+async def _shares(conn: AsyncConnection, terms: QueryTerms) -> tuple[list[float | None], float]:
+    """(share of messages holding each term per the planner's statistics, or None when not among the
+    most common; N)."""
+    columns = ", ".join(
+        f"(SELECT max(mce.f) FROM mce WHERE mce.e = ANY({_lexemes(terms, i)})) AS f{i}"  # noqa: S608
+        for i in range(len(terms.all()))
+    )
+    row = (
+        await conn.execute(
+            text(f"WITH mce AS ({_MCE}) SELECT {_N} AS n, {columns}"),
+            {f"t{i}": t for i, t in enumerate(terms.all())},
+        )
+    ).one()
+    return [getattr(row, f"f{i}") for i in range(len(terms.all()))], float(row.n or 0.0)
 
 
 async def ranked_list(
@@ -39,13 +69,18 @@ async def ranked_list(
     before: Any,
     shown_below: int,
     depth: int,
+    authors: tuple[str, ...] = (),
 ) -> list[int]:
-    """Message ids of the chat matching any term, best first."""
-    queries = [_tsquery(i, WORDS_CONFIG) for i in range(len(terms.words))]
-    queries += [_tsquery(len(terms.words) + i, "pg_catalog.simple") for i in range(len(terms.grams))]
-    params: dict[str, Any] = {f"t{i}": term for i, term in enumerate(terms.all())}
-    if not queries:
+    """Message ids of the chat matching any term, best first; messages by `authors` rank higher."""
+    count = len(terms.all())
+    if not count:
         return []
+    shares, n = await _shares(conn, terms)
+    queries = [f"plainto_tsquery('{_config(terms, i)}', :t{i})" for i in range(count)]
+    common = {i for i, share in enumerate(shares) if share is not None and share > COMMON_SHARE}
+    selecting = [q for i, q in enumerate(queries) if i not in common] or queries
+    params: dict[str, Any] = {f"t{i}": term for i, term in enumerate(terms.all())}
+    params.update({f"share{i}": shares[i] for i in common})
     where = ""
     binds = []
     if after is not None:
@@ -54,25 +89,31 @@ async def ranked_list(
     if before is not None:
         where += " AND d.created_at < :before"
         binds.append(bindparam("before", before, type_=UTCDateTime()))
-    any_term = " || ".join(queries)
-    dfs = ", ".join(f"count(*) FILTER (WHERE doc @@ {q}) AS df{i}" for i, q in enumerate(queries))
-    idf = " + ".join(
-        f"CASE WHEN h.doc @@ {q} THEN ln(1.0 + (t.n - s.df{i} + 0.5) / (s.df{i} + 0.5)) ELSE 0.0 END"
-        for i, q in enumerate(queries)
+    matched = ", ".join(f"(d.doc @@ {q})::int AS m{i}" for i, q in enumerate(queries))
+    # N is at least the number of matches (the estimate is 0 before the first ANALYZE).
+    n_all = "greatest(CAST(:n_est AS float8), count(*))"
+
+    def df(i: int) -> str:
+        return f"(CAST(:share{i} AS float8) * {n_all})" if i in common else f"sum(m{i})"
+
+    idfs = ", ".join(
+        f"ln(1.0 + greatest({n_all} - {df(i)} + 0.5, 0.5) / ({df(i)} + 0.5)) AS idf{i}" for i in range(count)
     )
+    idf = " + ".join(f"h.m{i} * s.idf{i}" for i in range(count))
     norm = f"({K1 + 1} / (1.0 + {K1} * (1.0 - {B} + {B} * h.len / greatest(s.avglen, 1.0))))"
+    factor, names = author_factor("h.author", authors)
+    params.update(names)
     statement = text(
         f"""WITH hits AS MATERIALIZED (
-            SELECT d.message_id, d.doc, length(d.doc)::float8 AS len FROM search_docs d
-            WHERE d.chat_pk = :chat AND d.doc @@ ({any_term}){where}
+            SELECT d.message_id, d.author, length(d.doc)::float8 AS len, {matched} FROM search_docs d
+            WHERE d.chat_pk = :chat AND d.doc @@ ({" || ".join(selecting)}){where}
               AND d.message_id NOT IN ({window_ids_sql()})
         ),
-        stats AS (SELECT avg(len) AS avglen, {dfs} FROM hits),
-        total AS (SELECT count(*)::float8 AS n FROM search_docs WHERE chat_pk = :chat)
-        SELECT h.message_id AS id, ({idf}) * {norm} AS score
-        FROM hits h CROSS JOIN stats s CROSS JOIN total t
+        stats AS MATERIALIZED (SELECT avg(len) AS avglen, {idfs} FROM hits)
+        SELECT h.message_id AS id, ({idf}) * {norm} * {factor} AS score
+        FROM hits h CROSS JOIN stats s
         ORDER BY score DESC, h.message_id DESC LIMIT :depth"""  # noqa: S608 - constants, bound values
     ).bindparams(*binds)
-    params.update({"chat": chat_pk, "shown_below": shown_below, "depth": depth})
+    params.update({"chat": chat_pk, "shown_below": shown_below, "depth": depth, "n_est": n})
     rows = await conn.execute(statement, params)
     return [int(r.id) for r in rows]

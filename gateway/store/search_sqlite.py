@@ -1,6 +1,6 @@
 """Keyword ranking on SQLite: BM25 over the FTS5 tables kept by migration 0005's triggers.
 
-Words go to `search_words` (Porter-stemmed Unicode words plus the author's name); unsegmented text goes to
+Words go to `search_words` (Porter-stemmed Unicode words); unsegmented text goes to
 `search_grams` (trigrams). FTS5 cannot match fewer than three characters of trigrams, so a two-character
 piece is looked up as every indexed trigram that starts with it (`search_grams_vocab`); each gram row
 ends in a newline, so a piece at the very end of a message starts a trigram too. Longer words are also
@@ -15,21 +15,11 @@ from sqlalchemy import bindparam, text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway.store.models import UTCDateTime
+from gateway.store.search_sql import author_factor, window_ids_sql
 from gateway.store.search_terms import QueryTerms
 
-AUTHOR_WEIGHT = 0.4
-"""BM25 weight of a match in the author's name relative to one in the message."""
 EXPANSIONS_PER_GRAM = 64
 MAX_EXPANSIONS = 256
-
-
-def window_ids_sql() -> str:
-    """Ids of the active session's messages the model sees whole (bind :chat, :shown_below)."""
-    return (
-        "SELECT id FROM messages WHERE session_pk = "
-        "(SELECT id FROM sessions WHERE chat_pk = :chat AND active) "
-        "AND state = 'active' AND length(text) < :shown_below"
-    )
 
 
 def _phrase(term: str) -> str:
@@ -59,18 +49,20 @@ async def _ranked(
     before: Any,
     shown_below: int,
     depth: int,
+    authors: tuple[str, ...],
 ) -> list[int]:
     where, params = _filters(after, before)
+    factor, names = author_factor("m.author_name", authors)
     # CROSS JOIN keeps the full-text match as the outer loop (SQLite never reorders it).
     statement = text(
-        f"SELECT {table}.rowid AS id, {score} AS score FROM {table} "  # noqa: S608 - constants, bound values
+        f"SELECT {table}.rowid AS id, {score} * {factor} AS score FROM {table} "  # noqa: S608 - constants, bound values
         f"CROSS JOIN messages AS m ON m.id = {table}.rowid "
         f"WHERE {table} MATCH :match AND m.chat_pk = :chat{where} "
         f"AND {table}.rowid NOT IN ({window_ids_sql()}) "
         "ORDER BY score LIMIT :depth"
     ).bindparams(*params)
     rows = await conn.execute(
-        statement, {"match": match, "chat": chat_pk, "shown_below": shown_below, "depth": depth}
+        statement, {"match": match, "chat": chat_pk, "shown_below": shown_below, "depth": depth, **names}
     )
     return [int(r.id) for r in rows]
 
@@ -101,20 +93,22 @@ async def ranked_lists(
     before: Any,
     shown_below: int,
     depth: int,
+    authors: tuple[str, ...] = (),
 ) -> list[tuple[list[int], float]]:
-    """(message ids best first, fusion weight) for the word index and the gram index."""
+    """(message ids best first, fusion weight) for the word index and the gram index; messages by
+    `authors` rank higher (bm25 is negative: a larger factor is better)."""
     scope: dict[str, Any] = {
         "chat_pk": chat_pk,
         "after": after,
         "before": before,
         "shown_below": shown_below,
         "depth": depth,
+        "authors": authors,
     }
     lists: list[tuple[list[int], float]] = []
     if terms.words:
         match = " OR ".join(_phrase(w) for w in terms.words)
-        score = f"bm25(search_words, 1.0, {AUTHOR_WEIGHT})"
-        lists.append((await _ranked(conn, "search_words", score, match, **scope), 1.0))
+        lists.append((await _ranked(conn, "search_words", "bm25(search_words)", match, **scope), 1.0))
     phrases = await _gram_expansions(conn, terms.grams)
     phrases += [w for w in terms.words if len(w) >= 3]
     if phrases:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 UNSEGMENTED = (
@@ -102,6 +103,28 @@ def analyze(query: str) -> QueryTerms:
     if not content and not useful:
         content, useful = words, grams
     return QueryTerms(words=tuple(_dedupe(content)[:MAX_WORDS]), grams=tuple(_dedupe(useful)[:MAX_GRAMS]))
+
+
+def split_authors(terms: QueryTerms, participants: Iterable[str]) -> tuple[QueryTerms, tuple[str, ...]]:
+    """(terms to look for in the messages, names of the chat's authors the query names).
+
+    In "When did Melanie paint a sunrise?" Melanie is most likely who said it, not a word of it: her name
+    ranks her messages up instead of matching every message that mentions her. A query of nothing but
+    names still looks for them in the messages too.
+    """
+    named: list[str] = []
+    used: set[str] = set()
+    for name in participants:
+        parts = _normalise(name).split()
+        # Exact words only: "car" is not "Caroline" ("Melanie's" is split into "melanie" and "s").
+        hits = {w for w in terms.words if w in parts}
+        if hits:
+            named.append(name)
+            used |= hits
+    rest = tuple(w for w in terms.words if w not in used)
+    if not rest and not terms.grams:
+        return terms, tuple(named)
+    return QueryTerms(words=rest, grams=terms.grams), tuple(named)
 
 
 # -- excerpts ---------------------------------------------------------------------------------------

@@ -5,15 +5,17 @@ tool results (so compaction summaries, tool output and bare tool calls stay out)
 characters of each. Existing rows are indexed here; afterwards a trigger adds each new row in the
 same transaction as its insert, and deleting a message deletes its index entry.
 
-SQLite: `search_words` (FTS5, Porter stemming over Unicode words, diacritics folded; the author's name
-as a second column) and `search_grams` (FTS5 trigrams of the messages that contain text written without
-spaces: Chinese, Japanese, Korean, Thai, Lao, Khmer, Myanmar). A newline is appended to each gram row
-so every two-character substring starts some trigram, and a query can look two-character words up
-through `search_grams_vocab`.
+SQLite: `search_words` (FTS5, Porter stemming over Unicode words, diacritics folded) and
+`search_grams` (FTS5 trigrams of the messages that contain text written without spaces: Chinese,
+Japanese, Korean, Thai, Lao, Khmer, Myanmar). A newline is appended to each gram row so every
+two-character substring starts some trigram, and a query can look two-character words up through
+`search_grams_vocab`.
 
 Postgres: `search_docs` holds one `tsvector` per message (English stemming of the words with accents
-folded, unigrams and bigrams of unsegmented scripts, the author's name) with a GIN index, built by
-`search_document()`.
+folded, unigrams and bigrams of unsegmented scripts) with a GIN index, built by `search_document()`.
+
+Both: `search_authors` lists the names that have written in each chat, so a query can tell "Melanie" the
+author from "melanie" the word.
 
 Revision ID: 0005
 Revises: 0003
@@ -57,18 +59,21 @@ _EXISTING = (
 def _sqlite_upgrade() -> None:
     body = f"substr(new.text, 1, {INDEXED_CHARS})"
     has_grams = f"new.text GLOB '*[{_RANGES}]*'"
-    op.execute(
-        "CREATE VIRTUAL TABLE search_words USING fts5("
-        "body, author, tokenize = 'porter unicode61 remove_diacritics 2')"
-    )
+    words = "porter unicode61 remove_diacritics 2"
+    op.execute(f"CREATE VIRTUAL TABLE search_words USING fts5(body, tokenize = '{words}')")
     op.execute("CREATE VIRTUAL TABLE search_grams USING fts5(body, tokenize = 'trigram')")
     op.execute("CREATE VIRTUAL TABLE search_grams_vocab USING fts5vocab(search_grams, row)")
     op.execute(
+        "CREATE TABLE search_authors (chat_pk INTEGER NOT NULL REFERENCES chats (id) ON DELETE CASCADE, "
+        "name TEXT NOT NULL, PRIMARY KEY (chat_pk, name)) WITHOUT ROWID"
+    )
+    op.execute(
         f"""CREATE TRIGGER search_messages_insert AFTER INSERT ON messages WHEN {_INDEXED}
         BEGIN
-            INSERT INTO search_words(rowid, body, author)
-                VALUES (new.id, {body}, coalesce(new.author_name, ''));
+            INSERT INTO search_words(rowid, body) VALUES (new.id, {body});
             INSERT INTO search_grams(rowid, body) SELECT new.id, {body} || char(10) WHERE {has_grams};
+            INSERT OR IGNORE INTO search_authors(chat_pk, name)
+                SELECT new.chat_pk, new.author_name WHERE coalesce(new.author_name, '') <> '';
         END"""
     )
     op.execute(
@@ -79,31 +84,33 @@ def _sqlite_upgrade() -> None:
         END"""
     )
     op.execute(
-        f"""CREATE TRIGGER search_messages_update AFTER UPDATE OF text, author_name ON messages
+        f"""CREATE TRIGGER search_messages_update AFTER UPDATE OF text ON messages
         WHEN EXISTS (SELECT 1 FROM search_words WHERE rowid = new.id)
         BEGIN
-            UPDATE search_words SET body = {body}, author = coalesce(new.author_name, '')
-                WHERE rowid = new.id;
+            UPDATE search_words SET body = {body} WHERE rowid = new.id;
             DELETE FROM search_grams WHERE rowid = new.id;
             INSERT INTO search_grams(rowid, body) SELECT new.id, {body} || char(10) WHERE {has_grams};
         END"""
     )
     existing = _EXISTING
     op.execute(
-        "INSERT INTO search_words(rowid, body, author) "
-        f"SELECT id, substr(text, 1, {INDEXED_CHARS}), coalesce(author_name, '') FROM messages "
-        f"WHERE {existing}"
+        "INSERT INTO search_words(rowid, body) "
+        f"SELECT id, substr(text, 1, {INDEXED_CHARS}) FROM messages WHERE {existing}"
     )
     op.execute(
         f"INSERT INTO search_grams(rowid, body) SELECT id, substr(text, 1, {INDEXED_CHARS}) || char(10) "
         f"FROM messages WHERE {existing} AND text GLOB '*[{_RANGES}]*'"
+    )
+    op.execute(
+        "INSERT OR IGNORE INTO search_authors(chat_pk, name) SELECT DISTINCT chat_pk, author_name "
+        f"FROM messages WHERE {existing} AND coalesce(author_name, '') <> ''"
     )
 
 
 def _sqlite_downgrade() -> None:
     for trigger in ("search_messages_insert", "search_messages_delete", "search_messages_update"):
         op.execute(f"DROP TRIGGER IF EXISTS {trigger}")
-    for table in ("search_grams_vocab", "search_grams", "search_words"):
+    for table in ("search_authors", "search_grams_vocab", "search_grams", "search_words"):
         op.execute(f"DROP TABLE IF EXISTS {table}")
 
 
@@ -137,22 +144,25 @@ def _postgres_upgrade() -> None:
         $$"""
     )
     op.execute(
-        f"""CREATE FUNCTION search_document(body text, author text) RETURNS tsvector
+        f"""CREATE FUNCTION search_document(body text) RETURNS tsvector
         LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
             SELECT to_tsvector('search_english',
                        regexp_replace(left(body, {INDEXED_CHARS}), '[{_RANGES}]+', ' ', 'g'))
                 || to_tsvector('pg_catalog.simple', search_grams(body))
-                || setweight(to_tsvector('search_english', coalesce(author, '')), 'D')
         $$"""
     )
     op.execute(
         """CREATE FUNCTION search_index_message() RETURNS trigger LANGUAGE plpgsql AS $$
         BEGIN
             IF TG_OP = 'INSERT' THEN
-                INSERT INTO search_docs (message_id, chat_pk, created_at, doc)
-                    VALUES (NEW.id, NEW.chat_pk, NEW.created_at, search_document(NEW.text, NEW.author_name));
+                INSERT INTO search_docs (message_id, chat_pk, created_at, author, doc)
+                    VALUES (NEW.id, NEW.chat_pk, NEW.created_at, NEW.author_name, search_document(NEW.text));
+                IF coalesce(NEW.author_name, '') <> '' THEN
+                    INSERT INTO search_authors (chat_pk, name) VALUES (NEW.chat_pk, NEW.author_name)
+                        ON CONFLICT DO NOTHING;
+                END IF;
             ELSE
-                UPDATE search_docs SET doc = search_document(NEW.text, NEW.author_name)
+                UPDATE search_docs SET doc = search_document(NEW.text)
                     WHERE message_id = NEW.id;
             END IF;
             RETURN NULL;
@@ -164,9 +174,17 @@ def _postgres_upgrade() -> None:
         sa.Column("message_id", sa.BigInteger(), nullable=False),
         sa.Column("chat_pk", sa.Integer(), nullable=False),
         sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+        sa.Column("author", sa.Text(), nullable=True),
         sa.Column("doc", postgresql.TSVECTOR(), nullable=False),
         sa.ForeignKeyConstraint(["message_id"], ["messages.id"], ondelete="CASCADE"),
         sa.PrimaryKeyConstraint("message_id"),
+    )
+    op.create_table(
+        "search_authors",
+        sa.Column("chat_pk", sa.Integer(), nullable=False),
+        sa.Column("name", sa.Text(), nullable=False),
+        sa.ForeignKeyConstraint(["chat_pk"], ["chats.id"], ondelete="CASCADE"),
+        sa.PrimaryKeyConstraint("chat_pk", "name"),
     )
     op.execute(
         "CREATE TRIGGER search_messages_insert AFTER INSERT ON messages FOR EACH ROW "
@@ -174,14 +192,18 @@ def _postgres_upgrade() -> None:
         "EXECUTE FUNCTION search_index_message()"
     )
     op.execute(
-        "CREATE TRIGGER search_messages_update AFTER UPDATE OF text, author_name ON messages FOR EACH ROW "
-        "WHEN (OLD.text IS DISTINCT FROM NEW.text OR OLD.author_name IS DISTINCT FROM NEW.author_name) "
+        "CREATE TRIGGER search_messages_update AFTER UPDATE OF text ON messages FOR EACH ROW "
+        "WHEN (OLD.text IS DISTINCT FROM NEW.text) "
         "EXECUTE FUNCTION search_index_message()"
     )
     existing = _EXISTING.replace("IS NOT 'tool'", "IS DISTINCT FROM 'tool'")
     op.execute(
-        "INSERT INTO search_docs (message_id, chat_pk, created_at, doc) "
-        f"SELECT id, chat_pk, created_at, search_document(text, author_name) FROM messages WHERE {existing}"
+        "INSERT INTO search_docs (message_id, chat_pk, created_at, author, doc) "
+        f"SELECT id, chat_pk, created_at, author_name, search_document(text) FROM messages WHERE {existing}"
+    )
+    op.execute(
+        "INSERT INTO search_authors (chat_pk, name) SELECT DISTINCT chat_pk, author_name FROM messages "
+        f"WHERE {existing} AND coalesce(author_name, '') <> ''"
     )
     op.execute("CREATE INDEX search_docs_doc ON search_docs USING gin (doc)")
     op.execute("CREATE INDEX search_docs_chat ON search_docs (chat_pk, created_at)")
@@ -190,9 +212,10 @@ def _postgres_upgrade() -> None:
 def _postgres_downgrade() -> None:
     op.execute("DROP TRIGGER IF EXISTS search_messages_update ON messages")
     op.execute("DROP TRIGGER IF EXISTS search_messages_insert ON messages")
+    op.drop_table("search_authors")
     op.drop_table("search_docs")
     op.execute("DROP FUNCTION IF EXISTS search_index_message()")
-    op.execute("DROP FUNCTION IF EXISTS search_document(text, text)")
+    op.execute("DROP FUNCTION IF EXISTS search_document(text)")
     op.execute("DROP FUNCTION IF EXISTS search_grams(text)")
     op.execute("DROP TEXT SEARCH CONFIGURATION IF EXISTS search_english")
 
