@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from sqlalchemy import text
 
 from gateway.platforms.base import Author
 from tests.fakes.anthropic_server import FakeAnthropic
@@ -73,6 +74,18 @@ async def test_stats_shows_bar_counts_cache_and_compactions(bot: Bot) -> None:
     assert "Cache (lifetime): read" in text
     assert "Compactions: manual" in text
     assert "Last compaction: manual" in text
+    assert "paused" not in text
+
+
+async def test_stats_says_when_automatic_compaction_is_paused_and_why(bot: Bot) -> None:
+    await chatter(bot, n=3)
+    state = {"paused_at_tokens": 9_000, "pause_reason": "nothing to compact between head and tail"}
+    async with bot.store.engine.begin() as conn:
+        await conn.execute(text("UPDATE sessions SET engine_state = :s"), {"s": json.dumps(state)})
+    stats = await only(bot, "/stats", user=ADMIN)
+    assert "Automatic compaction: paused at 9,000 tokens" in stats
+    assert "nothing to compact between head and tail" in stats
+    assert "resumes by itself" in stats
 
 
 async def test_stats_all_only_in_private_chats(fake: FakeAnthropic, sqlite_url: str) -> None:
