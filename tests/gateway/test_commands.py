@@ -55,6 +55,9 @@ async def test_compact_with_focus_reports_numbers_and_undo_restores(bot: Bot, fa
     assert " s." in text
     summary = [r for r in fake.requests if r.kind == "summary"][-1]
     assert "keep the item numbers" in json.dumps(summary.body)
+    metrics = bot.gateway.metrics
+    assert metrics.compactions.labels(trigger="manual", outcome="ok")._value.get() == 1
+    assert metrics.llm_calls.labels(purpose="summary")._value.get() >= 1
     assert len(await bot.window("telegram", "1")) < before
     undo = await only(bot, "/compact undo", user=ADMIN)
     assert undo.startswith("Undid the manual compaction")
