@@ -17,8 +17,8 @@ from agent.tools.recall_types import (
     RecallResults,
     SessionLabel,
 )
+from gateway.store import Store
 from gateway.store import recall_records as rec
-from gateway.store.repository import Store
 
 SemanticRank = Callable[[int, str], Awaitable[list[int]]]
 """(chat_pk, query) -> message ids by similarity, best first ([] when unavailable)."""

@@ -14,11 +14,12 @@ from gateway.store.records import (
     CompactionApply,
     CompactionRecord,
     GlobalStats,
-    HygieneInputs,
     NewMessage,
     NewSummary,
+    Role,
     SessionRecord,
     StoredMessage,
+    TurnSnapshot,
     UsageTotals,
 )
 from gateway.store.repository import Store
@@ -33,11 +34,12 @@ __all__ = [
     "CompactionApply",
     "CompactionRecord",
     "GlobalStats",
-    "HygieneInputs",
     "NewMessage",
     "NewSummary",
+    "Role",
     "SessionRecord",
     "Store",
     "StoredMessage",
+    "TurnSnapshot",
     "UsageTotals",
 ]

@@ -45,7 +45,7 @@ def _message(i: int, text: str, state: str, **extra: object) -> dict[str, object
 
 
 async def test_existing_messages_are_indexed_by_the_migration(empty_url: str) -> None:
-    await upgrade_async(empty_url, "0003")
+    await upgrade_async(empty_url, "0004")
     engine = create_engine(empty_url)
     try:
         async with engine.begin() as conn:
