@@ -20,6 +20,7 @@ from bench import (
     bench_cost,
     bench_morning,
     bench_overhead,
+    bench_recall,
     bench_summary_mode,
     bench_throughput,
 )
@@ -35,6 +36,7 @@ async def _async_part(pg_url: str) -> None:
     await bench_throughput.run(pg_url=pg_url)
     await bench_morning.run(pg_url=pg_url)
     await bench_cost.run(sizes=COST_SIZES, pg_url=pg_url)
+    await bench_recall.run(pg_url=pg_url)
 
 
 def main() -> None:

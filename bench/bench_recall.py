@@ -8,8 +8,11 @@ neighbour printed with it). Keyword ranking alone, then fused with a semantic ra
 from the deterministic fake embedder of `tests/fakes/embeddings_model.py` (feature hashing plus a fixed
 synonym list; it shows that fusion works, not what a real embedding model scores).
 
-Latency: the same questions against chats of 1,000, 10,000 and 100,000 messages (keyword path, end to
-end through `Store.search_history`, including the rows, excerpts and neighbours of the hits).
+Latency: the same questions against chats of 1,000, 10,000 and 100,000 messages (end to end through
+`Store.search_history`, including the rows, excerpts and neighbours of the hits; the semantic variant
+adds the in-memory nearest-vector search, not an endpoint round trip). At each size also the cost the
+index adds to storing a message: `Store.store_incoming` timed with the index trigger, then with it
+dropped (200 messages each, into the same chat).
 
 Run: `python -m bench.bench_recall` (`--quick`: 1,000 and 10,000 only). Targets: keyword R@5 >= 0.85;
 p50 <= 20 ms at 100,000 messages.
@@ -32,7 +35,7 @@ from bench.databases import DEFAULT_POSTGRES_URL, fresh_database
 from bench.recall_corpus import KINDS, Corpus, Question, generate
 from gateway.embeddings.index import VectorIndex
 from gateway.store.recall_records import SearchRequest, SearchResult
-from gateway.store.records import CompactionApply, NewSummary
+from gateway.store.records import CompactionApply, NewMessage, NewSummary
 from gateway.store.repository import Store
 from gateway.store.rows import messages, sessions
 from gateway.store.vectors import NewVector
@@ -223,8 +226,35 @@ async def _timings(
     return timings
 
 
+STORE_SAMPLES = 200
+_DROP_TRIGGER = {
+    "sqlite": "DROP TRIGGER search_messages_insert",
+    "postgresql": "DROP TRIGGER search_messages_insert ON messages",
+}
+
+
+async def _store_timings(store: Store, chat_pk: int, tag: str) -> list[float]:
+    """Milliseconds of `Store.store_incoming` (the per-message hot path) for fresh messages."""
+    timings = []
+    for i in range(STORE_SAMPLES):
+        message = NewMessage(
+            role="user",
+            content=f"{tag} message {i} about the garden shed roof",
+            text=f"{tag} message {i} about the garden shed roof",
+            token_estimate=10,
+            author_id="bench",
+            author_name="Bench",
+            platform_message_id=f"{tag}-{i}",
+        )
+        started = time.perf_counter()
+        await store.store_incoming(chat_pk, message)
+        timings.append((time.perf_counter() - started) * 1000)
+    return timings[10:]
+
+
 async def latency(kind: str, size: int, pg_url: str) -> dict[str, tuple[float, float, int]]:
-    """p50, p99 and count of query times, keyword only and with the fake semantic ranking."""
+    """p50, p99 and count of query times, keyword only and with the fake semantic ranking; and of
+    storing one message with the index trigger and with it dropped."""
     corpus = generate(size)
     results = {}
     async with fresh_database(kind, postgres_url=pg_url, durable=False) as url:
@@ -239,9 +269,19 @@ async def latency(kind: str, size: int, pg_url: str) -> dict[str, tuple[float, f
 
             index = VectorIndex(vectors, max_bytes=1 << 30)
             hybrid = await _timings(store, chat_pk, corpus.questions, index)
+            indexed = await _store_timings(store, chat_pk, "indexed")
+            async with store.engine.begin() as conn:
+                await conn.execute(text(_DROP_TRIGGER[store.dialect]))
+            plain = await _store_timings(store, chat_pk, "plain")
         finally:
             await store.close()
-    for mode, timings in (("keyword", keyword), ("keyword + fake semantic", hybrid)):
+    modes = {
+        "keyword": keyword,
+        "keyword + fake semantic": hybrid,
+        "store_incoming, indexed": indexed,
+        "store_incoming, index trigger dropped": plain,
+    }
+    for mode, timings in modes.items():
         results[mode] = (statistics.median(timings), percentile(timings, 0.99), len(timings))
     return results
 
@@ -265,8 +305,8 @@ async def run(*, pg_url: str = DEFAULT_POSTGRES_URL, sizes: Sequence[int] = LATE
             started = time.perf_counter()
             for mode, (p50, p99, n) in (await latency(kind, size, pg_url)).items():
                 print(
-                    f"recall latency, {kind}, {size:>7,} messages, {mode}: p50 {p50:.1f} ms, "
-                    f"p99 {p99:.1f} ms ({n} queries)",
+                    f"recall latency, {kind}, {size:>7,} messages, {mode}: p50 {p50:.2f} ms, "
+                    f"p99 {p99:.2f} ms ({n} samples)",
                     flush=True,
                 )
                 results[f"latency/{kind}/{size}/{mode}"] = (p50, p99)
