@@ -38,11 +38,13 @@ async def keyword_lists(
     conn: AsyncConnection, dialect: str, chat_pk: int, request: SearchRequest
 ) -> list[tuple[list[int], float]]:
     """Best-first message ids from the full-text index, with their fusion weights."""
-    terms, authors = split_authors(analyze(request.query), await participants(conn, chat_pk))
-    if terms.empty:
+    query = analyze(request.query)
+    if query.empty:
         return []
     depth = max(MIN_DEPTH, request.limit * 5)
     if dialect == "postgresql":
+        known = await search_pg.prelude(conn, chat_pk, query)
+        terms, authors = split_authors(query, known.participants)
         ranked = await search_pg.ranked_list(
             conn,
             terms,
@@ -52,8 +54,10 @@ async def keyword_lists(
             shown_below=request.shown_whole_below,
             depth=depth,
             authors=authors,
+            known=known,
         )
         return [(ranked, 1.0)]
+    terms, authors = split_authors(query, await participants(conn, chat_pk))
     return await search_sqlite.ranked_lists(
         conn,
         terms,

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, cast
 
-from sqlalchemy import select, union_all
+from sqlalchemy import select, text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway.store.recall_records import Passage, SearchHit, SearchRequest, SearchResult, SessionInfo
@@ -30,6 +30,12 @@ _REACH = 4 * SEQ_STEP
 AnyRow = Any
 """A result row of `_COLUMNS` (attribute access by column name)."""
 
+_STRETCH = (
+    "SELECT {k} AS k, id, session_pk, seq, role, author_id, author_name, created_at, text, state "
+    "FROM messages WHERE session_pk = :s{k} AND state IN ('active', 'archived') "
+    "AND seq BETWEEN :lo{k} AND :hi{k}"
+)
+"""One hit's stretch of its session (the neighbours query joins one per hit with UNION ALL)."""
 _COLUMNS = (
     messages.c.id,
     messages.c.session_pk,
@@ -112,25 +118,23 @@ class _Assembler:
         each side in its session, read in one statement."""
         if not hits:
             return {}
-        around = [
-            select(*_COLUMNS).where(
-                messages.c.session_pk == row.session_pk,
-                messages.c.state.in_(("active", "archived")),
-                messages.c.seq.between(row.seq - _REACH, row.seq + _REACH),
-            )
-            for row in hits
-        ]
-        nearby = list(await self.conn.execute(union_all(*around)))
+        # One statement: each hit's stretch of its session, tagged with the hit's position.
+        params: dict[str, Any] = {}
+        parts = []
+        for k, row in enumerate(hits):
+            params.update({f"s{k}": row.session_pk, f"lo{k}": row.seq - _REACH, f"hi{k}": row.seq + _REACH})
+            parts.append(_STRETCH.format(k=k))
+        nearby = await self.conn.execute(text(" UNION ALL ".join(parts)), params)
         skip = await self.summary_ids()
-        said = [r for r in nearby if r.author_id != "tool" and r.text.strip() and r.id not in skip]
-        by_session: dict[int, list[AnyRow]] = {}
-        for r in said:
-            by_session.setdefault(r.session_pk, []).append(r)
+        by_hit: dict[int, list[AnyRow]] = {}
+        for r in nearby:
+            if r.author_id != "tool" and r.text.strip() and r.id not in skip:
+                by_hit.setdefault(int(r.k), []).append(r)
         found = {}
-        for row in hits:
-            same = by_session.get(row.session_pk, [])
-            before = max((r for r in same if r.seq < row.seq), key=lambda r: r.seq, default=None)
-            after = min((r for r in same if r.seq > row.seq), key=lambda r: r.seq, default=None)
+        for k, row in enumerate(hits):
+            near = by_hit.get(k, [])
+            before = max((r for r in near if r.seq < row.seq), key=lambda r: r.seq, default=None)
+            after = min((r for r in near if r.seq > row.seq), key=lambda r: r.seq, default=None)
             found[row.id] = (before, after)
         return found
 

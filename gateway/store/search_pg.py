@@ -8,13 +8,15 @@ estimated it (counting would read every row), df the number of the chat's matche
 
 Reading every message that holds a common word ("need", "good") is what makes a query slow, and such a
 word barely moves the ranking. So words that ANALYZE found in more than COMMON_SHARE of the messages
-(`pg_stats.most_common_elems`) do not select candidates when the query has rarer words; they still
-score the candidates that hold them, with their df estimated from that share. Without statistics (a
-fresh database) every word selects candidates.
+(`pg_stats.most_common_elems`, cached per process for STATS_TTL_S) do not select candidates when the
+query has rarer words; they still score the candidates that hold them, with their df estimated from
+that share. Without statistics (a fresh database) every word selects candidates.
 """
 
 from __future__ import annotations
 
+import time
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import bindparam, text
@@ -33,31 +35,54 @@ WORDS_CONFIG = "search_english"
 _N = "(SELECT greatest(reltuples, 0)::float8 FROM pg_class WHERE oid = 'search_docs'::regclass)"
 _MCE = """SELECT x.e, x.f FROM pg_stats s,
     unnest(s.most_common_elems::text::text[], s.most_common_elem_freqs) AS x(e, f)
-    WHERE s.schemaname = current_schema() AND s.tablename = 'search_docs' AND s.attname = 'doc'"""
+    WHERE s.schemaname = current_schema() AND s.tablename = 'search_docs' AND s.attname = 'doc'
+      AND x.e IS NOT NULL"""
+_NAMES = "ARRAY(SELECT name FROM search_authors WHERE chat_pk = :chat)"
+STATS_TTL_S = 300.0
+"""How long a process reuses the common-word statistics (ANALYZE changes them slowly)."""
+_common: dict[str, tuple[float, dict[str, float]]] = {}
+
+
+@dataclass(frozen=True, slots=True)
+class Prelude:
+    """What the ranking needs before it runs, read in one round trip."""
+
+    participants: list[str]
+    lexemes: dict[str, list[str]]
+    n: float
 
 
 def _config(terms: QueryTerms, i: int) -> str:
     return WORDS_CONFIG if i < len(terms.words) else "pg_catalog.simple"
 
 
-def _lexemes(terms: QueryTerms, i: int) -> str:
-    return f"tsvector_to_array(to_tsvector('{_config(terms, i)}', :t{i}))"
-
-
-async def _shares(conn: AsyncConnection, terms: QueryTerms) -> tuple[list[float | None], float]:
-    """(share of messages holding each term per the planner's statistics, or None when not among the
-    most common; N)."""
-    columns = ", ".join(
-        f"(SELECT max(mce.f) FROM mce WHERE mce.e = ANY({_lexemes(terms, i)})) AS f{i}"  # noqa: S608
+async def prelude(conn: AsyncConnection, chat_pk: int, terms: QueryTerms) -> Prelude:
+    """The chat's authors, each term's lexemes as the index stores them, and N."""
+    columns = "".join(
+        f", tsvector_to_array(to_tsvector('{_config(terms, i)}', :t{i})) AS l{i}"
         for i in range(len(terms.all()))
     )
     row = (
         await conn.execute(
-            text(f"WITH mce AS ({_MCE}) SELECT {_N} AS n, {columns}"),
-            {f"t{i}": t for i, t in enumerate(terms.all())},
+            text(f"SELECT {_NAMES} AS names, {_N} AS n{columns}"),
+            {"chat": chat_pk, **{f"t{i}": t for i, t in enumerate(terms.all())}},
         )
     ).one()
-    return [getattr(row, f"f{i}") for i in range(len(terms.all()))], float(row.n or 0.0)
+    lexemes = {t: list(getattr(row, f"l{i}") or []) for i, t in enumerate(terms.all())}
+    return Prelude(participants=list(row.names or []), lexemes=lexemes, n=float(row.n or 0.0))
+
+
+async def common_words(conn: AsyncConnection) -> dict[str, float]:
+    """Lexeme -> share of indexed messages holding it, for the words ANALYZE found most common."""
+    key = str(conn.engine.url)
+    cached = _common.get(key)
+    now = time.monotonic()
+    if cached is not None and cached[0] > now:
+        return cached[1]
+    rows = await conn.execute(text(_MCE))
+    shares = {str(r.e): float(r.f) for r in rows}
+    _common[key] = (now + STATS_TTL_S, shares)
+    return shares
 
 
 async def ranked_list(
@@ -70,14 +95,20 @@ async def ranked_list(
     shown_below: int,
     depth: int,
     authors: tuple[str, ...] = (),
+    known: Prelude,
 ) -> list[int]:
     """Message ids of the chat matching any term, best first; messages by `authors` rank higher."""
     count = len(terms.all())
     if not count:
         return []
-    shares, n = await _shares(conn, terms)
+    common_shares = await common_words(conn)
+    shares = [
+        max((common_shares.get(lexeme, 0.0) for lexeme in known.lexemes.get(term, [])), default=0.0)
+        for term in terms.all()
+    ]
+    n = known.n
     queries = [f"plainto_tsquery('{_config(terms, i)}', :t{i})" for i in range(count)]
-    common = {i for i, share in enumerate(shares) if share is not None and share > COMMON_SHARE}
+    common = {i for i, share in enumerate(shares) if share > COMMON_SHARE}
     selecting = [q for i, q in enumerate(queries) if i not in common] or queries
     params: dict[str, Any] = {f"t{i}": term for i, term in enumerate(terms.all())}
     params.update({f"share{i}": shares[i] for i in common})
