@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, cast
 
-from sqlalchemy import select, text
+from sqlalchemy import Integer, literal_column, select, text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway.store.recall_records import Passage, SearchHit, SearchRequest, SearchResult, SessionInfo
@@ -124,7 +124,9 @@ class _Assembler:
         for k, row in enumerate(hits):
             params.update({f"s{k}": row.session_pk, f"lo{k}": row.seq - _REACH, f"hi{k}": row.seq + _REACH})
             parts.append(_STRETCH.format(k=k))
-        nearby = await self.conn.execute(text(" UNION ALL ".join(parts)), params)
+        # Typed like the table's columns (SQLite hands back text for a plain SELECT of a date).
+        statement = text(" UNION ALL ".join(parts)).columns(literal_column("k", Integer), *_COLUMNS)
+        nearby = await self.conn.execute(statement, params)
         skip = await self.summary_ids()
         by_hit: dict[int, list[AnyRow]] = {}
         for r in nearby:

@@ -215,7 +215,7 @@ def test_excerpt_attributes_are_escaped() -> None:
 
 def test_the_description_says_when_to_search() -> None:
     tool = recall_tool(History([]))
-    for phrase in ("names, dates, numbers", "summary", "earlier sessions", "any language", "originals"):
+    for phrase in ("names, dates, numbers", "summary", "earlier sessions", "any language", "originals=true"):
         assert phrase in tool.description
     assert set(tool.input_schema["properties"]) == {
         "query",

@@ -195,6 +195,7 @@ async def test_a_question_comes_with_its_answer_and_a_short_answer_with_its_ques
     assert asked.main.message_id == ids[0]
     assert asked.after is not None
     assert asked.after.message_id == ids[1]
+    assert asked.after.created_at.tzinfo is not None  # a real, aware datetime on both databases
     [answered] = (await search(store, chat, "alvarez", limit=1)).hits
     assert answered.before is not None
     assert answered.before.message_id == ids[0]
