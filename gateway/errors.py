@@ -8,6 +8,7 @@ GatewayError
 │   ├── SendRetryLater            flood control; carries retry_after seconds
 │   └── SendRejected              the platform rejected the content (e.g. bad markup)
 ├── PlatformStartError            an adapter could not connect at start-up
+├── MediaFetchError               an attachment could not be downloaded (too big, gone, unreachable)
 └── ChatLockTimeout               another turn holds the chat for too long
 """
 
@@ -48,6 +49,14 @@ class SendRejected(SendError):
 
 class PlatformStartError(GatewayError):
     pass
+
+
+class MediaFetchError(GatewayError):
+    """The platform did not hand over an attachment; `reason` is worded for the sender."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
 
 
 class ChatLockTimeout(GatewayError):

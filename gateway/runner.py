@@ -32,6 +32,8 @@ from gateway.config import Settings
 from gateway.errors import SendError
 from gateway.history import ChatHistorySearch
 from gateway.jobs import IdleCompaction, standard_jobs
+from gateway.media.intake import MediaIntake
+from gateway.media.prepare import MB, MediaLimits
 from gateway.metrics import Metrics, MetricsServer
 from gateway.pipeline import Pipeline, RateLimiter
 from gateway.platforms.base import ChatKind, ChatRef, IncomingMessage, OutgoingMessage, PlatformAdapter
@@ -40,6 +42,7 @@ from gateway.scheduler import JobScheduler
 from gateway.spool import Spool
 from gateway.store.job_lock import JobLocks
 from gateway.store.lock import ChatLocks
+from gateway.store.media import MediaStore
 from gateway.store.records import SessionRecord
 from gateway.store.repository import Store
 from gateway.turns import TurnRunner, TurnSettings, system_prompt_for
@@ -153,6 +156,14 @@ class Gateway:
             hygiene_threshold=settings.compression.hygiene_threshold,
             make_engine=self.make_engine,
         )
+        self.media_store = MediaStore(store.engine)
+        self.media = MediaIntake(
+            self.media_store,
+            limits=MediaLimits.for_window(
+                self.model.context_window, image_long_edge=settings.media.image_long_edge
+            ),
+            max_bytes=settings.media.max_file_mb * MB,
+        )
         self.pipeline = Pipeline(
             store=store,
             auth=auth,
@@ -162,6 +173,7 @@ class Gateway:
             rate_limiter=RateLimiter(per_minute=settings.limits.user_messages_per_minute),
             daily_budget_usd=settings.limits.chat_daily_budget_usd,
             spool=self.spool,
+            media=self.media,
         )
         self._spool_task: asyncio.Task[None] | None = None
 

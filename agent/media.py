@@ -1,0 +1,98 @@
+"""Media in a session, as the agent sees it (pure): the stored reference block and what media costs.
+
+A message that carries an image or a PDF stores a `media_ref` block instead of the bytes; the window
+turns it into a real `image`/`document` block at request time. The reference carries the numbers the
+context engine needs (token cost, size, pages), so counting a message never looks at base64.
+
+Token cost. Images are counted as width x height / 750 (rounded up), the formula Anthropic gives for
+the models this gateway targets. The newer ceil(w/28) x ceil(h/28) rule comes within ~5% of it for the
+images we send (at most 1568 px on the long edge) and is the lower of the two for them; a high estimate
+costs at most an early compaction while a low one can overflow the window, so the 750-pixel rule is used
+everywhere (the gateway, hygiene, the compressor and the test fakes). A PDF
+page is billed as its extracted text plus an image of the page, rendered at the model's native size.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any, Final, Literal
+
+from agent.types import Block
+
+MEDIA_REF: Final = "media_ref"
+"""Block type of a stored reference; never sent to the API as is."""
+
+MediaClass = Literal["image", "document"]
+
+PIXELS_PER_TOKEN: Final = 750
+NATIVE_LONG_EDGE: Final = 1568
+"""Images with a longer edge are downscaled by the API (and by us, before storing)."""
+PDF_POINTS_LONG_EDGE_DEFAULT: Final = 792
+"""US Letter / A4 are about 792-842 points high; used when a page's size is unknown."""
+
+
+def image_tokens(width: int, height: int) -> int:
+    """Tokens the API bills for an image of this size (after its own downscale to the native size)."""
+    if width <= 0 or height <= 0:
+        return 0
+    w, h = fit_within(width, height, NATIVE_LONG_EDGE)
+    return math.ceil(w * h / PIXELS_PER_TOKEN)
+
+
+def fit_within(width: int, height: int, long_edge: int) -> tuple[int, int]:
+    """(width, height) scaled down, aspect kept, so the longer edge is at most `long_edge`."""
+    longest = max(width, height)
+    if longest <= long_edge:
+        return width, height
+    scale = long_edge / longest
+    return max(1, round(width * scale)), max(1, round(height * scale))
+
+
+def page_image_tokens(width_pt: float, height_pt: float) -> int:
+    """The image part of one PDF page: the page rendered with its long edge at the native size."""
+    if width_pt <= 0 or height_pt <= 0:
+        width_pt, height_pt = PDF_POINTS_LONG_EDGE_DEFAULT * 0.77, PDF_POINTS_LONG_EDGE_DEFAULT
+    scale = NATIVE_LONG_EDGE / max(width_pt, height_pt)
+    return math.ceil(round(width_pt * scale) * round(height_pt * scale) / PIXELS_PER_TOKEN)
+
+
+def media_ref(
+    *,
+    media_id: int,
+    kind: MediaClass,
+    media_type: str,
+    tokens: int,
+    name: str | None = None,
+    width: int | None = None,
+    height: int | None = None,
+    pages: int | None = None,
+) -> Block:
+    """The stored block for one media item (keys sorted so the stored JSON is stable)."""
+    block: Block = {"type": MEDIA_REF, "media_id": media_id, "kind": kind, "media_type": media_type}
+    block["tokens"] = tokens
+    if name:
+        block["name"] = name
+    if width is not None and height is not None:
+        block["width"], block["height"] = width, height
+    if pages is not None:
+        block["pages"] = pages
+    return block
+
+
+def is_media_ref(block: Mapping[str, Any]) -> bool:
+    return block.get("type") == MEDIA_REF
+
+
+def media_ref_tokens(block: Mapping[str, Any]) -> int:
+    """The token cost a reference carries (0 when it is damaged: it renders as a short note then)."""
+    tokens = block.get("tokens")
+    return tokens if isinstance(tokens, int) and tokens > 0 else 0
+
+
+def short_label(block: Mapping[str, Any]) -> str:
+    """A short textual stand-in for a reference, e.g. `[image m12: screenshot.png]`."""
+    kind = "PDF" if block.get("kind") == "document" else "image"
+    name = block.get("name")
+    suffix = f": {name}" if isinstance(name, str) and name else ""
+    return f"[{kind} m{block.get('media_id')}{suffix}]"
