@@ -37,6 +37,7 @@ from gateway.platforms.base import (
     OutgoingMessage,
     SentMessage,
 )
+from gateway.platforms.discord_media import attachments_of
 from gateway.platforms.split import split_text
 
 logger = logging.getLogger(__name__)
@@ -271,6 +272,7 @@ class DiscordAdapter:
             is_forwarded=is_forwarded,
             media=media,
             caption=text if media and text else None,
+            attachments=attachments_of(message),
         )
 
     def _replies_to_me(self, reference: discord.MessageReference | None, my_id: int | None) -> bool:

@@ -38,6 +38,7 @@ from gateway.platforms.base import (
 from gateway.platforms.split import measure, split_text
 from gateway.platforms.telegram_convert import BotIdentity, convert_update
 from gateway.platforms.telegram_html import markdown_to_telegram_html
+from gateway.platforms.telegram_media import BOT_API_DOWNLOAD_LIMIT, AlbumCollector, with_attachments
 
 logger = logging.getLogger(__name__)
 
@@ -72,6 +73,7 @@ class TelegramAdapter:
         poll_timeout: float = 10.0,
         max_send_attempts: int = 3,
         max_retry_wait: float = 30.0,
+        max_file_bytes: int = BOT_API_DOWNLOAD_LIMIT,
     ) -> None:
         self._token = token
         self._base_url = base_url
@@ -83,6 +85,8 @@ class TelegramAdapter:
         self._poll_timeout = poll_timeout
         self._max_send_attempts = max_send_attempts
         self._max_retry_wait = max_retry_wait
+        self._max_file_bytes = max_file_bytes
+        self._albums = AlbumCollector()
         self._app: AnyApplication | None = None
         self._handler: GatewayHandler | None = None
         self._bot: BotIdentity | None = None
@@ -158,6 +162,7 @@ class TelegramAdapter:
             await app.updater.stop()
         if app.running:
             await app.stop()  # hands updates already fetched to _on_update before returning
+        self._albums.close_all()
         if self._tasks:
             _, pending = await asyncio.wait(set(self._tasks), timeout=drain_timeout)
             for task in pending:
@@ -187,10 +192,18 @@ class TelegramAdapter:
         incoming = convert_update(update, self._bot)
         if incoming is None:
             return
+        incoming = with_attachments(incoming, update, context.bot, max_bytes=self._max_file_bytes)
+        delivery: IncomingMessage | asyncio.Future[IncomingMessage] = incoming
+        group = update.effective_message.media_group_id if update.effective_message else None
+        if group is not None and not incoming.is_edit:
+            album = self._albums.add(f"{incoming.chat.chat_id}:{group}", incoming)
+            if album is None:
+                return  # a later item of an album whose delivery is already queued
+            delivery = album
         key = incoming.chat.key
         order = self._chat_order.setdefault(key, asyncio.Lock())
         task = asyncio.create_task(
-            self._deliver(self._handler, incoming, order), name=f"telegram:{incoming.chat.chat_id}"
+            self._deliver(self._handler, delivery, order), name=f"telegram:{incoming.chat.chat_id}"
         )
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
@@ -205,10 +218,15 @@ class TelegramAdapter:
             del self._chat_order[key]
 
     @staticmethod
-    async def _deliver(handler: GatewayHandler, incoming: IncomingMessage, order: asyncio.Lock) -> None:
+    async def _deliver(
+        handler: GatewayHandler,
+        delivery: IncomingMessage | asyncio.Future[IncomingMessage],
+        order: asyncio.Lock,
+    ) -> None:
         # Tasks start in update order and queue on the chat's lock first thing (asyncio locks are FIFO),
         # so different chats run concurrently while one chat's messages are stored in platform order.
         async with order:
+            incoming = await delivery if isinstance(delivery, asyncio.Future) else delivery
             try:
                 await handler(incoming)
             except Exception:
