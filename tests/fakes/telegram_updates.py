@@ -107,6 +107,7 @@ class UpdateBuilder:
         edited: bool = False,
         message_id: int | None = None,
         update_id: int | None = None,
+        extra: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         """Build a message Update as Telegram would send it and queue it; returns the Update dict."""
         now = int(time.time())
@@ -159,6 +160,8 @@ class UpdateBuilder:
             )
         if edited:
             message["edit_date"] = now
+        if extra:
+            message.update(extra)
         key = ("edited_" if edited else "") + ("channel_post" if chat_type == "channel" else "message")
         if update_id is None:
             update_id = self._next_update_id
