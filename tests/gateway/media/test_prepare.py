@@ -1,4 +1,5 @@
-"""Preparation of downloaded bytes: images decoded and downscaled, PDFs counted, text decoded, bad input refused."""
+"""Preparation of downloaded bytes: images decoded and downscaled, PDFs counted, text decoded, bad
+input refused."""
 
 from __future__ import annotations
 
@@ -120,7 +121,8 @@ def test_pdf_over_the_page_limit_becomes_its_extracted_text() -> None:
     result = prepare(data, mime_type="application/pdf", filename="c.pdf", limits=MediaLimits(pdf_max_pages=5))
     assert isinstance(result, PreparedText)
     assert "over the 5-page limit" in result.note
-    assert "clause 1" in result.text and "clause 7" in result.text
+    assert "clause 1" in result.text
+    assert "clause 7" in result.text
 
 
 def test_pdf_limits_follow_the_context_window() -> None:

@@ -69,7 +69,8 @@ async def test_same_bytes_are_stored_once_per_chat(stores: tuple[Store, MediaSto
     assert other.id != first.id  # owned by the chat: never shared across chats
     assert await media.count(chat_a) == 1
     item = await media.get(chat_a, first.id)
-    assert item is not None and item.data == photo().data
+    assert item is not None
+    assert item.data == photo().data
     assert (item.info.width, item.info.height, item.info.tokens) == (64, 48, 5)
     assert item.info.sha256 == photo().sha256
 
@@ -91,7 +92,8 @@ async def test_a_redelivered_message_stores_nothing_twice(stores: tuple[Store, M
     _, first = await store.store_incoming(chat, with_media("p-1", ids))
     ids_again = ((await media.put(chat, photo(1))).id, (await media.put(chat, photo(2))).id)
     _, second = await store.store_incoming(chat, with_media("p-1", ids_again))
-    assert first.created and not second.created
+    assert first.created
+    assert not second.created
     assert ids_again == ids
     assert await media.count(chat) == 2
     assert [m.id for m in await media.for_message(first.message.id)] == list(ids)

@@ -1,0 +1,191 @@
+"""Attachments through the real pipeline and store: what is stored, what the sender is told, what is
+answered. (Requests that carry stored images are covered with the window, which renders them.)"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from agent.media import image_tokens
+from gateway.errors import MediaFetchError
+from gateway.platforms.base import Attachment
+from gateway.spool import decode, encode
+from tests.fakes.anthropic_server import FakeAnthropic
+from tests.support.gateway_bot import Bot, running_bot
+from tests.support.media_files import corrupt_jpeg, image_bytes
+from tests.support.memory_adapter import ALICE, group_chat
+
+GROUP = group_chat("-100", "Team")
+
+
+class Download:
+    """A fetch that counts its calls."""
+
+    def __init__(self, data: bytes | None = None, error: str | None = None) -> None:
+        self.data, self.error, self.calls = data, error, 0
+
+    async def __call__(self) -> bytes:
+        self.calls += 1
+        if self.error is not None:
+            raise MediaFetchError(self.error)
+        assert self.data is not None
+        return self.data
+
+
+def photo(data: bytes, **kw: Any) -> Attachment:
+    return Attachment(kind="photo", mime_type="image/jpeg", size=len(data), fetch=Download(data), **kw)
+
+
+@pytest.fixture
+async def fake() -> AsyncIterator[FakeAnthropic]:
+    async with FakeAnthropic() as server:
+        yield server
+
+
+@pytest.fixture
+async def bot(fake: FakeAnthropic, db_url: str) -> AsyncIterator[Bot]:
+    async with running_bot(fake, db_url) as running:
+        yield running
+
+
+async def test_group_photo_not_for_the_bot_is_stored_as_context_downscaled(bot: Bot) -> None:
+    big = image_bytes(4000, 3000)
+    replies = await bot.adapter.say(
+        "", chat=GROUP, media=("photo",), caption="our new office", attachments=(photo(big),)
+    )
+    assert replies == []
+    assert bot.replies() == []
+    [row] = await bot.window("telegram", "-100")
+    ref, text = row.content  # type: ignore[misc]
+    assert ref["type"] == "media_ref"
+    assert (ref["kind"], ref["media_type"], ref["width"], ref["height"]) == (
+        "image",
+        "image/jpeg",
+        1568,
+        1176,
+    )
+    assert ref["tokens"] == image_tokens(1568, 1176)
+    assert text == {"type": "text", "text": f"[Alice] [photo m{ref['media_id']}]\nour new office"}
+    # counted as the API counts the image, never as base64 text
+    assert ref["tokens"] < row.token_estimate < ref["tokens"] + 30
+    stored = await bot.rows(
+        "SELECT width, height, byte_size, tokens FROM media WHERE id = :i", i=ref["media_id"]
+    )
+    assert stored[0][:2] == (1568, 1176)
+    assert stored[0][2] < len(big)
+    assert await bot.scalar("SELECT count(*) FROM message_media WHERE message_id = :m", m=row.id) == 1
+
+
+async def test_voice_note_gets_one_clear_reply_and_is_stored(bot: Bot) -> None:
+    voice = Attachment(kind="voice", mime_type="audio/ogg")
+    replies = await bot.adapter.say("", media=("voice",), attachments=(voice,))
+    assert len(replies) == 1
+    assert "I can't read voice messages yet" in replies[0].text
+    assert "PDFs and text files" in replies[0].text
+    assert bot.replies() == []  # nothing to answer: no turn
+    [row] = await bot.window()
+    assert row.text == "[sent a voice message; the bot cannot read this kind of message]"
+    assert not row.needs_reply
+
+
+async def test_voice_note_with_a_caption_still_gets_the_caption_answered(bot: Bot) -> None:
+    voice = Attachment(kind="voice", mime_type="audio/ogg")
+    replies = await bot.adapter.say("", media=("voice",), caption="call me at 5?", attachments=(voice,))
+    assert "I can't read voice messages yet" in replies[0].text
+    assert "I'll answer the text of your message." in replies[0].text
+    assert [r.text for r in replies[1:]] == [
+        "echo: [sent a voice message; the bot cannot read this kind of message] call me at 5?"
+    ]
+
+
+async def test_corrupt_image_is_refused_clearly_and_nothing_is_lost(bot: Bot) -> None:
+    replies = await bot.adapter.say(
+        "",
+        media=("document",),
+        attachments=(
+            Attachment(
+                kind="document", filename="shot.jpg", mime_type="image/jpeg", fetch=Download(corrupt_jpeg())
+            ),
+        ),
+    )
+    assert [r.text for r in replies] == [
+        "I couldn't read “shot.jpg”: the file is damaged or not an image. I can read photos, images "
+        "(JPEG, PNG, GIF, WebP and most others), PDFs and text files (txt, md, csv, json, code, logs)."
+    ]
+    [row] = await bot.window()
+    assert row.text == "[sent a file shot.jpg that could not be read: the file is damaged or not an image]"
+    assert await bot.scalar("SELECT count(*) FROM media") == 0
+
+
+async def test_a_file_over_the_limit_is_not_downloaded(bot: Bot) -> None:
+    download = Download(b"x")
+    huge = Attachment(
+        kind="document", filename="dump.log", mime_type="text/plain", size=25 * 1024 * 1024, fetch=download
+    )
+    replies = await bot.adapter.say("", attachments=(huge,), media=("document",))
+    assert download.calls == 0
+    assert "it is 25.0 MB and the limit is 20 MB" in replies[0].text
+
+
+async def test_a_failed_download_is_told_and_the_text_answered(bot: Bot) -> None:
+    failing = Attachment(
+        kind="photo", fetch=Download(error="it could not be downloaded from Telegram just now")
+    )
+    replies = await bot.adapter.say("", caption="see?", attachments=(failing,), media=("photo",))
+    assert replies[0].text.startswith(
+        "I couldn't read the photo: it could not be downloaded from Telegram just now."
+    )
+    assert replies[1].text.startswith("echo: ")
+
+
+async def test_csv_is_read_as_text_and_answered(bot: Bot) -> None:
+    csv = Attachment(
+        kind="document", filename="sales.csv", mime_type="text/csv", fetch=Download(b"month,total\njan,10\n")
+    )
+    replies = await bot.adapter.say(
+        "", caption="which month sold most?", attachments=(csv,), media=("document",)
+    )
+    assert len(replies) == 1
+    sent = json.dumps(bot.replies()[-1].body["messages"], ensure_ascii=False)
+    assert (
+        '<document name=\\"sales.csv\\" note=\\"text file\\">\\nmonth,total\\njan,10\\n\\n</document>' in sent
+    )
+    assert "which month sold most?" in sent
+
+
+async def test_redelivered_photo_stores_nothing_twice(bot: Bot) -> None:
+    data = image_bytes(640, 480)
+    for _ in range(2):
+        await bot.adapter.say("", chat=GROUP, message_id="p-1", media=("photo",), attachments=(photo(data),))
+    assert len(await bot.window("telegram", "-100")) == 1
+    assert await bot.scalar("SELECT count(*) FROM media") == 1
+    assert await bot.scalar("SELECT count(*) FROM message_media") == 1
+
+
+async def test_the_same_picture_twice_is_stored_once(bot: Bot) -> None:
+    data = image_bytes(640, 480)
+    await bot.adapter.say("", chat=GROUP, media=("photo",), attachments=(photo(data),))
+    await bot.adapter.say("", chat=GROUP, user=ALICE, media=("photo",), attachments=(photo(data),))
+    assert len(await bot.window("telegram", "-100")) == 2
+    assert await bot.scalar("SELECT count(*) FROM media") == 1
+    assert await bot.scalar("SELECT count(*) FROM message_media") == 2
+
+
+def test_the_spool_keeps_downloaded_bytes_and_errors() -> None:
+    from tests.support.memory_adapter import MemoryAdapter
+
+    data = image_bytes(32, 32)
+    msg = MemoryAdapter().incoming(
+        "",
+        media=("photo", "voice"),
+        attachments=(
+            Attachment(kind="photo", mime_type="image/jpeg", width=32, height=32, data=data),
+            Attachment(kind="voice", error=None),
+        ),
+    )
+    back = decode(encode(msg))
+    assert back.attachments == msg.attachments
+    assert back.attachments[0].data == data
