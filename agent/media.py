@@ -15,10 +15,11 @@ page is billed as its extracted text plus an image of the page, rendered at the 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Final, Literal
 
-from agent.types import Block
+from agent.types import Block, Message
 
 MEDIA_REF: Final = "media_ref"
 """Block type of a stored reference; never sent to the API as is."""
@@ -96,3 +97,70 @@ def short_label(block: Mapping[str, Any]) -> str:
     name = block.get("name")
     suffix = f": {name}" if isinstance(name, str) and name else ""
     return f"[{kind} m{block.get('media_id')}{suffix}]"
+
+
+# -- rendering references into API blocks --------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class MediaBytes:
+    """What rendering needs of a stored item: its type and its base64 text (encoded once, reused)."""
+
+    media_type: str
+    base64_data: str
+
+
+def referenced_media(messages: Sequence[Message]) -> list[int]:
+    """Ids of every media item the messages refer to, first occurrence order."""
+    seen: dict[int, None] = {}
+    for message in messages:
+        content = message["content"]
+        if isinstance(content, list):
+            for block in content:
+                if is_media_ref(block) and isinstance(block.get("media_id"), int):
+                    seen.setdefault(block["media_id"], None)
+    return list(seen)
+
+
+def render_media(messages: Sequence[Message], items: Mapping[int, MediaBytes]) -> list[Message]:
+    """The messages with every `media_ref` turned into an `image`/`document` block (pure, deterministic).
+
+    An item appears once per request: a later reference to the same item becomes a short text note.
+    An item that is no longer stored becomes a note saying so. Messages without references are
+    returned as they are (same objects), so rendering costs nothing for text-only history.
+    """
+    shown: set[int] = set()
+    out: list[Message] = []
+    for message in messages:
+        content = message["content"]
+        if isinstance(content, str) or not any(is_media_ref(b) for b in content):
+            out.append(message)
+            continue
+        blocks: list[Block] = []
+        for block in content:
+            if not is_media_ref(block):
+                blocks.append(block)
+                continue
+            media_id = block.get("media_id")
+            item = items.get(media_id) if isinstance(media_id, int) else None
+            if item is None:
+                blocks.append({"type": "text", "text": f"{short_label(block)} (no longer stored)"})
+            elif media_id in shown:
+                blocks.append({"type": "text", "text": f"{short_label(block)} (shown above)"})
+            else:
+                shown.add(media_id)  # type: ignore[arg-type]
+                blocks.append(api_block(block, item))
+        out.append({"role": message["role"], "content": blocks})
+    return out
+
+
+def api_block(ref: Mapping[str, Any], item: MediaBytes) -> Block:
+    """The API block for one stored item."""
+    source = {"type": "base64", "media_type": item.media_type, "data": item.base64_data}
+    if ref.get("kind") == "document":
+        block: Block = {"type": "document", "source": source}
+        name = ref.get("name")
+        if isinstance(name, str) and name:
+            block["title"] = name[:200]
+        return block
+    return {"type": "image", "source": source}
