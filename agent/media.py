@@ -115,43 +115,96 @@ def referenced_media(messages: Sequence[Message]) -> list[int]:
     seen: dict[int, None] = {}
     for message in messages:
         content = message["content"]
-        if isinstance(content, list):
-            for block in content:
-                if is_media_ref(block) and isinstance(block.get("media_id"), int):
-                    seen.setdefault(block["media_id"], None)
+        if isinstance(content, str):
+            continue
+        for block in content:
+            nested = block.get("content") if block.get("type") == "tool_result" else None
+            for candidate in [block, *(nested if isinstance(nested, list) else [])]:
+                if is_media_ref(candidate) and isinstance(candidate.get("media_id"), int):
+                    seen.setdefault(candidate["media_id"], None)
     return list(seen)
 
 
-def render_media(messages: Sequence[Message], items: Mapping[int, MediaBytes]) -> list[Message]:
+REQUEST_MAX_ITEMS: Final = 100
+"""The API takes at most 100 images per request."""
+REQUEST_MAX_BASE64: Final = 24 * 1024 * 1024
+"""Base64 media per request, leaving room for the rest of a 32 MB request."""
+
+
+def render_media(
+    messages: Sequence[Message],
+    items: Mapping[int, MediaBytes],
+    *,
+    max_items: int = REQUEST_MAX_ITEMS,
+    max_base64: int = REQUEST_MAX_BASE64,
+) -> list[Message]:
     """The messages with every `media_ref` turned into an `image`/`document` block (pure, deterministic).
 
-    An item appears once per request: a later reference to the same item becomes a short text note.
-    An item that is no longer stored becomes a note saying so. Messages without references are
-    returned as they are (same objects), so rendering costs nothing for text-only history.
+    Each item appears once per request, where it was first sent; a later reference to it becomes a
+    short note. When the request cannot carry every item (count or size), the newest are shown and the
+    oldest become notes. An item no longer stored becomes a note saying so. References inside a
+    tool_result are rendered the same way. Messages without references are returned as they are.
     """
+    shown_ids = _within_budget(referenced_media(messages), items, max_items, max_base64)
     shown: set[int] = set()
+
+    def render(block: Block) -> Block:
+        media_id = block.get("media_id")
+        item = items.get(media_id) if isinstance(media_id, int) else None
+        if item is None:
+            return {"type": "text", "text": f"{short_label(block)} (no longer stored)"}
+        if media_id in shown:
+            return {"type": "text", "text": f"{short_label(block)} (shown above)"}
+        if media_id not in shown_ids:
+            return {
+                "type": "text",
+                "text": f"{short_label(block)} (left out of this request: too many files)",
+            }
+        shown.add(media_id)
+        return api_block(block, item)
+
     out: list[Message] = []
     for message in messages:
         content = message["content"]
-        if isinstance(content, str) or not any(is_media_ref(b) for b in content):
+        if isinstance(content, str) or not any(_has_ref(b) for b in content):
             out.append(message)
             continue
         blocks: list[Block] = []
         for block in content:
-            if not is_media_ref(block):
-                blocks.append(block)
-                continue
-            media_id = block.get("media_id")
-            item = items.get(media_id) if isinstance(media_id, int) else None
-            if item is None:
-                blocks.append({"type": "text", "text": f"{short_label(block)} (no longer stored)"})
-            elif media_id in shown:
-                blocks.append({"type": "text", "text": f"{short_label(block)} (shown above)"})
+            if is_media_ref(block):
+                blocks.append(render(block))
+            elif block.get("type") == "tool_result" and isinstance(block.get("content"), list):
+                inner = [render(b) if is_media_ref(b) else b for b in block["content"]]
+                blocks.append({**block, "content": inner})
             else:
-                shown.add(media_id)  # type: ignore[arg-type]
-                blocks.append(api_block(block, item))
+                blocks.append(block)
         out.append({"role": message["role"], "content": blocks})
     return out
+
+
+def _has_ref(block: Mapping[str, Any]) -> bool:
+    if is_media_ref(block):
+        return True
+    inner = block.get("content")
+    return block.get("type") == "tool_result" and isinstance(inner, list) and any(map(is_media_ref, inner))
+
+
+def _within_budget(
+    ids: Sequence[int], items: Mapping[int, MediaBytes], max_items: int, max_base64: int
+) -> set[int]:
+    """The newest items that fit the request's count and size limits."""
+    chosen: set[int] = set()
+    used = 0
+    for media_id in reversed(ids):
+        item = items.get(media_id)
+        if item is None:
+            continue
+        size = len(item.base64_data)
+        if len(chosen) >= max_items or used + size > max_base64:
+            continue
+        chosen.add(media_id)
+        used += size
+    return chosen
 
 
 def api_block(ref: Mapping[str, Any], item: MediaBytes) -> Block:

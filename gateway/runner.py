@@ -34,6 +34,7 @@ from gateway.history import ChatHistorySearch
 from gateway.jobs import IdleCompaction, standard_jobs
 from gateway.media.intake import MediaIntake
 from gateway.media.prepare import MB, MediaLimits
+from gateway.media.wire import MediaCache, MediaRenderingClient
 from gateway.metrics import Metrics, MetricsServer
 from gateway.pipeline import Pipeline, RateLimiter
 from gateway.platforms.base import ChatKind, ChatRef, IncomingMessage, OutgoingMessage, PlatformAdapter
@@ -97,8 +98,11 @@ class Gateway:
         self.settings = settings
         self.adapters = {a.name: a for a in adapters}
         self.store = store
-        self.llm = llm
-        self.summary_llm = summary_llm or llm
+        self.media_store = MediaStore(store.engine)
+        # Requests leave with stored media rendered; everything before works on the references.
+        media_cache = MediaCache(self.media_store)
+        self.llm = MediaRenderingClient(llm, media_cache)
+        self.summary_llm = MediaRenderingClient(summary_llm, media_cache) if summary_llm else self.llm
         self.model = lookup_model(settings.model, context_override=settings.model_context_length)
         self.locks = ChatLocks(store)
         self.spool = Spool(settings.spool_dir)
@@ -113,7 +117,7 @@ class Gateway:
         self.turns = TurnRunner(
             store=store,
             locks=self.locks,
-            llm=llm,
+            llm=self.llm,
             settings=TurnSettings(
                 model=self.model,
                 system_prompt=settings.agent.system_prompt,
@@ -156,7 +160,6 @@ class Gateway:
             hygiene_threshold=settings.compression.hygiene_threshold,
             make_engine=self.make_engine,
         )
-        self.media_store = MediaStore(store.engine)
         self.media = MediaIntake(
             self.media_store,
             limits=MediaLimits.for_window(

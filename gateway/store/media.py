@@ -157,6 +157,14 @@ class MediaStore:
             )
             return {row.id: MediaItem(_info(row), bytes(row.data)) for row in rows}
 
+    async def get_by_ids(self, media_ids: Sequence[int]) -> dict[int, MediaItem]:
+        """Items by id whatever their chat: only for rendering references a chat's own messages hold."""
+        if not media_ids:
+            return {}
+        async with self._tx("get_media") as conn:
+            rows = await conn.execute(select(media).where(media.c.id.in_(sorted(set(media_ids)))))
+            return {row.id: MediaItem(_info(row), bytes(row.data)) for row in rows}
+
     async def for_message(self, message_id: int) -> list[MediaInfo]:
         """The media a stored message carries, in order."""
         async with self._tx("media_for_message") as conn:

@@ -3,6 +3,7 @@ answered. (Requests that carry stored images are covered with the window, which 
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import AsyncIterator
 from typing import Any
@@ -15,7 +16,7 @@ from gateway.platforms.base import Attachment
 from gateway.spool import decode, encode
 from tests.fakes.anthropic_server import FakeAnthropic
 from tests.support.gateway_bot import Bot, running_bot
-from tests.support.media_files import corrupt_jpeg, image_bytes
+from tests.support.media_files import corrupt_jpeg, image_bytes, pdf_bytes
 from tests.support.memory_adapter import ALICE, group_chat
 
 GROUP = group_chat("-100", "Team")
@@ -189,3 +190,66 @@ def test_the_spool_keeps_downloaded_bytes_and_errors() -> None:
     back = decode(encode(msg))
     assert back.attachments == msg.attachments
     assert back.attachments[0].data == data
+
+
+def _blocks_of_type(body: dict[str, Any], kind: str) -> list[dict[str, Any]]:
+    return [
+        block
+        for message in body["messages"]
+        if isinstance(message["content"], list)
+        for block in message["content"]
+        if block.get("type") == kind
+    ]
+
+
+async def test_private_photo_with_a_question_reaches_the_model_as_an_image(
+    bot: Bot, fake: FakeAnthropic
+) -> None:
+    data = image_bytes(1200, 900)
+    replies = await bot.adapter.say(
+        "", media=("photo",), caption="what is in this picture?", attachments=(photo(data),)
+    )
+    assert len(replies) == 1
+    assert replies[0].text.startswith("echo: [photo m")
+    assert replies[0].text.endswith("what is in this picture?")
+    body = bot.replies()[-1].body
+    [image] = _blocks_of_type(body, "image")
+    assert image["source"]["media_type"] == "image/jpeg"
+    assert base64.b64decode(image["source"]["data"]) == data  # small enough: stored as sent
+    assert "media_ref" not in json.dumps(body)
+    assert fake.requests[-1].status == 200
+
+    await bot.adapter.say("and the colours?")
+    later = bot.replies()[-1].body
+    assert _blocks_of_type(later, "image") == [image]  # sent once, the same bytes as before
+    first_turn = [b for b in body["messages"][0]["content"] if b.get("type") == "image"]
+    assert [b for b in later["messages"][0]["content"] if b.get("type") == "image"] == first_turn
+
+
+async def test_an_album_is_one_turn_with_every_image_once(bot: Bot) -> None:
+    images = [image_bytes(320, 240, seed=i) for i in range(3)]
+    replies = await bot.adapter.say(
+        "", media=("photo",) * 3, caption="compare these", attachments=tuple(photo(d) for d in images)
+    )
+    assert len(replies) == 1
+    assert len(bot.replies()) == 1
+    assert len(_blocks_of_type(bot.replies()[-1].body, "image")) == 3
+
+
+async def test_pdf_in_a_private_chat_goes_as_a_document(bot: Bot) -> None:
+    pdf = Attachment(
+        kind="document",
+        filename="contract.pdf",
+        mime_type="application/pdf",
+        fetch=Download(pdf_bytes(["Term: 12 months"])),
+    )
+    replies = await bot.adapter.say(
+        "", caption="how long is the term?", attachments=(pdf,), media=("document",)
+    )
+    assert len(replies) == 1
+    [document] = _blocks_of_type(bot.replies()[-1].body, "document")
+    assert document["title"] == "contract.pdf"
+    assert document["source"]["media_type"] == "application/pdf"
+    [row] = [r for r in await bot.window() if r.role == "user"]
+    assert row.text.startswith("[PDF m")
+    assert row.text.endswith(": contract.pdf, 1 page]\nhow long is the term?")
