@@ -17,6 +17,7 @@ from aiohttp import web
 from PIL import Image
 
 from tests.fakes.telegram_wire import ApiError, Params
+from tests.support.media_files import pdf_bytes
 
 BOT_DOWNLOAD_LIMIT = 20 * 1024 * 1024
 PHOTO_SIDES = (90, 320, 800, 1280, 2560)
@@ -31,6 +32,16 @@ class StoredFile:
     file_path: str
 
 
+def _default_image(width: int, height: int, fmt: str = "JPEG") -> bytes:
+    image = Image.new("RGB", (width, height), (40, 120, 200))
+    out = io.BytesIO()
+    image.save(out, fmt)
+    return out.getvalue()
+
+
+_DEFAULT_PDF = pdf_bytes(["Quarterly report: revenue up 4%"])
+
+
 class TelegramFiles:
     """Mixed into `FakeTelegram`: owns the files and the file-carrying update builders."""
 
@@ -43,8 +54,34 @@ class TelegramFiles:
         self.downloads = []
         self._file_ids = itertools.count(1)
 
-    def push_message(self, chat_id: int, text: str = "", **kwargs: Any) -> dict[str, Any]:  # pragma: no cover
-        raise NotImplementedError
+    def default_media(self, kind: str) -> Any:
+        """Real, downloadable files for `photo=True`, `document=True`... (voice and the like are never
+        downloaded, so they keep their plain payloads)."""
+        if kind == "photo":
+            return self.photo_sizes(_default_image(800, 533))
+        if kind == "sticker":
+            stored = self.add_file(_default_image(512, 512, "WEBP"), folder="stickers", name="sticker.webp")
+            return {
+                "file_id": stored.file_id,
+                "file_unique_id": stored.unique_id,
+                "type": "regular",
+                "width": 512,
+                "height": 512,
+                "is_animated": False,
+                "is_video": False,
+                "emoji": "👍",
+                "file_size": len(stored.data),
+            }
+        if kind == "document":
+            stored = self.add_file(_DEFAULT_PDF, name="report.pdf")
+            return {
+                "file_id": stored.file_id,
+                "file_unique_id": stored.unique_id,
+                "file_name": "report.pdf",
+                "mime_type": "application/pdf",
+                "file_size": len(_DEFAULT_PDF),
+            }
+        return super().default_media(kind)  # type: ignore[misc]
 
     # -- files ---------------------------------------------------------------------------------------
 

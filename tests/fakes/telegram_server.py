@@ -37,7 +37,7 @@ from tests.fakes.telegram_wire import (
 )
 
 
-class FakeTelegram(UpdateBuilder, TelegramFiles):
+class FakeTelegram(TelegramFiles, UpdateBuilder):
     def __init__(
         self,
         *,

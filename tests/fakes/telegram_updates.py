@@ -78,6 +78,10 @@ class UpdateBuilder:
     def push_update(self, update: dict[str, Any]) -> dict[str, Any]:  # pragma: no cover - overridden
         raise NotImplementedError
 
+    def default_media(self, kind: str) -> Any:
+        """The payload `kind=True` stands for (the server replaces it with files it can serve)."""
+        return _MEDIA_DEFAULTS[kind]
+
     def push_message(
         self,
         chat_id: int,
@@ -137,7 +141,7 @@ class UpdateBuilder:
         has_media = False
         for kind, value in media.items():
             if value:
-                message[kind] = _MEDIA_DEFAULTS[kind] if value is True else value
+                message[kind] = self.default_media(kind) if value is True else value
                 has_media = True
         if has_media:
             if caption:
