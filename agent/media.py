@@ -208,12 +208,16 @@ def _within_budget(
 
 
 def api_block(ref: Mapping[str, Any], item: MediaBytes) -> Block:
-    """The API block for one stored item."""
+    """The API block for one stored item (a cache marker placed on the reference moves to it)."""
     source = {"type": "base64", "media_type": item.media_type, "data": item.base64_data}
+    block: Block
     if ref.get("kind") == "document":
-        block: Block = {"type": "document", "source": source}
+        block = {"type": "document", "source": source}
         name = ref.get("name")
         if isinstance(name, str) and name:
             block["title"] = name[:200]
-        return block
-    return {"type": "image", "source": source}
+    else:
+        block = {"type": "image", "source": source}
+    if "cache_control" in ref:
+        block["cache_control"] = ref["cache_control"]
+    return block

@@ -25,6 +25,7 @@ from agent.tokens import CalibratedCounter, Calibration
 from agent.tools.current_time import current_time_tool
 from agent.tools.recall import recall_tool
 from agent.tools.registry import ToolRegistry
+from agent.tools.view_media import view_media_tool
 from gateway import commands
 from gateway.admin import AdminHandlers
 from gateway.auth import Authorizer, policy_from_ids
@@ -33,6 +34,7 @@ from gateway.errors import SendError
 from gateway.history import ChatHistorySearch
 from gateway.jobs import IdleCompaction, standard_jobs
 from gateway.media.intake import MediaIntake
+from gateway.media.lookup import ChatMediaLookup
 from gateway.media.prepare import MB, MediaLimits
 from gateway.media.wire import MediaCache, MediaRenderingClient
 from gateway.metrics import Metrics, MetricsServer
@@ -232,6 +234,7 @@ class Gateway:
             [
                 recall_tool(ChatHistorySearch(self.store, chat_pk)),
                 current_time_tool(lambda: datetime.now(UTC)),
+                view_media_tool(ChatMediaLookup(self.media_store, chat_pk)),
             ]
         )
 

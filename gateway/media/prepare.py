@@ -45,15 +45,16 @@ class MediaLimits:
 
     image_long_edge: int = NATIVE_LONG_EDGE
     pdf_max_pages: int = 100
-    pdf_max_tokens: int = 50_000
+    pdf_max_tokens: int = 40_000
     """A PDF whose pages would cost more than this goes to the model as extracted text instead."""
 
     @classmethod
     def for_window(cls, context_window: int, *, image_long_edge: int = NATIVE_LONG_EDGE) -> MediaLimits:
-        # 100 pages per request on 200K-context models, 600 on the 1M-context ones; and never more
-        # than a quarter of the window for one document (the share the oversize path allows a message).
+        # 100 pages per request on 200K-context models, 600 on the 1M-context ones; and at most a fifth
+        # of the window for one document (under the quarter the oversize path allows one message, so
+        # the text sent with it is never cut to make room for pages that cannot be cut).
         pages = 600 if context_window >= 1_000_000 else 100
-        return cls(image_long_edge=image_long_edge, pdf_max_pages=pages, pdf_max_tokens=context_window // 4)
+        return cls(image_long_edge=image_long_edge, pdf_max_pages=pages, pdf_max_tokens=context_window // 5)
 
 
 @dataclass(frozen=True, slots=True)

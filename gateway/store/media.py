@@ -147,6 +147,16 @@ class MediaStore:
             ).one_or_none()
         return None if row is None else MediaItem(_info(row), bytes(row.data))
 
+    async def info(self, chat_pk: int, media_id: int) -> MediaInfo | None:
+        """One item's description (no bytes), only if it belongs to `chat_pk`."""
+        async with self._tx("media_info") as conn:
+            row = (
+                await conn.execute(
+                    select(*_INFO_COLUMNS).where(media.c.id == media_id, media.c.chat_pk == chat_pk)
+                )
+            ).one_or_none()
+        return None if row is None else _info(row)
+
     async def get_many(self, chat_pk: int, media_ids: Sequence[int]) -> dict[int, MediaItem]:
         """Items by id (those of other chats, or deleted, are simply absent)."""
         if not media_ids:

@@ -60,3 +60,17 @@ def test_items_no_longer_stored_are_named_not_dropped() -> None:
 def test_referenced_media_lists_ids_once_in_order() -> None:
     assert referenced_media([user(ref(3), ref(1)), user(ref(3))]) == [3, 1]
     assert short_label(ref(2, "document", name="x.pdf")) == "[PDF m2: x.pdf]"
+
+
+def test_a_cache_marker_on_a_reference_stays_on_its_block() -> None:
+    marked = {**ref(1), "cache_control": {"type": "ephemeral"}}
+    rendered = render_media([{"role": "user", "content": [marked]}], {1: PNG})  # type: ignore[list-item]
+    assert rendered[0]["content"][0]["cache_control"] == {"type": "ephemeral"}  # type: ignore[index]
+
+
+def test_the_newest_items_are_kept_when_a_request_cannot_carry_all() -> None:
+    messages = [user(ref(i)) for i in range(1, 5)]
+    rendered = render_media(messages, dict.fromkeys(range(1, 5), PNG), max_items=2)
+    kinds = [m["content"][0]["type"] for m in rendered]  # type: ignore[index]
+    assert kinds == ["text", "text", "image", "image"]
+    assert "left out of this request" in rendered[0]["content"][0]["text"]  # type: ignore[index]

@@ -17,7 +17,7 @@ from gateway.spool import decode, encode
 from tests.fakes.anthropic_server import FakeAnthropic
 from tests.support.gateway_bot import Bot, running_bot
 from tests.support.media_files import corrupt_jpeg, image_bytes, pdf_bytes
-from tests.support.memory_adapter import ALICE, group_chat
+from tests.support.memory_adapter import ALICE, BOB, group_chat, private_chat
 
 GROUP = group_chat("-100", "Team")
 
@@ -253,3 +253,40 @@ async def test_pdf_in_a_private_chat_goes_as_a_document(bot: Bot) -> None:
     [row] = [r for r in await bot.window() if r.role == "user"]
     assert row.text.startswith("[PDF m")
     assert row.text.endswith(": contract.pdf, 1 page]\nhow long is the term?")
+
+
+async def test_view_media_shows_an_earlier_image_again_only_in_its_own_chat(
+    bot: Bot, fake: FakeAnthropic
+) -> None:
+    data = image_bytes(500, 400, seed=7)
+    await bot.adapter.say("", media=("photo",), caption="remember this", attachments=(photo(data),))
+    [row] = [r for r in await bot.window() if r.role == "user"]
+    media_id = row.content[1]["media_id"]  # type: ignore[index]
+    await bot.adapter.say("/new")  # the photo leaves the window; it stays stored
+    fake.script_reply(tool_uses=[{"name": "view_media", "input": {"media_id": f"m{media_id}"}}])
+    await bot.adapter.say("what was in the picture I sent?")
+    request = bot.replies()[-1].body
+    [result] = [
+        b
+        for m in request["messages"]
+        if isinstance(m["content"], list)
+        for b in m["content"]
+        if b.get("type") == "tool_result"
+    ]
+    image, text = result["content"]
+    assert image["type"] == "image"
+    assert base64.b64decode(image["source"]["data"]) == data
+    assert text["text"].startswith(f"Here is image m{media_id} (500x400 px, sent ")
+    # Another chat cannot see it, by id or otherwise.
+    fake.script_reply(tool_uses=[{"name": "view_media", "input": {"media_id": f"m{media_id}"}}])
+    await bot.adapter.say("show me m1", user=BOB, chat=private_chat(BOB))
+    other = bot.replies()[-1].body
+    [denied] = [
+        b
+        for m in other["messages"]
+        if isinstance(m["content"], list)
+        for b in m["content"]
+        if b.get("type") == "tool_result"
+    ]
+    assert denied["content"] == f"No image or PDF m{media_id} in this chat (it may have been deleted)."
+    assert '"type": "image"' not in json.dumps(other["messages"])

@@ -128,7 +128,7 @@ def test_pdf_over_the_page_limit_becomes_its_extracted_text() -> None:
 def test_pdf_limits_follow_the_context_window() -> None:
     assert MediaLimits.for_window(200_000).pdf_max_pages == 100
     assert MediaLimits.for_window(1_000_000).pdf_max_pages == 600
-    assert MediaLimits.for_window(200_000).pdf_max_tokens == 50_000
+    assert MediaLimits.for_window(200_000).pdf_max_tokens == 40_000
 
 
 def test_damaged_pdf_is_refused() -> None:
