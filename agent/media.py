@@ -125,6 +125,23 @@ def referenced_media(messages: Sequence[Message]) -> list[int]:
     return list(seen)
 
 
+def refs_in(messages: Sequence[Message], *, limit: int) -> list[Block]:
+    """The newest `limit` distinct references in the messages (oldest first), for a summary call to
+    look at what it is summarizing."""
+    found: dict[int, Block] = {}
+    for message in messages:
+        content = message["content"]
+        if isinstance(content, str):
+            continue
+        for block in content:
+            nested = block.get("content") if block.get("type") == "tool_result" else None
+            for candidate in [block, *(nested if isinstance(nested, list) else [])]:
+                media_id = candidate.get("media_id")
+                if is_media_ref(candidate) and isinstance(media_id, int) and media_id not in found:
+                    found[media_id] = {k: v for k, v in candidate.items() if k != "cache_control"}
+    return list(found.values())[-limit:] if limit > 0 else []
+
+
 REQUEST_MAX_ITEMS: Final = 100
 """The API takes at most 100 images per request."""
 REQUEST_MAX_BASE64: Final = 24 * 1024 * 1024
