@@ -49,6 +49,9 @@ class TelegramFiles:
     files: dict[str, StoredFile]
     downloads: list[str]
 
+    def _wake(self) -> None:  # pragma: no cover - FakeTelegram's
+        raise NotImplementedError
+
     def _init_files(self) -> None:
         self.files = {}
         self.downloads = []
@@ -111,6 +114,7 @@ class TelegramFiles:
         for stored in self.files.values():
             if stored.file_path == path:
                 self.downloads.append(path)
+                self._wake()
                 return web.Response(body=stored.data, content_type="application/octet-stream")
         return web.Response(status=404, text="Not Found")
 
