@@ -58,7 +58,10 @@ class EngineState:
     compression_count: int = 0
     last_prompt_tokens: int | None = None
     ineffective_auto_compactions: int = 0
-    auto_disabled: bool = False
+    paused_at_tokens: int | None = None
+    """Set when automatic compaction paused after ineffective runs: the context size at that moment.
+    Automatic runs resume by themselves once the context has grown enough for a compaction to help."""
+    pause_reason: str | None = None
     awaiting_effect: bool = False
     """True right after an automatic compaction until the next API-reported prompt size arrives."""
 
@@ -176,18 +179,6 @@ class ContextEngine(ABC):
 
     async def handle_tool(self, name: str, tool_input: dict[str, Any]) -> str:
         raise KeyError(f"engine {self.name!r} has no tool {name!r}")
-
-    def status(self) -> dict[str, Any]:
-        last = self.state.last_prompt_tokens
-        return {
-            "engine": self.name,
-            "last_prompt_tokens": last,
-            "threshold_tokens": self.threshold_tokens,
-            "context_length": self.context_length,
-            "usage_percent": round(100.0 * last / self.context_length, 1) if last is not None else None,
-            "compression_count": self.state.compression_count,
-            "auto_disabled": self.state.auto_disabled,
-        }
 
 
 EngineFactory = Callable[..., ContextEngine]

@@ -15,11 +15,11 @@ from gateway.store.records import (
     CompactionApply,
     CompactionRecord,
     GlobalStats,
-    HygieneInputs,
     NewMessage,
     NewSummary,
     SessionRecord,
     StoredMessage,
+    TurnSnapshot,
     UsageTotals,
 )
 from gateway.store.repository import Store
@@ -35,11 +35,11 @@ __all__ = [
     "CompactionApply",
     "CompactionRecord",
     "GlobalStats",
-    "HygieneInputs",
     "NewMessage",
     "NewSummary",
     "SessionRecord",
     "Store",
     "StoredMessage",
+    "TurnSnapshot",
     "UsageTotals",
 ]

@@ -36,13 +36,13 @@ from gateway.store.records import (
     CompactionApply,
     CompactionRecord,
     GlobalStats,
-    HygieneInputs,
     NewMessage,
     NewSummary,
     Outcome,
     SessionRecord,
     StoredMessage,
     Trigger,
+    TurnSnapshot,
 )
 from gateway.store.rows import (
     chats,
@@ -65,7 +65,6 @@ __all__ = [
     "ChatRecord",
     "CompactionApply",
     "CompactionRecord",
-    "HygieneInputs",
     "NewMessage",
     "NewSummary",
     "SessionRecord",
@@ -208,6 +207,7 @@ class Store:
             "compaction_count": 0,
             "engine_state": {},
             "cache_gaps": [],
+            "cache_state": {},
         }
 
     async def active_session(self, chat_pk: int) -> SessionRecord:
@@ -255,8 +255,8 @@ class Store:
             self.on_stored(message.role, 1)
         return session, AppendResult(row, created=True)
 
-    async def turn_snapshot(self, chat_pk: int) -> _hot.TurnSnapshot:
-        """The active session, its window rows, hygiene inputs and cache state, in one transaction."""
+    async def turn_snapshot(self, chat_pk: int) -> TurnSnapshot:
+        """The active session and its window rows, in one transaction."""
         async with self._tx("turn_snapshot") as conn:
             return await _hot.turn_snapshot(conn, self._insert, chat_pk, self._new_session_values(chat_pk))
 
@@ -285,10 +285,6 @@ class Store:
         return to_session(row)
 
     # Messages -----------------------------------------------------------------------------------
-
-    async def append_message(self, session_pk: int, message: NewMessage) -> AppendResult:
-        """Store one message; a platform message id already stored in the chat returns the old row."""
-        return (await self.append_messages(session_pk, [message]))[0]
 
     async def append_messages(
         self, session_pk: int, batch: Sequence[NewMessage], *, after_id: int | None = None
@@ -448,33 +444,24 @@ class Store:
             ).one_or_none()
         return None if row is None else to_message(row)
 
-    async def hygiene_inputs(self, session_pk: int) -> HygieneInputs:
-        """What the hygiene check needs, from the session row alone (constant cost)."""
-        async with self._tx("hygiene_inputs") as conn:
-            row = (
-                await conn.execute(
-                    select(
-                        sessions.c.active_message_count,
-                        sessions.c.active_tokens,
-                        sessions.c.last_prompt_tokens,
-                        sessions.c.tokens_since_call,
-                    ).where(sessions.c.id == session_pk)
-                )
-            ).one_or_none()
-        if row is None:
-            raise StoreError(f"no session with id {session_pk}")
-        return HygieneInputs(
-            message_count=row.active_message_count,
-            active_tokens=row.active_tokens,
-            last_prompt_tokens=row.last_prompt_tokens,
-            tokens_since_call=row.tokens_since_call,
-        )
-
     async def mark_replied(self, message_ids: Sequence[int]) -> None:
         if not message_ids:
             return
         async with self._tx("mark_replied") as conn:
             await conn.execute(update(messages).where(messages.c.id.in_(message_ids)).values(replied=True))
+
+    async def finish_turn(
+        self, session_pk: int, replied_ids: Sequence[int], cache_state: dict[str, Any]
+    ) -> None:
+        """End a turn in one transaction: its messages are answered and the session's cache state saved."""
+        async with self._tx("finish_turn") as conn:
+            if replied_ids:
+                await conn.execute(
+                    update(messages).where(messages.c.id.in_(replied_ids)).values(replied=True)
+                )
+            await conn.execute(
+                update(sessions).where(sessions.c.id == session_pk).values(cache_state=cache_state)
+            )
 
     async def unanswered(self, max_age: timedelta | None = None) -> list[StoredMessage]:
         """User messages that asked for a reply and never got one, oldest first (crash recovery)."""
@@ -521,17 +508,9 @@ class Store:
 
     # Scheduled jobs (queries in gateway/store/jobs.py) --------------------------------------------
 
-    async def cache_state(self, session_pk: int) -> _jobs.CacheState:
-        """The session's context size, last reply call time and TTL, and its recent request gaps."""
-        async with self._tx("cache_state") as conn:
-            state = await _jobs.cache_state(conn, session_pk)
-        if state is None:
-            raise StoreError(f"no session with id {session_pk}")
-        return state
-
     async def idle_sessions(
         self, *, idle_since: datetime, min_tokens: int, limit: int = 100
-    ) -> list[_jobs.CacheState]:
+    ) -> list[SessionRecord]:
         """Active sessions idle since `idle_since` with at least `min_tokens` of context, oldest first."""
         async with self._tx("idle_sessions") as conn:
             return await _jobs.idle_sessions(conn, idle_since=idle_since, min_tokens=min_tokens, limit=limit)

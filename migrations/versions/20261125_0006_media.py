@@ -1,7 +1,7 @@
 """Media: images and PDFs stored once per chat by content, and which messages carry them.
 
 Revision ID: 0006
-Revises: 0003
+Revises: 0004
 Create Date: 2026-11-25 09:00:00
 """
 
@@ -13,7 +13,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0006"
-down_revision: str | None = "0003"
+down_revision: str | None = "0004"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -95,20 +95,20 @@ def test_plugin_that_is_not_callable_is_rejected(monkeypatch: pytest.MonkeyPatch
         resolve_engine("broken")
 
 
-def test_status_reports_usage_against_the_window() -> None:
+def test_the_engine_learns_the_reported_prompt_size() -> None:
     engine = make(context_length=200_000)
-    assert engine.status()["usage_percent"] is None
+    assert engine.state.last_prompt_tokens is None
     engine.update_from_usage(Usage(input_tokens=1_000, cache_read_input_tokens=49_000, output_tokens=500))
-    status = engine.status()
-    assert status["engine"] == "compressor"
-    assert status["last_prompt_tokens"] == 50_000
-    assert status["threshold_tokens"] == 100_000
-    assert status["usage_percent"] == 25.0
-    assert status["compression_count"] == 0
+    assert engine.state.last_prompt_tokens == 50_000
+    assert engine.threshold_tokens == 100_000
+    assert not engine.should_compress()
+    assert engine.should_compress(100_000)
     assert engine.tool_schemas() == []
 
 
 def test_engine_state_survives_a_json_round_trip() -> None:
-    state = EngineState(previous_summary="S", compression_count=3, auto_disabled=True, awaiting_effect=True)
+    state = EngineState(
+        previous_summary="S", compression_count=3, paused_at_tokens=9_000, awaiting_effect=True
+    )
     assert EngineState.from_json(state.to_json() | {"unknown_key": 1}) == state
     assert EngineState.from_json(None) == EngineState()
