@@ -1,8 +1,7 @@
 """The pluggable context engine: when to compress, how, and what it reports.
 
-The built-in engine is `compressor` (`agent.context_compressor.ContextCompressor`). Other engines are
-found by name in the `chat_gateway.context_engines` entry-point group and are only ever used when
-`context.engine` names them explicitly.
+The built-in engine is `compressor` (`agent.context_compressor.ContextCompressor`); `agent.engines`
+finds an engine by name.
 
 An engine instance serves one session. Its durable state (`EngineState`) is loaded from and saved to
 the session row by the caller, so engines hold no I/O of their own: the summarizer and token counter
@@ -16,16 +15,12 @@ from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
-from importlib.metadata import entry_points
 from typing import Any, Protocol
 
 from agent.types import Message, Role
 from agent.usage import Usage
 
 logger = logging.getLogger(__name__)
-
-ENTRY_POINT_GROUP = "chat_gateway.context_engines"
-BUILTIN_ENGINE = "compressor"
 
 TokenCounter = Callable[[Message], int]
 
@@ -179,27 +174,3 @@ class ContextEngine(ABC):
 
     async def handle_tool(self, name: str, tool_input: dict[str, Any]) -> str:
         raise KeyError(f"engine {self.name!r} has no tool {name!r}")
-
-
-EngineFactory = Callable[..., ContextEngine]
-
-
-class UnknownEngineError(LookupError):
-    pass
-
-
-def resolve_engine(name: str) -> type[ContextEngine] | EngineFactory:
-    """The engine class for `name`: the built-in compressor, or a plugin named explicitly."""
-    if name == BUILTIN_ENGINE:
-        from agent.context_compressor import ContextCompressor
-
-        return ContextCompressor
-    for ep in entry_points(group=ENTRY_POINT_GROUP):
-        if ep.name == name:
-            loaded = ep.load()
-            if not callable(loaded):
-                raise UnknownEngineError(f"context engine plugin {name!r} is not callable")
-            logger.info("context engine plugin %s loaded from %s", name, ep.value)
-            return loaded  # type: ignore[no-any-return]
-    available = sorted({BUILTIN_ENGINE, *(ep.name for ep in entry_points(group=ENTRY_POINT_GROUP))})
-    raise UnknownEngineError(f"unknown context engine {name!r}; available: {', '.join(available)}")

@@ -16,7 +16,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from agent.caching.plan import CacheState
-from agent.context_engine import CompressionConfig, ContextEngine, EngineState, Summarizer, resolve_engine
+from agent.context_engine import CompressionConfig, ContextEngine, EngineState, Summarizer
+from agent.engines import resolve_engine
 from agent.llm import AnthropicClient, LLMClient
 from agent.loop import LoopConfig
 from agent.models import CacheTTL, ModelInfo, lookup_model

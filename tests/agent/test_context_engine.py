@@ -8,16 +8,10 @@ from typing import Any
 
 import pytest
 
-import agent.context_engine as context_engine
+import agent.engines as engines
 from agent.context_compressor import ContextCompressor
-from agent.context_engine import (
-    ENTRY_POINT_GROUP,
-    CompressionResult,
-    ContextEngine,
-    EngineState,
-    UnknownEngineError,
-    resolve_engine,
-)
+from agent.context_engine import CompressionResult, ContextEngine, EngineState
+from agent.engines import ENTRY_POINT_GROUP, UnknownEngineError, resolve_engine
 from agent.types import Message
 from agent.usage import Usage
 from tests.agent.compressor_support import make
@@ -63,7 +57,7 @@ def test_builtin_compressor_is_the_default_even_when_a_plugin_claims_its_name(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(
-        context_engine,
+        engines,
         "entry_points",
         _plugins(("compressor", f"{__name__}:LosslessEngine"), ("lossless", f"{__name__}:LosslessEngine")),
     )
@@ -73,7 +67,7 @@ def test_builtin_compressor_is_the_default_even_when_a_plugin_claims_its_name(
 
 def test_named_plugin_is_loaded_through_its_entry_point(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(
-        context_engine,
+        engines,
         "entry_points",
         _plugins(("other", f"{__name__}:NOT_CALLABLE"), ("lossless", f"{__name__}:LosslessEngine")),
     )
@@ -82,7 +76,7 @@ def test_named_plugin_is_loaded_through_its_entry_point(monkeypatch: pytest.Monk
 
 
 def test_unknown_engine_names_the_available_ones(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(context_engine, "entry_points", _plugins(("lossless", f"{__name__}:LosslessEngine")))
+    monkeypatch.setattr(engines, "entry_points", _plugins(("lossless", f"{__name__}:LosslessEngine")))
     with pytest.raises(
         UnknownEngineError, match=r"unknown context engine 'lcm'; available: compressor, lossless"
     ):
@@ -90,7 +84,7 @@ def test_unknown_engine_names_the_available_ones(monkeypatch: pytest.MonkeyPatch
 
 
 def test_plugin_that_is_not_callable_is_rejected(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(context_engine, "entry_points", _plugins(("broken", f"{__name__}:NOT_CALLABLE")))
+    monkeypatch.setattr(engines, "entry_points", _plugins(("broken", f"{__name__}:NOT_CALLABLE")))
     with pytest.raises(UnknownEngineError, match="not callable"):
         resolve_engine("broken")
 

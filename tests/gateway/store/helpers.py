@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from gateway.store import AppendResult, NewMessage, Store
-from gateway.store.records import Role
+from gateway.store import AppendResult, NewMessage, Role, Store
 
 
 def msg(

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from gateway.store import Store
-from gateway.store.repository import NewMessage
+from gateway.store import NewMessage, Store
 
 
 def _msg(pid: str, *, tokens: int = 7, needs_reply: bool = True) -> NewMessage:
