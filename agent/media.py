@@ -99,6 +99,11 @@ def short_label(block: Mapping[str, Any]) -> str:
     return f"[{kind} m{block.get('media_id')}{suffix}]"
 
 
+def demoted_note(block: Mapping[str, Any]) -> str:
+    """What stands for an item that no longer travels with every request (see `agent.media_aging`)."""
+    return f"(m{block.get('media_id')} is no longer attached; view_media shows it again)"
+
+
 # -- rendering references into API blocks --------------------------------------------------------
 
 

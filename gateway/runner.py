@@ -38,6 +38,7 @@ from gateway.config import Settings
 from gateway.errors import SendError
 from gateway.history import ChatHistorySearch
 from gateway.jobs import standard_jobs
+from gateway.media.aging import MediaAging
 from gateway.media.intake import MediaIntake
 from gateway.media.lookup import ChatMediaLookup
 from gateway.media.prepare import MB, MediaLimits
@@ -177,6 +178,7 @@ class Gateway:
             send=self.send,
             typing=self.typing,
             metrics=self.metrics,
+            media_aging=MediaAging(self.media_store),
         )
         self.pipeline = self._pipeline()
         self._spool_task: asyncio.Task[None] | None = None

@@ -23,6 +23,8 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from gateway.store.db import translate_errors
 from gateway.store.models import Media, MessageMedia
+from gateway.store.rows import messages
+from gateway.store.window import WINDOW_STATES
 
 media = cast(Table, Media.__table__)
 message_media = cast(Table, MessageMedia.__table__)
@@ -186,6 +188,12 @@ class MediaStore:
             )
             return [_info(row) for row in rows]
 
+    async def ids(self, chat_pk: int) -> set[int]:
+        """Ids of every item the chat holds."""
+        async with self._tx("media_ids") as conn:
+            rows = await conn.execute(select(media.c.id).where(media.c.chat_pk == chat_pk))
+            return {int(row.id) for row in rows}
+
     async def count(self, chat_pk: int) -> int:
         async with self._tx("count_media") as conn:
             query = select(func.count()).select_from(media).where(media.c.chat_pk == chat_pk)
@@ -195,6 +203,11 @@ class MediaStore:
     async def delete_unreferenced(self, unused_since: datetime) -> int:
         """Delete up to DELETE_BATCH media no message refers to and unused since `unused_since`."""
         return await delete_unreferenced(self._engine, unused_since)
+
+    async def demote(self, session_pk: int, message_ids: Sequence[int]) -> list[int]:
+        """Stop sending the media of these window rows as images (they stay stored and viewable)."""
+        async with self._tx("demote_media") as conn:
+            return await demote_in(conn, session_pk, message_ids)
 
     async def touch(self, media_ids: Sequence[int]) -> None:
         """Mark media as used now (e.g. when a tool shows one again)."""
@@ -223,6 +236,24 @@ async def delete_unreferenced_in(conn: AsyncConnection, unused_since: datetime) 
     )
     result = await conn.execute(delete(media).where(media.c.id.in_(ids), ~linked))
     return int(result.rowcount or 0)
+
+
+async def demote_in(conn: AsyncConnection, session_pk: int, message_ids: Sequence[int]) -> list[int]:
+    """Mark window rows so their media no longer travel with requests (`pruned`); returns those changed."""
+    if not message_ids:
+        return []
+    result = await conn.execute(
+        update(messages)
+        .where(
+            messages.c.id.in_(sorted(set(message_ids))),
+            messages.c.session_pk == session_pk,
+            messages.c.state.in_(WINDOW_STATES),
+            ~messages.c.pruned,
+        )
+        .values(pruned=True)
+        .returning(messages.c.id)
+    )
+    return sorted(int(i) for i in result.scalars())
 
 
 def link_rows(message_id: int, media_ids: Sequence[int]) -> list[dict[str, int]]:

@@ -290,3 +290,42 @@ async def test_view_media_shows_an_earlier_image_again_only_in_its_own_chat(
     ]
     assert denied["content"] == f"No image or PDF m{media_id} in this chat (it may have been deleted)."
     assert '"type": "image"' not in json.dumps(other["messages"])
+
+
+async def test_old_photos_stop_travelling_once_they_add_up_and_stay_viewable(
+    bot: Bot, fake: FakeAnthropic
+) -> None:
+    photos = [image_bytes(1280, 960, seed=20 + i) for i in range(5)]  # 1,639 tokens each
+    for i, data in enumerate(photos):
+        await bot.adapter.say("", media=("photo",), caption=f"room {i}", attachments=(photo(data),))
+    for i in range(4):
+        await bot.adapter.say(f"question {i}")
+    # Four turns later the first photos add up past the budget: demoted together, in one rewrite.
+    request = bot.replies()[-1].body
+    shown = [base64.b64decode(b["source"]["data"]) for b in _blocks_of_type(request, "image")]
+    assert shown == photos[4:]  # only the photo within the last four turns still travels
+    text = json.dumps(request["messages"])
+    assert "is no longer attached; view_media shows it again" in text
+    rows = [r for r in await bot.window() if r.role == "user"]
+    assert [r.pruned for r in rows[:5]] == [True, True, True, True, False]
+    # The next request renders the demoted rows the same way (the cached prefix stays valid).
+    await bot.adapter.say("one more")
+    later = bot.replies()[-1].body
+
+    def unmarked(messages: list[dict[str, Any]]) -> str:
+        return json.dumps(messages).replace(', "cache_control": {"type": "ephemeral"}', "")
+
+    n = len(request["messages"]) - 1
+    assert unmarked(later["messages"][:n]) == unmarked(request["messages"][:n])
+    # And each demoted photo is still one view_media away.
+    first_id = rows[0].content[1]["media_id"]  # type: ignore[index]
+    fake.script_reply(tool_uses=[{"name": "view_media", "input": {"media_id": f"m{first_id}"}}])
+    await bot.adapter.say("show me room 0 again")
+    results = [
+        b
+        for m in bot.replies()[-1].body["messages"]
+        if isinstance(m["content"], list)
+        for b in m["content"]
+        if b.get("type") == "tool_result"
+    ]
+    assert base64.b64decode(results[-1]["content"][0]["source"]["data"]) == photos[0]
