@@ -5,11 +5,12 @@ each answered: 400 stored messages) is replayed through the real gateway in simu
 the fake Anthropic API, which counts images by their pixels and models the prefix cache:
 
     ours    the project: images are stored once and referenced; requests carry each image once, the
-            same bytes every turn; compaction replaces old images by named references in the summary,
-            and `view_media` fetches any of them again
+            same bytes every turn; old images stop travelling together when it pays
+            (`agent.media_aging`), compaction names them in the summary, and `view_media` fetches
+            any of them again
     keep    "keep every image" (one peer approach): images stay in every request; nothing compacts
-    strip   "strip every image after N turns" (the other): images older than the last N user turns
-            are replaced by a placeholder in each request; the rest as ours
+    strip   "strip every image after N turns" (the other, N = 5): images older than the last N user
+            turns are replaced by a placeholder in each request; compaction as ours
 
 Reported: input cost per turn (uncached input, cache writes and reads, summary calls included, USD at
 the model table's prices), the largest request (prompt tokens), compactions, and how many of the 50
