@@ -133,32 +133,11 @@ class ContextCompressor(ContextEngine):
         msgs = list(messages)
         tokens = [self.count_tokens(m) for m in msgs]
         before = sum(tokens)
-        if not force:
-            size = max(before, self.state.last_prompt_tokens or 0)
-            if not self.config.enabled:
-                return self._aborted(msgs, before, "compression is disabled")
-            if self.paused(size):
-                return self._aborted(
-                    msgs,
-                    before,
-                    f"automatic compaction is paused: {self.state.pause_reason or 'ineffective runs'}",
-                )
-            if size < self.threshold_tokens:
-                return self._aborted(
-                    msgs, before, f"{size} tokens is below the {self.threshold_tokens} threshold"
-                )
-
+        refusal = None if force else self._refusal(before)
+        if refusal is not None:
+            return self._aborted(msgs, before, refusal)
         safe = boundaries.safe_cuts(msgs)
-        head = boundaries.head_end(msgs, safe)
-        tail = boundaries.tail_start(
-            tokens,
-            head=head,
-            budget=self.tail_token_budget,
-            protect_last_n=self.config.protect_last_n,
-            newest_user=boundaries.newest_user_ask(msgs),
-            safe=safe,
-            cap=self.tail_token_cap,
-        )
+        head, tail = self._bounds(msgs, tokens, safe)
         if tail <= head:
             return self._not_effective(msgs, before, force, "nothing to compact between head and tail")
 
@@ -181,16 +160,7 @@ class ContextCompressor(ContextEngine):
             )
 
         first = self.state.compression_count == 0
-        self.state.previous_summary = made.body
-        self.state.compression_count += 1
-        self.state.last_prompt_tokens = None  # the reported size described the old window
-        self.state.paused_at_tokens = None
-        self.state.pause_reason = None
-        if force:
-            self.state.ineffective_auto_compactions = 0
-            self.state.awaiting_effect = False
-        else:
-            self.state.awaiting_effect = True
+        self._compacted(made.body, force=force)
         log = logger.warning if made.outcome is Outcome.DEGRADED else logger.info
         log(
             "compacted %d of %d messages (%s): %d -> %d tokens; %s",
@@ -217,6 +187,42 @@ class ContextCompressor(ContextEngine):
             summary_usage=made.usage,
             stubbed_tool_ids=built.stubbed,
         )
+
+    def _refusal(self, before: int) -> str | None:
+        """Why an automatic run must not compact now (None: it may)."""
+        size = max(before, self.state.last_prompt_tokens or 0)
+        if not self.config.enabled:
+            return "compression is disabled"
+        if self.paused(size):
+            return f"automatic compaction is paused: {self.state.pause_reason or 'ineffective runs'}"
+        if size < self.threshold_tokens:
+            return f"{size} tokens is below the {self.threshold_tokens} threshold"
+        return None
+
+    def _bounds(self, msgs: list[Message], tokens: list[int], safe: list[bool]) -> tuple[int, int]:
+        """(end of the protected head, start of the protected tail); the middle is between them."""
+        head = boundaries.head_end(msgs, safe)
+        tail = boundaries.tail_start(
+            tokens,
+            head=head,
+            budget=self.tail_token_budget,
+            protect_last_n=self.config.protect_last_n,
+            newest_user=boundaries.newest_user_ask(msgs),
+            safe=safe,
+            cap=self.tail_token_cap,
+        )
+        return head, tail
+
+    def _compacted(self, body: str, *, force: bool) -> None:
+        """The engine state after a compaction that changed the window."""
+        self.state.previous_summary = body
+        self.state.compression_count += 1
+        self.state.last_prompt_tokens = None  # the reported size described the old window
+        self.state.paused_at_tokens = None
+        self.state.pause_reason = None
+        if force:
+            self.state.ineffective_auto_compactions = 0
+        self.state.awaiting_effect = not force
 
     # -- phase 3: summarize ------------------------------------------------------------------------
 

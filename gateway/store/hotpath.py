@@ -14,6 +14,7 @@ from typing import Any
 from sqlalchemy import Row, bindparam, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from gateway.store.appends import counter_values
 from gateway.store.media import link_rows, message_media
 from gateway.store.records import NewMessage, SessionRecord, StoredMessage, TurnSnapshot
 from gateway.store.rows import messages, sessions, to_message, to_session
@@ -30,13 +31,7 @@ InsertFn = Callable[[Any], Any]
 _BUMP = (
     update(sessions)
     .where(sessions.c.chat_pk == bindparam("b_chat_pk"), sessions.c.active)
-    .values(
-        next_seq=sessions.c.next_seq + SEQ_STEP,
-        active_message_count=sessions.c.active_message_count + 1,
-        active_tokens=sessions.c.active_tokens + bindparam("b_tokens"),
-        tokens_since_call=sessions.c.tokens_since_call + bindparam("b_tokens"),
-        last_activity_at=bindparam("b_now"),
-    )
+    .values(**counter_values(1, bindparam("b_tokens"), bindparam("b_now")))
     .returning(*sessions.c)
 )
 _ACTIVE_SESSION = select(sessions).where(sessions.c.chat_pk == bindparam("b_chat_pk"), sessions.c.active)

@@ -228,6 +228,8 @@ class ChatStats:
     tokens_since_call: int
     context_tokens: int
     """`SessionRecord.context_tokens()` of the active session."""
+    engine_state: dict[str, Any]
+    """The context engine's state of the active session (e.g. whether automatic compaction is paused)."""
     usage_total: UsageTotals
     usage_recent: UsageTotals
     compactions: dict[tuple[str, str], int]

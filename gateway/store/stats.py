@@ -86,6 +86,7 @@ async def chat_stats(conn: AsyncConnection, chat_pk: int, *, recent_calls: int) 
         last_prompt_tokens=session.last_prompt_tokens,
         tokens_since_call=session.tokens_since_call,
         context_tokens=to_session(session).context_tokens(),
+        engine_state=dict(session.engine_state or {}),
         usage_total=total,
         usage_recent=recent_usage,
         compactions={(r.trigger, r.outcome): int(r[2]) for r in by_kind},
