@@ -42,6 +42,7 @@ from gateway.media.aging import MediaAging
 from gateway.media.intake import MediaIntake
 from gateway.media.lookup import ChatMediaLookup
 from gateway.media.prepare import MB, MediaLimits
+from gateway.media.presence import MediaPresence
 from gateway.media.wire import MediaCache, MediaRenderingClient
 from gateway.metrics import Metrics, MetricsServer
 from gateway.pipeline import Pipeline, RateLimiter
@@ -143,6 +144,7 @@ class Gateway:
         self.adapters = {a.name: a for a in adapters}
         self.store = store
         self.media_store = MediaStore(store.engine)
+        self.media_presence = MediaPresence()
         # Requests leave with stored media rendered; everything before works on the references.
         media_cache = MediaCache(self.media_store)
         self.llm = MediaRenderingClient(llm, media_cache)
@@ -178,7 +180,7 @@ class Gateway:
             send=self.send,
             typing=self.typing,
             metrics=self.metrics,
-            media_aging=MediaAging(self.media_store),
+            media_aging=MediaAging(self.media_store, self.media_presence),
         )
         self.pipeline = self._pipeline()
         self._spool_task: asyncio.Task[None] | None = None
@@ -200,6 +202,7 @@ class Gateway:
                 self.model.context_window, image_long_edge=settings.media.image_long_edge
             ),
             max_bytes=settings.media.max_file_mb * MB,
+            presence=self.media_presence,
         )
         return Pipeline(
             store=self.store,
@@ -258,13 +261,13 @@ class Gateway:
         )
 
     def make_tools(self, chat_pk: int) -> ToolRegistry:
-        return ToolRegistry(
-            [
-                recall_tool(ChatHistorySearch(self.store, chat_pk)),
-                current_time_tool(lambda: datetime.now(UTC)),
-                view_media_tool(ChatMediaLookup(self.media_store, chat_pk)),
-            ]
-        )
+        tools = [
+            recall_tool(ChatHistorySearch(self.store, chat_pk)),
+            current_time_tool(lambda: datetime.now(UTC)),
+        ]
+        if chat_pk in self.media_presence:  # only where there is something to look at again
+            tools.append(view_media_tool(ChatMediaLookup(self.media_store, chat_pk)))
+        return ToolRegistry(tools)
 
     # -- I/O -----------------------------------------------------------------------------------------
 

@@ -114,7 +114,7 @@ class TurnRunner:
                 session = snapshot.session
         rows = snapshot.rows
         if self.media_aging is not None:  # old images stop travelling when it pays (agent.media_aging)
-            rows = await self.media_aging.apply(session.id, rows, cache_cold=cache.expired(self.clock()))
+            rows = await self.media_aging.apply(session, rows, cache_cold=cache.expired(self.clock()))
         window = window_entries(rows)
         recorder = TurnRecorder(
             store=self.store,

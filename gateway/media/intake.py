@@ -29,6 +29,7 @@ from gateway.media.prepare import (
     Refused,
     prepare,
 )
+from gateway.media.presence import MediaPresence
 from gateway.platforms.base import Attachment, IncomingMessage
 from gateway.store.media import MediaStore, NewMedia
 
@@ -98,10 +99,18 @@ def _too_big(size: int, max_bytes: int) -> str:
 class MediaIntake:
     """Prepares and stores a message's attachments for one chat at a time."""
 
-    def __init__(self, store: MediaStore, *, limits: MediaLimits, max_bytes: int = 20 * MB) -> None:
+    def __init__(
+        self,
+        store: MediaStore,
+        *,
+        limits: MediaLimits,
+        max_bytes: int = 20 * MB,
+        presence: MediaPresence | None = None,
+    ) -> None:
         self.store = store
         self.limits = limits
         self.max_bytes = max_bytes
+        self.presence = presence
 
     async def fetch(self, msg: IncomingMessage) -> IncomingMessage:
         return await fetch_attachments(msg, max_bytes=self.max_bytes)
@@ -113,6 +122,8 @@ class MediaIntake:
         for attachment in msg.attachments:
             await self._take_one(attachment, chat_pk, result, ids)
         result.media_ids = tuple(ids)
+        if ids and self.presence is not None:
+            self.presence.note(chat_pk)
         return result
 
     async def _take_one(self, att: Attachment, chat_pk: int, out: Intake, ids: list[int]) -> None:

@@ -78,9 +78,13 @@ async def _view_media_brings_one_back(world: TelegramWorld, photos: list[bytes])
 
 
 async def _other_chats_cannot_see_it(world: TelegramWorld) -> None:
+    # Carol's chat has a photo of its own, so the tool is offered there; the group's m1 is not hers.
+    world.tg.push_photo(OTHER, image_bytes(320, 240, seed=999), caption="my photo", user_id=CAROL)
+    await world.wait_replies(OTHER, 1, timeout=30)
     world.llm.script_reply(tool_uses=[{"name": "view_media", "input": {"media_id": "m1"}}])
     world.tg.push_message(OTHER, "show me m1", user_id=CAROL)
-    await world.wait_replies(OTHER, 1, timeout=30)
+    await world.wait_replies(OTHER, 2, timeout=30)
     request = world.replies()[-1]
-    assert image_blocks(request) == []
+    assert len(image_blocks(request)) == 1  # her own photo, not the group's
     assert "No image or PDF m1 in this chat" in json.dumps(request.body["messages"])
+    assert {t["name"] for t in request.body["tools"]} == {"recall", "current_time", "view_media"}

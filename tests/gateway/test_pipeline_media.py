@@ -277,9 +277,11 @@ async def test_view_media_shows_an_earlier_image_again_only_in_its_own_chat(
     assert image["type"] == "image"
     assert base64.b64decode(image["source"]["data"]) == data
     assert text["text"].startswith(f"Here is image m{media_id} (500x400 px, sent ")
-    # Another chat cannot see it, by id or otherwise.
+    # Another chat cannot see it, by id or otherwise (Bob's chat offers the tool: it has a photo too).
+    bob = private_chat(BOB)
+    await bot.adapter.say("", user=BOB, chat=bob, media=("photo",), attachments=(photo(image_bytes(64, 64)),))
     fake.script_reply(tool_uses=[{"name": "view_media", "input": {"media_id": f"m{media_id}"}}])
-    await bot.adapter.say("show me m1", user=BOB, chat=private_chat(BOB))
+    await bot.adapter.say("show me m1", user=BOB, chat=bob)
     other = bot.replies()[-1].body
     [denied] = [
         b
@@ -289,7 +291,8 @@ async def test_view_media_shows_an_earlier_image_again_only_in_its_own_chat(
         if b.get("type") == "tool_result"
     ]
     assert denied["content"] == f"No image or PDF m{media_id} in this chat (it may have been deleted)."
-    assert '"type": "image"' not in json.dumps(other["messages"])
+    assert "remember this" not in json.dumps(other["messages"])
+    assert len(_blocks_of_type(other, "image")) == 1  # Bob's own photo only
 
 
 async def test_old_photos_stop_travelling_once_they_add_up_and_stay_viewable(
@@ -329,3 +332,12 @@ async def test_old_photos_stop_travelling_once_they_add_up_and_stay_viewable(
         if b.get("type") == "tool_result"
     ]
     assert base64.b64decode(results[-1]["content"][0]["source"]["data"]) == photos[0]
+
+
+async def test_view_media_is_offered_only_in_chats_with_media(bot: Bot) -> None:
+    await bot.adapter.say("just text")
+    assert {t["name"] for t in bot.replies()[-1].body["tools"]} == {"recall", "current_time"}
+    await bot.adapter.say(
+        "", caption="now a photo", media=("photo",), attachments=(photo(image_bytes(64, 64)),)
+    )
+    assert {t["name"] for t in bot.replies()[-1].body["tools"]} == {"recall", "current_time", "view_media"}
