@@ -142,7 +142,9 @@ async def test_commands_for_us_and_for_other_bots(
     tg.push_message(-400, "/Compact@OurBot keep the API notes", user_id=1, chat_type="group")
     tg.push_message(-400, "/stats@other_bot", user_id=1, chat_type="group")
     tg.push_message(9, "/help", user_id=9)
-    ours, other, plain = [await inbox.next() for _ in range(3)]
+    # Order is kept within a chat, not across chats.
+    by_text = {m.text: m for m in [await inbox.next() for _ in range(3)]}
+    ours, other, plain = (by_text[t] for t in ("/Compact@OurBot keep the API notes", "/stats@other_bot", "/help"))
     assert (ours.is_command, ours.command, ours.command_args, ours.command_target) == (
         True,
         "compact",
@@ -185,7 +187,8 @@ async def test_senders_without_a_verifiable_user(
     _, inbox = running
     tg.push_message(-500, "as the group", chat_type="supergroup", chat_title="Team", sender_chat=-500)
     tg.push_message(-600, "channel news", chat_type="channel", chat_title="News")
-    admin, post = await inbox.next(), await inbox.next()
+    by_text = {m.text: m for m in [await inbox.next(), await inbox.next()]}
+    admin, post = by_text["as the group"], by_text["channel news"]
     assert admin.author.user_id == "chat:-500"
     assert admin.author.is_anonymous_admin
     assert admin.author.display_name == "Team"
@@ -198,7 +201,8 @@ async def test_bots_self_and_forwards(tg: FakeTelegram, running: tuple[TelegramA
     tg.push_message(-700, "beep", user_id=31337, first_name="OtherBot", chat_type="group", from_bot=True)
     tg.push_message(-700, "echo", user_id=BOT_ID, first_name="Our Bot", chat_type="group", from_bot=True)
     tg.push_message(13, "read this", user_id=13, forward_origin="Mystery Person")
-    bot, own, forwarded = [await inbox.next() for _ in range(3)]
+    by_text = {m.text: m for m in [await inbox.next() for _ in range(3)]}
+    bot, own, forwarded = (by_text[t] for t in ("beep", "echo", "read this"))
     assert bot.author.is_bot
     assert not bot.author.is_self
     assert own.author.is_self
