@@ -144,7 +144,9 @@ async def test_commands_for_us_and_for_other_bots(
     tg.push_message(9, "/help", user_id=9)
     # Order is kept within a chat, not across chats.
     by_text = {m.text: m for m in [await inbox.next() for _ in range(3)]}
-    ours, other, plain = (by_text[t] for t in ("/Compact@OurBot keep the API notes", "/stats@other_bot", "/help"))
+    ours, other, plain = (
+        by_text[t] for t in ("/Compact@OurBot keep the API notes", "/stats@other_bot", "/help")
+    )
     assert (ours.is_command, ours.command, ours.command_args, ours.command_target) == (
         True,
         "compact",
