@@ -96,6 +96,7 @@ class Pipeline:
         self.db_retry_s = db_retry_s
         self._tasks: dict[tuple[str, str, str], asyncio.Task[None]] = {}
         self._dirty: set[tuple[str, str, str]] = set()
+        self._stopping = False
 
     # -- entry point ---------------------------------------------------------------------------------
 
@@ -305,6 +306,8 @@ class Pipeline:
         """Make sure a turn task runs for the chat; a running one picks the new message up."""
         key = chat.key
         self._dirty.add(key)
+        if self._stopping:
+            return  # shutting down: the message is stored and is answered after the restart
         task = self._tasks.get(key)
         if task is None or task.done():
             self._tasks[key] = asyncio.create_task(self._chat_loop(chat, chat_pk), name=f"turns:{key}")
@@ -313,7 +316,7 @@ class Pipeline:
         key = chat.key
         failures = 0
         try:
-            while key in self._dirty:
+            while key in self._dirty and not self._stopping:
                 self._dirty.discard(key)
                 try:
                     await self.turns.answer_pending(chat, chat_pk)
@@ -363,6 +366,18 @@ class Pipeline:
             await self.send(OutgoingMessage(chat=chat, text=text))
         except SendError as exc:
             logger.error("could not notify %s:%s: %s", chat.platform, chat.chat_id, exc)
+
+    def stop_new_turns(self) -> None:
+        """At shutdown: running turns may finish; messages stored from now on wait for the restart."""
+        self._stopping = True
+
+    async def cancel_turns(self) -> int:
+        """Cancel the turns still running (their messages stay unanswered, for the restart)."""
+        tasks = [t for t in self._tasks.values() if not t.done()]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        return len(tasks)
 
     async def drain(self, wait_s: float | None = None) -> None:
         """Wait for running turns (used at shutdown and in tests)."""

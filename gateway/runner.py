@@ -11,9 +11,9 @@ import gc
 import logging
 import signal
 import sys
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 from agent.context_engine import CompressionConfig, ContextEngine, EngineState, Summarizer, resolve_engine
 from agent.llm import AnthropicClient, LLMClient
@@ -340,22 +340,37 @@ class Gateway:
                 self.pipeline.schedule(ref, chat_pk)
 
     async def stop(self) -> None:
+        """Stop within `shutdown_timeout_s`, handing back what cannot finish in time.
+
+        Running turns get most of the time to finish while the adapters can still deliver their
+        replies (a reply sent after its adapter stopped is lost, and its message is already marked
+        answered); no new turn starts. Turns still running then are cancelled: their messages stay
+        unanswered and are answered after the restart. Then the adapters stop receiving, give
+        messages being stored a moment, and confirm what was stored.
+        """
         gc.unfreeze()
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.settings.shutdown_timeout_s - ADAPTER_STOP_RESERVE_S
+        self.pipeline.stop_new_turns()
         if self.scheduler is not None:
-            await self.scheduler.stop()
-        # Let running turns finish while the adapters can still deliver their replies (a reply sent
-        # after its adapter stopped is lost, and its message is already marked answered).
-        await self.pipeline.drain(wait_s=10)
-        for adapter in self.adapters.values():
-            try:
-                await adapter.stop()
-            except Exception:
-                logger.exception("error while stopping %s", adapter.name)
+            await self.scheduler.stop(wait_s=max(0.0, deadline - loop.time()))
+        await self.pipeline.drain(wait_s=max(0.0, deadline - loop.time()))
+        unfinished = await self.pipeline.cancel_turns()
+        if unfinished:
+            logger.warning(
+                "%d turn(s) did not finish before shutdown; their messages are answered after the restart",
+                unfinished,
+            )
+        results = await asyncio.gather(
+            *(adapter.stop() for adapter in self.adapters.values()), return_exceptions=True
+        )
+        for adapter, result in zip(self.adapters.values(), results, strict=True):
+            if isinstance(result, BaseException):
+                logger.error("error while stopping %s: %r", adapter.name, result)
         if self._spool_task is not None:
             self._spool_task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._spool_task
-        await self.pipeline.drain(wait_s=10)
         if self.metrics_server is not None:
             await self.metrics_server.stop()
 
@@ -383,31 +398,88 @@ def _make_summary_llm(settings: Settings, main: AnthropicClient) -> AnthropicCli
 async def _serve(
     settings: Settings, adapters: Sequence[PlatformAdapter], *, until: asyncio.Event | None = None
 ) -> int:
-    store = await Store.open(
-        settings.database_url,
-        pool_size=settings.database_pool_size,
-        max_overflow=settings.database_max_overflow,
-    )
+    stop = until or asyncio.Event()
+    _stop_on_signals(stop, settings.shutdown_timeout_s)
+    try:
+        store = await _unless_stopped(
+            Store.open(
+                settings.database_url,
+                pool_size=settings.database_pool_size,
+                max_overflow=settings.database_max_overflow,
+            ),
+            stop,
+        )
+    except _StopRequested:
+        return 0
     llm = _make_llm(settings)
     summary_llm = _make_summary_llm(settings, llm)
     gateway = Gateway(settings, adapters, store=store, llm=llm, summary_llm=summary_llm)
-    stop = until or asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        with contextlib.suppress(NotImplementedError, RuntimeError):
-            loop.add_signal_handler(sig, stop.set)
     try:
-        await gateway.start()
+        # A stop requested while starting (connecting, syncing, recovering) cancels the start.
+        await _unless_stopped(gateway.start(), stop)
         logger.info("gateway running; press Ctrl-C to stop")
         await stop.wait()
+    except _StopRequested:
+        logger.info("start-up cancelled")
     finally:
         logger.info("stopping")
-        await gateway.stop()
-        await llm.close()
+        try:
+            async with asyncio.timeout(settings.shutdown_timeout_s):
+                await gateway.stop()
+        except TimeoutError:
+            logger.error("stopping took longer than %.0fs; exiting anyway", settings.shutdown_timeout_s)
+        await _closed_quickly(llm.close(), "the model client")
         if summary_llm is not llm:
-            await summary_llm.close()
-        await store.close()
+            await _closed_quickly(summary_llm.close(), "the summary model client")
+        await _closed_quickly(store.close(), "the database")
     return 0
+
+
+ADAPTER_STOP_RESERVE_S = 4.0
+"""Of `shutdown_timeout_s`, what the adapters keep for stopping after the turns (see Gateway.stop)."""
+_CLOSE_TIMEOUT_S = 1.0
+_T = TypeVar("_T")
+
+
+def _stop_on_signals(stop: asyncio.Event, budget_s: float) -> None:
+    """SIGINT/SIGTERM set `stop`, at any phase of the process's life (installed before anything starts)."""
+    loop = asyncio.get_running_loop()
+
+    def request(sig: signal.Signals) -> None:
+        if not stop.is_set():
+            logger.info("%s received: stopping (within %.0fs)", sig.name, budget_s)
+        stop.set()
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, request, sig)
+
+
+class _StopRequested(Exception):
+    """SIGINT/SIGTERM arrived before the awaited start-up step finished (the step was cancelled)."""
+
+
+async def _unless_stopped(work: Awaitable[_T], stop: asyncio.Event) -> _T:
+    """The result of `work`, unless `stop` is set first: then `work` is cancelled, `_StopRequested` raised."""
+    task = asyncio.ensure_future(work)
+    stopped = asyncio.ensure_future(stop.wait())
+    try:
+        await asyncio.wait({task, stopped}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        stopped.cancel()
+    if not task.done():
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        raise _StopRequested
+    return task.result()
+
+
+async def _closed_quickly(closing: Awaitable[None], what: str) -> None:
+    try:
+        async with asyncio.timeout(_CLOSE_TIMEOUT_S):
+            await closing
+    except TimeoutError:
+        logger.warning("closing %s took longer than %.0fs; exiting anyway", what, _CLOSE_TIMEOUT_S)
 
 
 def run(settings: Settings) -> int:

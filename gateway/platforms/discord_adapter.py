@@ -91,7 +91,7 @@ class DiscordAdapter:
         guild_ready_timeout: float = 2.0,
         ready_timeout: float = 30.0,
         max_ratelimit_timeout: float | None = None,
-        drain_timeout: float = 3.0,
+        drain_timeout: float = 2.0,
         store_retry_s: float = 60.0,
     ) -> None:
         self._token = token

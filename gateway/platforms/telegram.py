@@ -76,7 +76,7 @@ class TelegramAdapter:
         poll_timeout: float = 10.0,
         max_send_attempts: int = 3,
         max_retry_wait: float = 30.0,
-        drain_timeout: float = 3.0,
+        drain_timeout: float = 2.0,
     ) -> None:
         self._token = token
         self._base_url = base_url

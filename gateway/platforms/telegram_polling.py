@@ -25,7 +25,7 @@ logger = logging.getLogger(__name__)
 BACKOFF_S = (1.0, 2.0, 4.0, 8.0, 15.0, 30.0)
 IDLE_WAIT_S = 1.0
 """How long to wait for a stored update before asking again when Telegram only returned known ones."""
-CONFIRM_TIMEOUT_S = 2.0
+CONFIRM_TIMEOUT_S = 1.0
 STOP_POLL_S = 0.2
 
 Dispatch = Callable[[Update], "asyncio.Task[bool] | None"]
