@@ -73,7 +73,7 @@ async def hand_over(
     *,
     platform: str,
     give_up_after_s: float | None = None,
-    delays: tuple[float, ...] = RETRY_DELAYS_S,
+    delays: tuple[float, ...] | None = None,
     clock: Callable[[], float] = time.monotonic,
 ) -> bool:
     """Call `handler` until it returns (the message is safe); retry with back-off while it raises.
@@ -81,6 +81,7 @@ async def hand_over(
     Returns False when `give_up_after_s` passed first (the caller must then not acknowledge the
     update, so the platform delivers it again). With no limit it retries until cancelled.
     """
+    delays = delays or RETRY_DELAYS_S
     started = clock()
     attempt = 0
     while True:

@@ -77,6 +77,7 @@ class TelegramAdapter:
         max_send_attempts: int = 3,
         max_retry_wait: float = 30.0,
         drain_timeout: float = 2.0,
+        webhook_store_limit_s: float = WEBHOOK_STORE_LIMIT_S,
     ) -> None:
         self._token = token
         self._base_url = base_url
@@ -89,6 +90,7 @@ class TelegramAdapter:
         self._max_send_attempts = max_send_attempts
         self._max_retry_wait = max_retry_wait
         self._drain_timeout = drain_timeout
+        self._webhook_store_limit_s = webhook_store_limit_s
         self._api: Bot | None = None
         self._handler: GatewayHandler | None = None
         self._bot: BotIdentity | None = None
@@ -217,7 +219,9 @@ class TelegramAdapter:
             return True
         task = self._lanes.submit(
             incoming.chat.key,
-            lambda: hand_over(handler, incoming, platform="telegram", give_up_after_s=WEBHOOK_STORE_LIMIT_S),
+            lambda: hand_over(
+                handler, incoming, platform="telegram", give_up_after_s=self._webhook_store_limit_s
+            ),
         )
         # Shielded: if Telegram hangs up, the message is still stored (its resend is a duplicate).
         return await asyncio.shield(task)
