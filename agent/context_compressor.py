@@ -15,7 +15,11 @@ Choices made where the seeds are silent:
   message (after its tool results), else appended to the head's last (user) message. A summary
   merged into a kept message by an earlier compaction is removed there, since the new one updates it.
 - An automatic run that finds nothing to compact, or whose result is not smaller, counts as an
-  ineffective compaction for the anti-thrash guard; summarizer outages do not.
+  ineffective compaction for the anti-thrash guard; summarizer outages do not. Two in a row pause
+  automatic runs until the context has grown by a tail's budget (new material a compaction can remove);
+  no state needs a manual `/compact` to clear it.
+- The protected tail keeps `protect_last_n` messages only while they fit in half the threshold, so a
+  burst of huge messages can still be compacted (its oldest part).
 - Input messages are never mutated; unchanged messages are shallow copies sharing their blocks.
 """
 
@@ -26,6 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from agent import boundaries, summary
+from agent import messages as shapes
 from agent.context_engine import (
     CompressionResult,
     ContextEngine,
@@ -72,6 +77,8 @@ class _Assembly:
     pruned: tuple[int, ...]
     role: Role
     stubbed: tuple[str, ...]
+    superseded: tuple[int, ...]
+    """Earlier standalone summaries in the head or tail, removed with the middle."""
 
 
 class ContextCompressor(ContextEngine):
@@ -84,6 +91,11 @@ class ContextCompressor(ContextEngine):
         return int(self.threshold_tokens * self.config.clamped_target_ratio)
 
     @property
+    def tail_token_cap(self) -> int:
+        """Most tokens `protect_last_n` may keep in the tail (half the threshold)."""
+        return max(self.tail_token_budget, self.threshold_tokens // 2)
+
+    @property
     def max_summary_tokens(self) -> int:
         return min(int(self.context_length * summary.SUMMARY_CONTEXT_SHARE), summary.MAX_SUMMARY_TOKENS)
 
@@ -92,9 +104,15 @@ class ContextCompressor(ContextEngine):
 
     def should_compress(self, prompt_tokens: int | None = None) -> bool:
         size = prompt_tokens if prompt_tokens is not None else self.state.last_prompt_tokens
-        if not self.config.enabled or self.state.auto_disabled or size is None:
+        if not self.config.enabled or size is None or self.paused(size):
             return False
         return size >= self.threshold_tokens
+
+    def paused(self, size: int) -> bool:
+        """True while automatic compaction is paused: it resumes once the context has grown by a tail's
+        budget since the pause, since only then is there new material a compaction can remove."""
+        paused_at = self.state.paused_at_tokens
+        return paused_at is not None and size < paused_at + self.tail_token_budget
 
     def update_from_usage(self, usage: Usage) -> None:
         super().update_from_usage(usage)
@@ -102,7 +120,9 @@ class ContextCompressor(ContextEngine):
             return
         self.state.awaiting_effect = False
         if usage.prompt_tokens >= self.threshold_tokens:
-            self._ineffective(f"prompt still {usage.prompt_tokens} tokens after compaction")
+            self._ineffective(
+                f"prompt still {usage.prompt_tokens} tokens after compaction", usage.prompt_tokens
+            )
         else:
             self.state.ineffective_auto_compactions = 0
 
@@ -113,31 +133,15 @@ class ContextCompressor(ContextEngine):
         msgs = list(messages)
         tokens = [self.count_tokens(m) for m in msgs]
         before = sum(tokens)
-        if not force:
-            size = max(before, self.state.last_prompt_tokens or 0)
-            if not self.config.enabled:
-                return self._aborted(msgs, before, "compression is disabled")
-            if self.state.auto_disabled:
-                return self._aborted(msgs, before, "automatic compaction is paused after ineffective runs")
-            if size < self.threshold_tokens:
-                return self._aborted(
-                    msgs, before, f"{size} tokens is below the {self.threshold_tokens} threshold"
-                )
-
+        refusal = None if force else self._refusal(before)
+        if refusal is not None:
+            return self._aborted(msgs, before, refusal)
         safe = boundaries.safe_cuts(msgs)
-        head = boundaries.head_end(msgs, safe)
-        tail = boundaries.tail_start(
-            tokens,
-            head=head,
-            budget=self.tail_token_budget,
-            protect_last_n=self.config.protect_last_n,
-            newest_user=boundaries.newest_user_ask(msgs),
-            safe=safe,
-        )
+        head, tail = self._bounds(msgs, tokens, safe)
         if tail <= head:
             return self._not_effective(msgs, before, force, "nothing to compact between head and tail")
 
-        previous = self.state.previous_summary or summary.summary_text_in(msgs[:tail])
+        previous = self.state.previous_summary or summary.summary_text_in(msgs)
         budget = self.summary_budget(sum(tokens[head:tail]))
         try:
             made = await self._summarize(msgs, head, tail, tokens, safe, previous, focus, budget)
@@ -156,15 +160,7 @@ class ContextCompressor(ContextEngine):
             )
 
         first = self.state.compression_count == 0
-        self.state.previous_summary = made.body
-        self.state.compression_count += 1
-        self.state.last_prompt_tokens = None  # the reported size described the old window
-        if force:
-            self.state.auto_disabled = False
-            self.state.ineffective_auto_compactions = 0
-            self.state.awaiting_effect = False
-        else:
-            self.state.awaiting_effect = True
+        self._compacted(made.body, force=force)
         log = logger.warning if made.outcome is Outcome.DEGRADED else logger.info
         log(
             "compacted %d of %d messages (%s): %d -> %d tokens; %s",
@@ -178,7 +174,7 @@ class ContextCompressor(ContextEngine):
         return CompressionResult(
             messages=built.messages,
             origin=built.origin,
-            removed_indices=tuple(range(head, tail)),
+            removed_indices=tuple(sorted({*range(head, tail), *built.superseded})),
             pruned_indices=built.pruned,
             outcome=made.outcome,
             reason=made.reason,
@@ -191,6 +187,42 @@ class ContextCompressor(ContextEngine):
             summary_usage=made.usage,
             stubbed_tool_ids=built.stubbed,
         )
+
+    def _refusal(self, before: int) -> str | None:
+        """Why an automatic run must not compact now (None: it may)."""
+        size = max(before, self.state.last_prompt_tokens or 0)
+        if not self.config.enabled:
+            return "compression is disabled"
+        if self.paused(size):
+            return f"automatic compaction is paused: {self.state.pause_reason or 'ineffective runs'}"
+        if size < self.threshold_tokens:
+            return f"{size} tokens is below the {self.threshold_tokens} threshold"
+        return None
+
+    def _bounds(self, msgs: list[Message], tokens: list[int], safe: list[bool]) -> tuple[int, int]:
+        """(end of the protected head, start of the protected tail); the middle is between them."""
+        head = boundaries.head_end(msgs, safe)
+        tail = boundaries.tail_start(
+            tokens,
+            head=head,
+            budget=self.tail_token_budget,
+            protect_last_n=self.config.protect_last_n,
+            newest_user=boundaries.newest_user_ask(msgs),
+            safe=safe,
+            cap=self.tail_token_cap,
+        )
+        return head, tail
+
+    def _compacted(self, body: str, *, force: bool) -> None:
+        """The engine state after a compaction that changed the window."""
+        self.state.previous_summary = body
+        self.state.compression_count += 1
+        self.state.last_prompt_tokens = None  # the reported size described the old window
+        self.state.paused_at_tokens = None
+        self.state.pause_reason = None
+        if force:
+            self.state.ineffective_auto_compactions = 0
+        self.state.awaiting_effect = not force
 
     # -- phase 3: summarize ------------------------------------------------------------------------
 
@@ -352,20 +384,29 @@ class ContextCompressor(ContextEngine):
         out: list[Message] = []
         origin: list[int | None] = []
         pruned: list[int] = []
+        # An earlier summary standing alone in the head or the tail is superseded by the new one (which
+        # updates it): it leaves the window with the middle, so a request never carries two summaries.
+        superseded = [
+            i for i in (*range(head), *range(tail, len(msgs))) if summary.without_summaries(msgs[i]) is None
+        ]
         for i in range(head):
-            cleared = boundaries.prune_tool_results(msgs[i])
+            if i in superseded:
+                continue
+            cleared = shapes.prune_tool_results(msgs[i])
             if cleared is not None:
                 pruned.append(i)
             message = cleared or msgs[i]
             out.append(_kept(message))
             origin.append(i)
-        kept_tail = [_kept(msgs[i]) for i in range(tail, len(msgs))]
+        tail_indices = [i for i in range(tail, len(msgs)) if i not in superseded]
+        kept_tail = [_kept(msgs[i]) for i in tail_indices]
 
         framed: Block = {"type": "text", "text": summary.frame(body)}
-        left, right = out[-1]["role"], kept_tail[0]["role"]
+        left = out[-1]["role"] if out else None
+        right = kept_tail[0]["role"]
         role: Role
-        if left == right:
-            role = "user" if left == "assistant" else "assistant"
+        if left == right or (left is None and right == "assistant"):
+            role = "user" if right == "assistant" else "assistant"
             out.append({"role": role, "content": summary.frame(body)})
             origin.append(None)
         elif right == "user":
@@ -379,16 +420,18 @@ class ContextCompressor(ContextEngine):
             role = "user"
             out[-1] = {"role": "user", "content": [*blocks_of(out[-1]), framed]}
         out.extend(kept_tail)
-        origin.extend(range(tail, len(msgs)))
+        origin.extend(tail_indices)
 
-        repaired, report = boundaries.repair_tool_pairs(out)
-        if report.dropped_result_ids:
+        repaired, report = shapes.repair_tool_pairs(out)
+        if report.orphaned_result_ids:
             logger.warning(
-                "dropped tool results without their call: %s", ", ".join(report.dropped_result_ids)
+                "tool results without their call kept as text: %s", ", ".join(report.orphaned_result_ids)
             )
         for position in report.inserted_at:
             origin.insert(position, None)
-        return _Assembly(repaired, tuple(origin), tuple(pruned), role, report.stubbed_use_ids)
+        return _Assembly(
+            repaired, tuple(origin), tuple(pruned), role, report.stubbed_use_ids, tuple(superseded)
+        )
 
     # -- outcomes ----------------------------------------------------------------------------------
 
@@ -406,18 +449,21 @@ class ContextCompressor(ContextEngine):
 
     def _not_effective(self, msgs: list[Message], tokens: int, force: bool, reason: str) -> CompressionResult:
         if not force:
-            self._ineffective(reason)
+            self._ineffective(reason, max(tokens, self.state.last_prompt_tokens or 0))
         logger.info("compaction aborted: %s", reason)
         return self._aborted(msgs, tokens, reason)
 
-    def _ineffective(self, why: str) -> None:
+    def _ineffective(self, why: str, size: int) -> None:
         self.state.ineffective_auto_compactions += 1
-        if self.state.ineffective_auto_compactions >= 2 and not self.state.auto_disabled:
-            self.state.auto_disabled = True
+        if self.state.ineffective_auto_compactions >= 2 and self.state.paused_at_tokens is None:
+            self.state.paused_at_tokens = size
+            self.state.pause_reason = why
             logger.warning(
-                "automatic compaction paused after %d ineffective runs (%s); a manual compaction resumes it",
+                "automatic compaction paused after %d ineffective runs (%s); it resumes by itself once the "
+                "context grows past %d tokens",
                 self.state.ineffective_auto_compactions,
                 why,
+                size + self.tail_token_budget,
             )
 
 

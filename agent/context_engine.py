@@ -1,8 +1,7 @@
 """The pluggable context engine: when to compress, how, and what it reports.
 
-The built-in engine is `compressor` (`agent.context_compressor.ContextCompressor`). Other engines are
-found by name in the `chat_gateway.context_engines` entry-point group and are only ever used when
-`context.engine` names them explicitly.
+The built-in engine is `compressor` (`agent.context_compressor.ContextCompressor`); `agent.engines`
+finds an engine by name.
 
 An engine instance serves one session. Its durable state (`EngineState`) is loaded from and saved to
 the session row by the caller, so engines hold no I/O of their own: the summarizer and token counter
@@ -16,16 +15,12 @@ from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
-from importlib.metadata import entry_points
 from typing import Any, Protocol
 
 from agent.types import Message, Role
 from agent.usage import Usage
 
 logger = logging.getLogger(__name__)
-
-ENTRY_POINT_GROUP = "chat_gateway.context_engines"
-BUILTIN_ENGINE = "compressor"
 
 TokenCounter = Callable[[Message], int]
 
@@ -58,7 +53,10 @@ class EngineState:
     compression_count: int = 0
     last_prompt_tokens: int | None = None
     ineffective_auto_compactions: int = 0
-    auto_disabled: bool = False
+    paused_at_tokens: int | None = None
+    """Set when automatic compaction paused after ineffective runs: the context size at that moment.
+    Automatic runs resume by themselves once the context has grown enough for a compaction to help."""
+    pause_reason: str | None = None
     awaiting_effect: bool = False
     """True right after an automatic compaction until the next API-reported prompt size arrives."""
 
@@ -176,39 +174,3 @@ class ContextEngine(ABC):
 
     async def handle_tool(self, name: str, tool_input: dict[str, Any]) -> str:
         raise KeyError(f"engine {self.name!r} has no tool {name!r}")
-
-    def status(self) -> dict[str, Any]:
-        last = self.state.last_prompt_tokens
-        return {
-            "engine": self.name,
-            "last_prompt_tokens": last,
-            "threshold_tokens": self.threshold_tokens,
-            "context_length": self.context_length,
-            "usage_percent": round(100.0 * last / self.context_length, 1) if last is not None else None,
-            "compression_count": self.state.compression_count,
-            "auto_disabled": self.state.auto_disabled,
-        }
-
-
-EngineFactory = Callable[..., ContextEngine]
-
-
-class UnknownEngineError(LookupError):
-    pass
-
-
-def resolve_engine(name: str) -> type[ContextEngine] | EngineFactory:
-    """The engine class for `name`: the built-in compressor, or a plugin named explicitly."""
-    if name == BUILTIN_ENGINE:
-        from agent.context_compressor import ContextCompressor
-
-        return ContextCompressor
-    for ep in entry_points(group=ENTRY_POINT_GROUP):
-        if ep.name == name:
-            loaded = ep.load()
-            if not callable(loaded):
-                raise UnknownEngineError(f"context engine plugin {name!r} is not callable")
-            logger.info("context engine plugin %s loaded from %s", name, ep.value)
-            return loaded  # type: ignore[no-any-return]
-    available = sorted({BUILTIN_ENGINE, *(ep.name for ep in entry_points(group=ENTRY_POINT_GROUP))})
-    raise UnknownEngineError(f"unknown context engine {name!r}; available: {', '.join(available)}")

@@ -105,13 +105,20 @@ def retry_after_seconds(headers: Mapping[str, str]) -> float | None:
         return max(0.0, float(email.utils.mktime_tz(parsed) - time.time()))
 
 
+_OVERFLOW_MESSAGES = ("prompt is too long", "exceed context limit")
+
+
 def _is_prompt_too_long(status: int, error_type: str | None, message: str | None) -> bool:
     # The API reports an over-long prompt as a plain invalid_request_error; no distinct type or
-    # error code exists, so the documented message ("prompt is too long: N tokens > M maximum") is
-    # the only signal. This is the single place in the project where error text is inspected.
+    # error code exists, so the documented messages ("prompt is too long: N tokens > M maximum", and
+    # "input length and `max_tokens` exceed context limit: N + M > W" when only the output budget does
+    # not fit) are the only signal. This is the single place in the project where error text is read.
     if status == 413 or error_type == "request_too_large":
         return True
-    return status == 400 and error_type == "invalid_request_error" and "prompt is too long" in (message or "")
+    text = message or ""
+    return (
+        status == 400 and error_type == "invalid_request_error" and any(m in text for m in _OVERFLOW_MESSAGES)
+    )
 
 
 def translate_status(

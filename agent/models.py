@@ -22,6 +22,8 @@ from agent.usage import Usage
 logger = logging.getLogger(__name__)
 
 CacheTTL = Literal["5m", "1h"]
+TTL_SECONDS: Final[Mapping[CacheTTL, float]] = {"5m": 300.0, "1h": 3600.0}
+"""How long a cache entry lives after the request that wrote or last read it."""
 
 CACHE_WRITE_5M_MULTIPLIER: Final = 1.25
 CACHE_WRITE_1H_MULTIPLIER: Final = 2.0

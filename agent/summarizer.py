@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from agent.caching.markers import apply_cache_control
 from agent.context_engine import SummaryRequest, SummaryResponse
 from agent.errors import (
     ContextOverflowError,
@@ -29,7 +30,6 @@ from agent.errors import (
 )
 from agent.llm import LLMClient, LLMRequest, LLMResponse
 from agent.models import CacheTTL
-from agent.prompt_caching import apply_cache_control
 from agent.summary import build_instructions, summary_text_in
 from agent.types import Block, Message, blocks_of
 

@@ -22,6 +22,13 @@ SYSTEM_NOTE = (
     "[Note: Some earlier conversation turns have been compacted into a summary to save context space.]"
 )
 
+
+def system_prompt(base: str, *, compacted: bool) -> str:
+    """The session's system prompt: byte-stable between compactions, with the note once it has been
+    compacted (seed 000: one line appended on the first compression)."""
+    return f"{base}\n\n{SYSTEM_NOTE}" if compacted else base
+
+
 SUMMARY_RATIO = 0.20
 MIN_SUMMARY_TOKENS = 2_000
 MAX_SUMMARY_TOKENS = 12_000

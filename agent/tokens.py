@@ -219,15 +219,6 @@ def estimate_tools(tools: Sequence[Mapping[str, Any]] | None) -> int:
     )
 
 
-def estimate_request(
-    system: str | Sequence[Block] | None,
-    messages: Iterable[Message],
-    tools: Sequence[Mapping[str, Any]] | None = None,
-) -> int:
-    """Prompt tokens of a whole request: what the API reports as input + cache read + cache write."""
-    return estimate_system(system) + estimate_messages(messages) + estimate_tools(tools)
-
-
 def rough_estimate_message(message: Message) -> int:
     """The cheap fallback (chars / 4; images and documents at their fixed cost) used by gateway hygiene."""
     return _content_tokens(message.get("content"), rough_estimate_text) + MESSAGE_OVERHEAD

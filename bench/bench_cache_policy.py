@@ -11,7 +11,8 @@ import statistics
 import time
 from typing import Any
 
-from agent.prompt_caching import apply_cache_control, inject_context_block
+from agent.caching.markers import apply_cache_control
+from agent.context_block import context_block
 from agent.tokens import estimate_messages
 from agent.types import Message
 
@@ -81,8 +82,16 @@ def _median_ms(fn: Any, runs: int) -> float:
     return statistics.median(samples)
 
 
+def _blocks(message: Message) -> list[dict[str, Any]]:
+    content = message["content"]
+    return [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
+
+
 def main(runs: int = RUNS) -> dict[str, float | int | bool]:
-    history = inject_context_block(synthetic_history(), {"date": "2026-11-20 09:15 UTC", "chat": "bench"})
+    history = synthetic_history()
+    last = history[-1]
+    context = context_block({"date": "2026-11-20 09:15 UTC", "chat": "bench"})
+    history[-1] = {"role": last["role"], "content": [context, *_blocks(last)]}
     tools = [{"name": "recall", "input_schema": {"type": "object"}, "cache_control": {"type": "ephemeral"}}]
     system = "You are a helpful assistant in a group chat. " * 40
     policy_ms = _median_ms(lambda: apply_cache_control(system, history, ttl="5m", tools=tools), runs)

@@ -21,7 +21,7 @@ from bench.memory_adapter import MemoryAdapter, chat_ref, incoming
 from bench.replay import API_KEY, SimClock, bench_settings, run_idle_scan
 from bench.seeding import seed_history
 from gateway.runner import Gateway
-from gateway.store.repository import Store
+from gateway.store import Store
 from tests.fakes.anthropic_server import FakeAnthropic
 
 SUMMARY_DELAY_S = 3.0
@@ -51,7 +51,7 @@ async def _seed(gateway: Gateway, chat_id: str) -> float:
     chat = await store.get_or_create_chat("bench", chat_id, None, kind="private", title=None)
     session = await store.active_session(chat.id)
     await seed_history(store, session.id, NIGHT_MESSAGES, keep_active=NIGHT_MESSAGES, words=WORDS_PER_MESSAGE)
-    inputs = await store.hygiene_inputs(session.id)
+    inputs = await store.get_session(session.id)
     return inputs.active_tokens / gateway.model.context_window
 
 

@@ -21,7 +21,7 @@ from bench.memory_adapter import MemoryAdapter, chat_ref, incoming
 from bench.replay import bench_settings
 from bench.seeding import seed_history
 from gateway.runner import Gateway
-from gateway.store.repository import Store
+from gateway.store import Store
 
 SIZES = (10, 1_000, 10_000)
 SAMPLES = 150

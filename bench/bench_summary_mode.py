@@ -15,10 +15,10 @@ import asyncio
 from dataclasses import dataclass
 from typing import Any
 
+from agent.caching.markers import apply_cache_control
 from agent.context_engine import SummaryRequest
 from agent.llm import AnthropicClient, LLMRequest
 from agent.models import cost_usd, lookup_model
-from agent.prompt_caching import apply_cache_control
 from agent.summarizer import LLMSummarizer, PrefixContext, SummaryMode
 from agent.summary import build_instructions, serialize_conversation
 from agent.summary_mode import EXPECTED_OUTPUT_SHARE, estimate_costs

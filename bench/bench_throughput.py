@@ -19,7 +19,7 @@ from bench.instant import InstantLLM
 from bench.memory_adapter import MemoryAdapter, chat_ref, incoming
 from bench.replay import bench_settings
 from gateway.runner import Gateway
-from gateway.store.repository import Store
+from gateway.store import Store
 
 CHATS = 500
 PER_CHAT = 10

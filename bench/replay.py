@@ -20,9 +20,9 @@ from bench.memory_adapter import MemoryAdapter, chat_ref, incoming
 from bench.oracle import SentRequest
 from bench.traces import START, Event
 from gateway.config import Settings
-from gateway.jobs import IdleCompaction, compact_idle_sessions
+from gateway.jobs import compact_idle_sessions
 from gateway.runner import Gateway
-from gateway.store.repository import Store
+from gateway.store import Store
 from tests.fakes.anthropic_server import FakeAnthropic
 
 API_KEY = "bench-key"
@@ -73,18 +73,12 @@ async def run_idle_scan(gateway: Gateway, at: float, clock: SimClock, fake: Fake
     """Run the idle-compaction job body once at simulated time `at`; returns compactions done."""
     clock.seconds = at
     fake.set_time(at)
-    sched = gateway.settings.scheduler
     reports = await compact_idle_sessions(
         store=gateway.store,
         locks=gateway.locks,
+        compactor=gateway.compactor,
         make_engine=gateway.make_engine,
-        config=IdleCompaction(
-            enabled=gateway.settings.compression.enabled,
-            context_length=gateway.model.context_window,
-            idle=timedelta(minutes=sched.idle_minutes),
-            proactive_share=sched.proactive_share,
-            cache_aware_share=sched.cache_aware_share,
-        ),
+        policy=gateway.policy,
         now=clock.utc(),
     )
     return len(reports)

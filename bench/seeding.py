@@ -6,8 +6,7 @@ import random
 from typing import Any, Literal
 
 from agent.tokens import estimate_message
-from gateway.store.records import CompactionApply, NewSummary
-from gateway.store.repository import NewMessage, Store
+from gateway.store import CompactionApply, NewMessage, NewSummary, Store
 
 BATCH = 500
 _TEXT = "we looked at the deploy logs and the invoice and the plan for the trip on saturday"

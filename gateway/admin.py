@@ -4,20 +4,16 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any
+from datetime import UTC, datetime, timedelta
 
-from agent.context_engine import Outcome
 from agent.models import ModelInfo
 from gateway import commands
 from gateway.commands import CommandContext, Handler
-from gateway.compaction import compact_session
+from gateway.compaction import Compactor, EngineFactory
 from gateway.errors import NothingToUndoError
 from gateway.platforms.base import ChatKind
-from gateway.store.lock import ChatLocks
-from gateway.store.records import ChatStats, CompactionRecord, GlobalStats, UsageTotals
-from gateway.store.repository import Store
-from gateway.turns import EngineFactory
-from gateway.window import build_window
+from gateway.replies import compaction_result
+from gateway.store import ChatLocks, ChatStats, CompactionRecord, GlobalStats, Store, UsageTotals
 
 BAR_WIDTH = 20
 
@@ -55,11 +51,7 @@ def format_chat_stats(
     today_cost: float,
 ) -> str:
     window = model.context_window
-    current = (
-        stats.last_prompt_tokens + stats.tokens_since_call
-        if stats.last_prompt_tokens is not None
-        else stats.active_tokens
-    )
+    current = stats.context_tokens
     frac = current / window if window else 0.0
     lines = [
         "Stats for this chat",
@@ -81,6 +73,13 @@ def format_chat_stats(
         lines.append("Compactions: none yet")
     if stats.last_compaction is not None:
         lines.append(_compaction_line(stats.last_compaction))
+    paused_at = stats.engine_state.get("paused_at_tokens")
+    if paused_at is not None:
+        lines.append(
+            f"Automatic compaction: paused at {int(paused_at):,} tokens after runs that did not help "
+            f"({stats.engine_state.get('pause_reason') or 'no reason recorded'}); it resumes by itself once the "
+            "conversation has grown, or now with /compact"
+        )
     return "\n".join(lines)
 
 
@@ -103,17 +102,6 @@ def format_global_stats(g: GlobalStats) -> str:
     return "\n".join(lines)
 
 
-def format_compaction(report: Any) -> str:
-    outcome = report.outcome.value
-    head = f"Compaction {outcome}"
-    if report.outcome is not Outcome.OK:
-        head += f" ({report.reason})"
-    return (
-        f"{head}: {report.messages_before}→{report.messages_after} messages, "
-        f"{report.tokens_before:,}→{report.tokens_after:,} tokens in {report.duration_s:.1f} s."
-    )
-
-
 @dataclass
 class AdminHandlers:
     store: Store
@@ -122,6 +110,7 @@ class AdminHandlers:
     compressor_threshold: float
     hygiene_threshold: float
     make_engine: EngineFactory
+    compactor: Compactor
 
     def handlers(self) -> dict[str, Handler]:
         return {"help": self.help, "new": self.new, "stats": self.stats, "compact": self.compact}
@@ -147,8 +136,6 @@ class AdminHandlers:
             return "Usage: /stats or /stats all"
         await self.store.active_session(ctx.chat_pk)  # a chat seen only through commands has none yet
         stats = await self.store.chat_stats(ctx.chat_pk)
-        from datetime import UTC, datetime, timedelta
-
         today = await self.store.cost_since(ctx.chat_pk, datetime.now(UTC) - timedelta(days=1))
         return format_chat_stats(
             stats,
@@ -173,17 +160,7 @@ class AdminHandlers:
                     f"{record.archived_count:,} messages restored from the archive "
                     f"({time.perf_counter() - started:.1f} s)."
                 )
-            rows = await self.store.load_window(session.id)
-            items = build_window(rows, merge=False)
-            engine = self.make_engine(session.engine_state, session=session)
-            report, _ = await compact_session(
-                self.store,
-                engine,
-                session_pk=session.id,
-                messages=[i.message for i in items],
-                refs=[i.ids for i in items],
-                trigger="manual",
-                focus=args or None,
-                force=True,
+            report = await self.compactor.compact(
+                session, self.make_engine(session), trigger="manual", focus=args or None
             )
-        return format_compaction(report)
+        return compaction_result(report)

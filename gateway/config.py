@@ -9,7 +9,6 @@ Invalid values raise `ConfigError` with one line naming the key and what is allo
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -282,8 +281,3 @@ def _settings_with_yaml(yaml_path: Path, overrides: dict[str, Any]) -> Settings:
         model_config = SettingsConfigDict(**{**Settings.model_config, "yaml_file": str(yaml_path)})
 
     return _Custom(**overrides)
-
-
-def env_value(name: str) -> str | None:
-    """The one sanctioned raw environment read, for process-level plumbing (e.g. a config file path)."""
-    return os.environ.get(name)  # noqa: TID251 - config is the module allowed to read the environment

@@ -16,8 +16,8 @@ from sqlalchemy.engine import make_url
 from gateway.config import Settings
 from gateway.errors import StoreError
 from gateway.platforms.registry import status_lines
+from gateway.store import Store
 from gateway.store.migrate import current_revision_async, head_revision
-from gateway.store.repository import Store
 
 logger = logging.getLogger(__name__)
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from agent.tools.recall import Excerpt
-from gateway.store.repository import Store
+from gateway.store import Store
 
 
 class ChatHistorySearch:

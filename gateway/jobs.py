@@ -11,56 +11,37 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import date, datetime, timedelta
-from typing import Any
 
-from agent.context_engine import ContextEngine
-from gateway.cache_policy import decide_compaction
-from gateway.compaction import CompactionReport, compact_session
+from agent.caching.plan import CacheState
+from gateway.compaction import CompactionReport, Compactor, EngineFactory
+from gateway.compaction_policy import CompactionPolicy
 from gateway.scheduler import JobSpec
-from gateway.store.lock import ChatLocks
-from gateway.store.repository import Store
-from gateway.window import build_window
+from gateway.store import ChatLocks, Store
 
 logger = logging.getLogger(__name__)
 
-EngineFactory = Callable[[dict[str, Any] | None], ContextEngine]
-CompactionObserver = Callable[[CompactionReport], None]
-
-SCHEDULED = "scheduled"
-
-
-@dataclass(frozen=True, slots=True)
-class IdleCompaction:
-    """What `compact_idle_sessions` needs from the settings and the model."""
-
-    enabled: bool
-    context_length: int
-    idle: timedelta
-    proactive_share: float
-    cache_aware_share: float
-    batch: int = 20
-    """Sessions handled per run at most; the next run picks up the rest."""
+IDLE_BATCH = 20
+"""Sessions handled per run at most; the next run picks up the rest."""
 
 
 async def compact_idle_sessions(
     *,
     store: Store,
     locks: ChatLocks,
+    compactor: Compactor,
     make_engine: EngineFactory,
-    config: IdleCompaction,
+    policy: CompactionPolicy,
     now: datetime,
-    observe: CompactionObserver | None = None,
+    batch: int = IDLE_BATCH,
 ) -> list[CompactionReport]:
     """Compact idle sessions that are worth it now; returns the reports of those that ran."""
-    if not config.enabled:
+    if not policy.enabled:
         return []
-    min_share = min(config.proactive_share, config.cache_aware_share)
     candidates = await store.idle_sessions(
-        idle_since=now - config.idle,
-        min_tokens=int(config.context_length * min_share),
-        limit=config.batch,
+        idle_since=now - policy.idle,
+        min_tokens=int(policy.context_length * _lowest_share(policy)),
+        limit=batch,
     )
     reports: list[CompactionReport] = []
     for candidate in candidates:
@@ -68,51 +49,22 @@ async def compact_idle_sessions(
             logger.debug("chat %s is busy; scheduled compaction skipped", candidate.chat_pk)
             continue
         async with locks.hold(candidate.chat_pk):
-            report = await _compact_one(store, make_engine, config, candidate.session_pk, now)
-        if report is not None:
-            reports.append(report)
-            if observe is not None:
-                observe(report)
+            # Re-read under the chat lock: a turn may have run (and compacted) since the scan.
+            session = await store.get_session(candidate.id)
+            decision = policy.when_idle(session, CacheState.from_json(session.cache_state), now=now)
+            if not session.active or decision.trigger is None:
+                continue
+            logger.info("scheduled compaction of session %s: %s", session.id, decision.reason)
+            reports.append(await compactor.compact(session, make_engine(session), trigger=decision.trigger))
     logger.info("idle compaction: %d candidate(s), %d compacted", len(candidates), len(reports))
     return reports
 
 
-async def _compact_one(
-    store: Store, make_engine: EngineFactory, config: IdleCompaction, session_pk: int, now: datetime
-) -> CompactionReport | None:
-    # Re-read under the chat lock: a turn may have run (and compacted) since the scan.
-    state = await store.cache_state(session_pk)
-    session = await store.get_session(session_pk)
-    if not session.active or (
-        state.last_activity_at is not None and state.last_activity_at >= now - config.idle
-    ):
-        return None
-    decision = decide_compaction(
-        enabled=True,
-        message_count=state.message_count,
-        context_tokens=state.context_tokens,
-        context_length=config.context_length,
-        last_call_at=state.last_call_at,
-        last_ttl=state.last_ttl,
-        now=now,
-        cache_aware_share=config.cache_aware_share,
-        proactive_share=config.proactive_share,
-    )
-    if not decision.fire:
-        return None
-    logger.info("scheduled compaction of session %s: %s", session_pk, decision.reason)
-    rows = await store.load_window(session_pk)
-    items = build_window(rows)
-    report, _ = await compact_session(
-        store,
-        make_engine(session.engine_state),
-        session_pk=session_pk,
-        messages=[i.message for i in items],
-        refs=[i.ids for i in items],
-        trigger=SCHEDULED,
-        force=True,
-    )
-    return report
+def _lowest_share(policy: CompactionPolicy) -> float:
+    shares = [policy.proactive_share]
+    if policy.cache_aware_share is not None:
+        shares.append(policy.cache_aware_share)
+    return min(shares)
 
 
 async def purge_archive(*, store: Store, retention_days: int, now: datetime) -> int:
@@ -150,17 +102,17 @@ def standard_jobs(
     *,
     store: Store,
     locks: ChatLocks,
+    compactor: Compactor,
     make_engine: EngineFactory,
-    idle: IdleCompaction,
+    policy: CompactionPolicy,
     retention_days: int,
     clock: Clock,
-    observe: CompactionObserver | None = None,
 ) -> list[JobSpec]:
     """The gateway's jobs: idle compaction, archive retention (if an age is set) and the usage rollup."""
 
     async def compaction_job() -> None:
         await compact_idle_sessions(
-            store=store, locks=locks, make_engine=make_engine, config=idle, now=clock(), observe=observe
+            store=store, locks=locks, compactor=compactor, make_engine=make_engine, policy=policy, now=clock()
         )
 
     async def retention_job() -> None:
@@ -170,7 +122,7 @@ def standard_jobs(
         await rollup_usage(store=store, now=clock())
 
     specs = [
-        JobSpec("idle-compaction", compaction_job, min(IDLE_SCAN_EVERY, idle.idle)),
+        JobSpec("idle-compaction", compaction_job, min(IDLE_SCAN_EVERY, policy.idle)),
         JobSpec("usage-rollup", rollup_job, ROLLUP_EVERY),
     ]
     if retention_days > 0:

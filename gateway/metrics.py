@@ -17,7 +17,9 @@ from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 
+from agent.llm import LLMClient, LLMRequest, LLMResponse
 from agent.usage import Usage
+from gateway.platforms.base import ChatRef
 
 logger = logging.getLogger(__name__)
 
@@ -127,6 +129,27 @@ class Metrics:
 
 
 Ping = Callable[[], Awaitable[None]]
+
+
+class TimedLLM:
+    """Observes the gateway overhead (update arrival -> LLM request) at a turn's first request."""
+
+    def __init__(self, llm: LLMClient, metrics: Metrics, key: ChatKey) -> None:
+        self._llm = llm
+        self._metrics = metrics
+        self._key: ChatKey | None = key
+
+    @classmethod
+    def for_chat(cls, llm: LLMClient, metrics: Metrics | None, chat: ChatRef) -> LLMClient:
+        if metrics is None:
+            return llm
+        return cls(llm, metrics, (chat.platform, chat.chat_id, chat.thread_id))
+
+    async def create(self, request: LLMRequest) -> LLMResponse:
+        if self._key is not None:
+            self._metrics.observe_overhead(self._key)
+            self._key = None
+        return await self._llm.create(request)
 
 
 class MetricsServer:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from agent.prompt_caching import context_block
+from agent.context_block import context_block
 from agent.tokens import estimate_message
 from gateway import commands
 from gateway.auth import Authorizer
@@ -25,12 +25,12 @@ from gateway.errors import ChatLockTimeout, DatabaseUnavailableError, GatewayErr
 from gateway.platforms.base import ChatKind, ChatRef, IncomingMessage, OutgoingMessage
 from gateway.rendering import clean_name, render_incoming, unsupported_media_reply
 from gateway.spool import Spool
-from gateway.store.repository import NewMessage, Store
+from gateway.store import NewMessage, Store
 from gateway.turns import TurnRunner
 
 logger = logging.getLogger(__name__)
 
-SendFn = Callable[[OutgoingMessage], Awaitable[None]]
+SendFn = Callable[[OutgoingMessage], Awaitable[object]]
 CommandHandler = Callable[[CommandContext], Awaitable[str]]
 
 

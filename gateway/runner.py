@@ -15,11 +15,14 @@ from collections.abc import AsyncIterator, Awaitable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
-from agent.context_engine import CompressionConfig, ContextEngine, EngineState, Summarizer, resolve_engine
+from agent.caching.plan import CacheState
+from agent.context_engine import CompressionConfig, ContextEngine, EngineState, Summarizer
+from agent.engines import resolve_engine
 from agent.llm import AnthropicClient, LLMClient
 from agent.loop import LoopConfig
 from agent.models import CacheTTL, ModelInfo, lookup_model
-from agent.summarizer import LLMSummarizer, PrefixContext
+from agent.summarizer import PrefixContext
+from agent.summary import system_prompt
 from agent.summary_mode import CostAwareSummarizer
 from agent.tokens import CalibratedCounter, Calibration
 from agent.tools.current_time import current_time_tool
@@ -27,22 +30,29 @@ from agent.tools.recall import recall_tool
 from agent.tools.registry import ToolRegistry
 from gateway import commands
 from gateway.admin import AdminHandlers
-from gateway.auth import Authorizer, policy_from_ids
+from gateway.auth import AccessPolicy, Authorizer, policy_from_ids
+from gateway.compaction import Compactor
+from gateway.compaction_policy import CompactionPolicy
 from gateway.config import Settings
 from gateway.errors import SendError
 from gateway.history import ChatHistorySearch
-from gateway.jobs import IdleCompaction, standard_jobs
+from gateway.jobs import standard_jobs
 from gateway.metrics import Metrics, MetricsServer
 from gateway.pipeline import Pipeline, RateLimiter
-from gateway.platforms.base import ChatKind, ChatRef, IncomingMessage, OutgoingMessage, PlatformAdapter
+from gateway.platforms.base import (
+    ChatKind,
+    ChatRef,
+    IncomingMessage,
+    OutgoingMessage,
+    PlatformAdapter,
+    SentMessage,
+)
 from gateway.platforms.registry import build_adapters, status_lines
 from gateway.scheduler import JobScheduler
 from gateway.spool import Spool
+from gateway.store import ChatLocks, SessionRecord, Store
 from gateway.store.job_lock import JobLocks
-from gateway.store.lock import ChatLocks
-from gateway.store.records import SessionRecord
-from gateway.store.repository import Store
-from gateway.turns import TurnRunner, TurnSettings, system_prompt_for
+from gateway.turns import TurnRunner, TurnSettings
 
 logger = logging.getLogger(__name__)
 
@@ -79,6 +89,37 @@ def model_status_line(settings: Settings, model: ModelInfo) -> str:
     )
 
 
+def loop_config(settings: Settings, model: ModelInfo, calibration: Calibration) -> LoopConfig:
+    """The agent loop's limits (the turn's cache plan is set per turn)."""
+    return LoopConfig(
+        model=model,
+        max_tokens=min(settings.agent.max_output_tokens, model.max_output),
+        max_iterations=settings.agent.max_iterations,
+        tool_output_max_chars=settings.agent.tool_output_max_chars,
+        calibration=calibration,
+    )
+
+
+def compaction_policy(settings: Settings, model: ModelInfo) -> CompactionPolicy:
+    sched = settings.scheduler
+    return CompactionPolicy(
+        enabled=settings.compression.enabled,
+        context_length=model.context_window,
+        hygiene_threshold=settings.compression.hygiene_threshold,
+        cache_aware_share=sched.cache_aware_share,
+        proactive_share=sched.proactive_share,
+        idle=timedelta(minutes=sched.idle_minutes),
+    )
+
+
+def authorization_policy(settings: Settings) -> AccessPolicy:
+    return policy_from_ids(
+        admins={"telegram": settings.telegram_admin_ids, "discord": settings.discord_admin_ids},
+        allowed={"telegram": settings.telegram_allowed_users, "discord": settings.discord_allowed_users},
+        allow_all=settings.gateway_allow_all_users,
+    )
+
+
 class Gateway:
     """The running product: adapters in, pipeline, replies out."""
 
@@ -104,9 +145,11 @@ class Gateway:
         self.metrics.track_spool(lambda: self.spool.depth)
         self.scheduler: JobScheduler | None = None
         self.metrics_server: MetricsServer | None = None
-        ttl = cache_ttl_of(settings)
         # Claude's tokenizer is not tiktoken's: one calibration per process, learned from every reply call.
         self.calibration = Calibration(self.model.name)
+        self.loop_config = loop_config(settings, self.model, self.calibration)
+        self.policy = compaction_policy(settings, self.model)
+        self.compactor = Compactor(store=store, loop=self.loop_config, metrics=self.metrics)
         self.turns = TurnRunner(
             store=store,
             locks=self.locks,
@@ -114,48 +157,35 @@ class Gateway:
             settings=TurnSettings(
                 model=self.model,
                 system_prompt=settings.agent.system_prompt,
-                loop=LoopConfig(
-                    model=self.model,
-                    max_tokens=min(settings.agent.max_output_tokens, self.model.max_output),
-                    max_iterations=settings.agent.max_iterations,
-                    cache_ttl=ttl,
-                    tool_output_max_chars=settings.agent.tool_output_max_chars,
-                    calibration=self.calibration,
-                ),
-                compression_enabled=settings.compression.enabled,
-                hygiene_threshold=settings.compression.hygiene_threshold,
+                loop=self.loop_config,
+                policy=self.policy,
                 notify_compaction=settings.compression.notify,
-                cache_ttl=ttl,
                 cache_mode=settings.prompt_caching.cache_ttl if settings.prompt_caching.enabled else None,
-                cache_aware_share=settings.scheduler.cache_aware_share,
             ),
+            compactor=self.compactor,
             make_engine=self.make_engine,
             make_tools=self.make_tools,
             send=self.send,
             typing=self.typing,
             metrics=self.metrics,
         )
-        auth = Authorizer(
-            policy_from_ids(
-                admins={"telegram": settings.telegram_admin_ids, "discord": settings.discord_admin_ids},
-                allowed={
-                    "telegram": settings.telegram_allowed_users,
-                    "discord": settings.discord_allowed_users,
-                },
-                allow_all=settings.gateway_allow_all_users,
-            )
-        )
+        self.pipeline = self._pipeline()
+        self._spool_task: asyncio.Task[None] | None = None
+
+    def _pipeline(self) -> Pipeline:
+        settings = self.settings
         admin = AdminHandlers(
-            store=store,
+            store=self.store,
             locks=self.locks,
             model=self.model,
             compressor_threshold=settings.compression.threshold,
             hygiene_threshold=settings.compression.hygiene_threshold,
             make_engine=self.make_engine,
+            compactor=self.compactor,
         )
-        self.pipeline = Pipeline(
-            store=store,
-            auth=auth,
+        return Pipeline(
+            store=self.store,
+            auth=Authorizer(authorization_policy(settings)),
             turns=self.turns,
             send=self.send,
             command_handlers=admin.handlers(),
@@ -163,16 +193,13 @@ class Gateway:
             daily_budget_usd=settings.limits.chat_daily_budget_usd,
             spool=self.spool,
         )
-        self._spool_task: asyncio.Task[None] | None = None
 
     # -- factories -----------------------------------------------------------------------------------
 
-    def make_engine(
-        self, state: dict[str, Any] | None, *, session: SessionRecord | None = None
-    ) -> ContextEngine:
+    def make_engine(self, session: SessionRecord) -> ContextEngine:
+        """The session's context engine, with its stored state and a summarizer priced for it."""
         comp = self.settings.compression
         engine_cls = resolve_engine(self.settings.context.engine)
-        summarizer = self.make_summarizer(session)
         return engine_cls(
             context_length=self.model.context_window,
             config=CompressionConfig(
@@ -181,28 +208,27 @@ class Gateway:
                 target_ratio=comp.target_ratio,
                 protect_last_n=comp.protect_last_n,
             ),
-            summarizer=summarizer,
+            summarizer=self.make_summarizer(session),
             count_tokens=CalibratedCounter(self.calibration),
-            state=EngineState.from_json(state),
+            state=EngineState.from_json(session.engine_state),
         )
 
-    def make_summarizer(self, session: SessionRecord | None) -> Summarizer:
-        """Standalone summaries, or per call the cheaper of standalone and prefix reuse for a session."""
-        if session is None:
-            return LLMSummarizer(self.summary_llm, model=self.settings.summary_model)
+    def make_summarizer(self, session: SessionRecord) -> Summarizer:
+        """Per call, the cheaper of a standalone summary and one reusing the session's cached prefix."""
         ttl = cache_ttl_of(self.settings)
-        last_call = session.last_call_at
-        ttl_s = 3600.0 if ttl == "1h" else 300.0
+        cache = CacheState.from_json(session.cache_state)
 
         def cache_warm() -> bool:
-            return last_call is not None and (datetime.now(UTC) - last_call).total_seconds() < ttl_s
+            return not cache.expired(datetime.now(UTC))
 
         return CostAwareSummarizer(
             self.llm,
             main=self.model,
             aux=lookup_model(self.settings.summary_model),
             prefix=PrefixContext(
-                system=system_prompt_for(self.settings.agent.system_prompt, session.compaction_count),
+                system=system_prompt(
+                    self.settings.agent.system_prompt, compacted=session.compaction_count > 0
+                ),
                 tools=self.make_tools(session.chat_pk).schemas(),
                 model=self.model.name,
                 cache_ttl=ttl,
@@ -222,15 +248,12 @@ class Gateway:
 
     # -- I/O -----------------------------------------------------------------------------------------
 
-    async def send(self, message: OutgoingMessage) -> None:
+    async def send(self, message: OutgoingMessage) -> SentMessage:
+        """Send through the chat's adapter; raises `SendError` (the caller decides what a failure means)."""
         adapter = self.adapters.get(message.chat.platform)
         if adapter is None:
-            logger.error("no adapter for platform %s (chat %s)", message.chat.platform, message.chat.chat_id)
-            return
-        try:
-            await adapter.send(message)
-        except SendError as exc:
-            logger.error("reply to %s:%s not delivered: %s", message.chat.platform, message.chat.chat_id, exc)
+            raise SendError(f"no adapter for platform {message.chat.platform} (chat {message.chat.chat_id})")
+        return await adapter.send(message)
 
     @contextlib.asynccontextmanager
     async def typing(self, chat: ChatRef) -> AsyncIterator[None]:
@@ -284,17 +307,11 @@ class Gateway:
         jobs = standard_jobs(
             store=self.store,
             locks=self.locks,
+            compactor=self.compactor,
             make_engine=self.make_engine,
-            idle=IdleCompaction(
-                enabled=self.settings.compression.enabled,
-                context_length=self.model.context_window,
-                idle=timedelta(minutes=sched.idle_minutes),
-                proactive_share=sched.proactive_share,
-                cache_aware_share=sched.cache_aware_share,
-            ),
+            policy=self.policy,
             retention_days=sched.archive_retention_days,
             clock=lambda: datetime.now(UTC),
-            observe=lambda r: self.metrics.observe_compaction(r.trigger, r.outcome.value),
         )
         for job in jobs:
             self.scheduler.add(job)
@@ -322,14 +339,16 @@ class Gateway:
             stale = [r for r in rows if now - r.created_at > max_age]
             if stale:
                 await self.store.mark_replied([r.id for r in stale])
-                await self.send(
-                    OutgoingMessage(
-                        chat=ref,
-                        text="Sorry — I was restarted and could not answer your earlier message in time. "
-                        "It is kept in the conversation; please ask again if you still need an answer.",
-                        reply_to_message_id=stale[-1].platform_message_id,
-                    )
+                apology = OutgoingMessage(
+                    chat=ref,
+                    text="Sorry — I was restarted and could not answer your earlier message in time. "
+                    "It is kept in the conversation; please ask again if you still need an answer.",
+                    reply_to_message_id=stale[-1].platform_message_id,
                 )
+                try:
+                    await self.send(apology)
+                except SendError as exc:
+                    logger.error("apology to %s:%s not delivered: %s", chat.platform, chat.chat_id, exc)
             if len(stale) < len(rows):
                 logger.info(
                     "recovering %d unanswered message(s) in %s:%s",

@@ -15,11 +15,12 @@ from gateway.store.records import (
     CompactionApply,
     CompactionRecord,
     GlobalStats,
-    HygieneInputs,
     NewMessage,
     NewSummary,
+    Role,
     SessionRecord,
     StoredMessage,
+    TurnSnapshot,
     UsageTotals,
 )
 from gateway.store.repository import Store
@@ -35,11 +36,12 @@ __all__ = [
     "CompactionApply",
     "CompactionRecord",
     "GlobalStats",
-    "HygieneInputs",
     "NewMessage",
     "NewSummary",
+    "Role",
     "SessionRecord",
     "Store",
     "StoredMessage",
+    "TurnSnapshot",
     "UsageTotals",
 ]

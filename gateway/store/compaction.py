@@ -57,121 +57,11 @@ async def apply(
         raise StoreError("an aborted compaction changes nothing; use record_compaction_attempt")
     session = await _lock_session(conn, session_pk)
     removed = sorted(set(change.removed_ids))
-    compaction_id = await _insert_compaction(
-        conn,
-        {
-            "session_pk": session_pk,
-            "chat_pk": session.chat_pk,
-            "trigger": change.trigger,
-            "outcome": change.outcome,
-            "reason": clean_text(change.reason),
-            "tokens_before": change.tokens_before,
-            "tokens_after": change.tokens_after,
-            "messages_before": change.messages_before,
-            "messages_after": change.messages_after,
-            "summarizer_model": change.summarizer_model,
-            "duration_ms": change.duration_ms,
-            "error": clean_text(change.error) if change.error else change.error,
-            "created_at": now,
-            "undone": False,
-            "archived_count": len(removed),
-            "prev_engine_state": dict(session.engine_state or {}),
-            "prev_rolling_summary": session.rolling_summary,
-            "prev_active_tokens": session.active_tokens,
-            "pruned_ids": [],
-        },
-    )
-    if removed:
-        archived = await conn.execute(
-            update(messages)
-            .where(
-                messages.c.id.in_(removed),
-                messages.c.session_pk == session_pk,
-                messages.c.state.in_(WINDOW_STATES),
-            )
-            .values(state="archived", archived_by=compaction_id)
-        )
-        if archived.rowcount != len(removed):
-            # The plan was made on a window that has changed since (e.g. another compaction ran).
-            raise StoreError(
-                f"compaction of session {session_pk}: {len(removed) - archived.rowcount} of "
-                f"{len(removed)} messages are no longer in the window"
-            )
-    pruned: list[int] = []
-    if change.pruned_ids:
-        result = await conn.execute(
-            update(messages)
-            .where(
-                messages.c.id.in_(sorted(set(change.pruned_ids))),
-                messages.c.session_pk == session_pk,
-                messages.c.state.in_(WINDOW_STATES),
-                ~messages.c.pruned,
-            )
-            .values(pruned=True)
-            .returning(messages.c.id)
-        )
-        pruned = sorted(int(i) for i in result.scalars())
-    summary_id: int | None = None
-    if change.summary is not None:
-        if change.insert_summary_before_id is not None:
-            seq = await seq_before(conn, session_pk, change.insert_summary_before_id)
-        else:
-            seq = (
-                int(
-                    (
-                        await conn.execute(
-                            update(sessions)
-                            .where(sessions.c.id == session_pk)
-                            .values(next_seq=sessions.c.next_seq + SEQ_STEP)
-                            .returning(sessions.c.next_seq)
-                        )
-                    ).scalar_one()
-                )
-                - SEQ_STEP
-            )
-        summary_id = int(
-            (
-                await conn.execute(
-                    messages.insert()
-                    .values(
-                        session_pk=session_pk,
-                        chat_pk=session.chat_pk,
-                        seq=seq,
-                        role=change.summary.role,
-                        content=clean_json(change.summary.content),
-                        text=clean_text(change.summary.text),
-                        token_estimate=max(0, change.summary.token_estimate),
-                        state="summary",
-                        pruned=False,
-                        needs_reply=False,
-                        replied=False,
-                        created_at=now,
-                    )
-                    .returning(messages.c.id)
-                )
-            ).scalar_one()
-        )
-    count, tokens = await recount(conn, session_pk)
-    if change.rolling_summary is not None:
-        rolling = change.rolling_summary
-    elif change.summary is not None:
-        rolling = change.summary.text
-    else:
-        rolling = session.rolling_summary
-    await conn.execute(
-        update(sessions)
-        .where(sessions.c.id == session_pk)
-        .values(
-            active_message_count=count,
-            active_tokens=tokens,
-            # Until the next API call reports a real size, hygiene works from the estimates.
-            last_prompt_tokens=None,
-            tokens_since_call=0,
-            compaction_count=sessions.c.compaction_count + 1,
-            rolling_summary=clean_text(rolling) if rolling else rolling,
-            engine_state=change.engine_state if change.engine_state is not None else session.engine_state,
-        )
-    )
+    compaction_id = await _insert_compaction(conn, _compaction_values(session, change, now, len(removed)))
+    await _archive(conn, session_pk, compaction_id, removed)
+    pruned = await _prune(conn, session_pk, change.pruned_ids)
+    summary_id = await _insert_summary(conn, session, change, now)
+    count, tokens = await _recount_session(conn, session, change)
     await conn.execute(
         update(compactions)
         .where(compactions.c.id == compaction_id)
@@ -188,6 +78,133 @@ async def apply(
         tokens,
     )
     return await _fetch(conn, compaction_id)
+
+
+def _compaction_values(
+    session: Row[Any], change: CompactionApply, now: datetime, archived: int
+) -> dict[str, Any]:
+    return {
+        "session_pk": session.id,
+        "chat_pk": session.chat_pk,
+        "trigger": change.trigger,
+        "outcome": change.outcome,
+        "reason": clean_text(change.reason),
+        "tokens_before": change.tokens_before,
+        "tokens_after": change.tokens_after,
+        "messages_before": change.messages_before,
+        "messages_after": change.messages_after,
+        "summarizer_model": change.summarizer_model,
+        "duration_ms": change.duration_ms,
+        "error": clean_text(change.error) if change.error else change.error,
+        "created_at": now,
+        "undone": False,
+        "archived_count": archived,
+        "prev_engine_state": dict(session.engine_state or {}),
+        "prev_rolling_summary": session.rolling_summary,
+        "prev_active_tokens": session.active_tokens,
+        "pruned_ids": [],
+    }
+
+
+async def _archive(conn: AsyncConnection, session_pk: int, compaction_id: int, removed: list[int]) -> None:
+    if not removed:
+        return
+    archived = await conn.execute(
+        update(messages)
+        .where(
+            messages.c.id.in_(removed),
+            messages.c.session_pk == session_pk,
+            messages.c.state.in_(WINDOW_STATES),
+        )
+        .values(state="archived", archived_by=compaction_id)
+    )
+    if archived.rowcount != len(removed):
+        # The plan was made on a window that has changed since (e.g. another compaction ran).
+        raise StoreError(
+            f"compaction of session {session_pk}: {len(removed) - archived.rowcount} of "
+            f"{len(removed)} messages are no longer in the window"
+        )
+
+
+async def _prune(conn: AsyncConnection, session_pk: int, pruned_ids: list[int]) -> list[int]:
+    if not pruned_ids:
+        return []
+    result = await conn.execute(
+        update(messages)
+        .where(
+            messages.c.id.in_(sorted(set(pruned_ids))),
+            messages.c.session_pk == session_pk,
+            messages.c.state.in_(WINDOW_STATES),
+            ~messages.c.pruned,
+        )
+        .values(pruned=True)
+        .returning(messages.c.id)
+    )
+    return sorted(int(i) for i in result.scalars())
+
+
+async def _insert_summary(
+    conn: AsyncConnection, session: Row[Any], change: CompactionApply, now: datetime
+) -> int | None:
+    """The summary row, sorted just before the first kept tail message (or after everything)."""
+    if change.summary is None:
+        return None
+    if change.insert_summary_before_id is not None:
+        seq = await seq_before(conn, session.id, change.insert_summary_before_id)
+    else:
+        bumped = await conn.execute(
+            update(sessions)
+            .where(sessions.c.id == session.id)
+            .values(next_seq=sessions.c.next_seq + SEQ_STEP)
+            .returning(sessions.c.next_seq)
+        )
+        seq = int(bumped.scalar_one()) - SEQ_STEP
+    inserted = await conn.execute(
+        messages.insert()
+        .values(
+            session_pk=session.id,
+            chat_pk=session.chat_pk,
+            seq=seq,
+            role=change.summary.role,
+            content=clean_json(change.summary.content),
+            text=clean_text(change.summary.text),
+            token_estimate=max(0, change.summary.token_estimate),
+            state="summary",
+            pruned=False,
+            needs_reply=False,
+            replied=False,
+            created_at=now,
+        )
+        .returning(messages.c.id)
+    )
+    return int(inserted.scalar_one())
+
+
+async def _recount_session(
+    conn: AsyncConnection, session: Row[Any], change: CompactionApply
+) -> tuple[int, int]:
+    """Recount the window into the session row; until the next call reports a size, estimates rule."""
+    count, tokens = await recount(conn, session.id)
+    if change.rolling_summary is not None:
+        rolling = change.rolling_summary
+    elif change.summary is not None:
+        rolling = change.summary.text
+    else:
+        rolling = session.rolling_summary
+    await conn.execute(
+        update(sessions)
+        .where(sessions.c.id == session.id)
+        .values(
+            active_message_count=count,
+            active_tokens=tokens,
+            last_prompt_tokens=None,
+            tokens_since_call=0,
+            compaction_count=sessions.c.compaction_count + 1,
+            rolling_summary=clean_text(rolling) if rolling else rolling,
+            engine_state=change.engine_state if change.engine_state is not None else session.engine_state,
+        )
+    )
+    return count, tokens
 
 
 async def record_attempt(

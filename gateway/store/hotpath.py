@@ -1,22 +1,21 @@
 """The per-message queries, folded into as few round trips as possible.
 
 `store_incoming` finds (or creates) the chat's active session and appends one message in one
-transaction; `turn_snapshot` reads everything a turn starts from (session row, window rows, hygiene
-inputs, cache state) in one. Both stay O(1) in archived history: they touch the session row and the
-window index only. Each function takes an open connection; `Store` owns the transactions.
+transaction; `turn_snapshot` reads everything a turn starts from (session row and window rows) in
+one. Both stay O(1) in archived history: they touch the session row and the window index only.
+Each function takes an open connection; `Store` owns the transactions.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Row, bindparam, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from gateway.store import jobs as _jobs
-from gateway.store.records import HygieneInputs, NewMessage, SessionRecord, StoredMessage
+from gateway.store.appends import counter_values
+from gateway.store.records import NewMessage, SessionRecord, StoredMessage, TurnSnapshot
 from gateway.store.rows import messages, sessions, to_message, to_session
 from gateway.store.window import SEQ_STEP, WINDOW_STATES
 
@@ -31,13 +30,7 @@ InsertFn = Callable[[Any], Any]
 _BUMP = (
     update(sessions)
     .where(sessions.c.chat_pk == bindparam("b_chat_pk"), sessions.c.active)
-    .values(
-        next_seq=sessions.c.next_seq + SEQ_STEP,
-        active_message_count=sessions.c.active_message_count + 1,
-        active_tokens=sessions.c.active_tokens + bindparam("b_tokens"),
-        tokens_since_call=sessions.c.tokens_since_call + bindparam("b_tokens"),
-        last_activity_at=bindparam("b_now"),
-    )
+    .values(**counter_values(1, bindparam("b_tokens"), bindparam("b_now")))
     .returning(*sessions.c)
 )
 _ACTIVE_SESSION = select(sessions).where(sessions.c.chat_pk == bindparam("b_chat_pk"), sessions.c.active)
@@ -58,16 +51,6 @@ def _insert_message(insert: InsertFn) -> Any:
 
 class DuplicateDelivery(Exception):
     """The platform message is already stored in this chat: the transaction must roll back."""
-
-
-@dataclass(frozen=True, slots=True)
-class TurnSnapshot:
-    """What a turn starts from, read together."""
-
-    session: SessionRecord
-    rows: list[StoredMessage]
-    hygiene: HygieneInputs
-    cache: _jobs.CacheState
 
 
 async def _ensure_session(
@@ -136,14 +119,7 @@ async def active_session_row(
 async def turn_snapshot(
     conn: AsyncConnection, insert: InsertFn, chat_pk: int, new_session: dict[str, Any]
 ) -> TurnSnapshot:
-    """The active session (created if needed), its window rows, hygiene inputs and cache state."""
+    """The active session (created if needed) and its window rows."""
     row = await active_session_row(conn, insert, chat_pk, new_session)
     rows = [to_message(r) for r in await conn.execute(_WINDOW, {"b_session_pk": row.id})]
-    hygiene = HygieneInputs(
-        message_count=row.active_message_count,
-        active_tokens=row.active_tokens,
-        last_prompt_tokens=row.last_prompt_tokens,
-        tokens_since_call=row.tokens_since_call,
-    )
-    cache = await _jobs.cache_state_of(conn, row)
-    return TurnSnapshot(session=to_session(row), rows=rows, hygiene=hygiene, cache=cache)
+    return TurnSnapshot(session=to_session(row), rows=rows)

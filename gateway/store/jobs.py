@@ -1,5 +1,4 @@
-"""Queries behind the scheduled jobs: idle-session candidates, archive retention, the daily usage rollup,
-and a session's cache state (when its prompt cache was last written and with which TTL).
+"""Queries behind the scheduled jobs: idle-session candidates, archive retention, the daily usage rollup.
 
 Each function takes an open connection; `Store` wraps them in one transaction each.
 """
@@ -8,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
-from typing import Any, cast
+from typing import cast
 
 from sqlalchemy import Table, and_, delete, func, or_, select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
@@ -16,7 +15,8 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway.store.models import UsageDaily
-from gateway.store.rows import compactions, llm_calls, messages, sessions
+from gateway.store.records import SessionRecord
+from gateway.store.rows import compactions, llm_calls, messages, sessions, to_session
 
 usage_daily = cast(Table, UsageDaily.__table__)
 
@@ -24,68 +24,9 @@ DELETE_BATCH = 5_000
 """Archived rows deleted per statement, so retention never holds a long lock on a busy table."""
 
 
-@dataclass(frozen=True, slots=True)
-class CacheState:
-    """What the cache policy needs about a session, from its row and its newest reply call."""
-
-    session_pk: int
-    chat_pk: int
-    message_count: int
-    context_tokens: int
-    """Last API-reported prompt size plus estimates stored since, else the running window estimate."""
-    last_call_at: datetime | None
-    last_ttl: str | None
-    """TTL of the newest reply call's cache markers (None: no markers, or no call yet)."""
-    cache_gaps: list[float]
-    last_activity_at: datetime | None
-
-
-def _context_tokens(row: Any) -> int:
-    if row.last_prompt_tokens is not None:
-        return int(row.last_prompt_tokens) + int(row.tokens_since_call)
-    return int(row.active_tokens)
-
-
-async def _last_ttl(conn: AsyncConnection, chat_pk: int, session_pk: int) -> str | None:
-    query = (
-        select(llm_calls.c.cache_ttl)
-        .where(
-            llm_calls.c.chat_pk == chat_pk,
-            llm_calls.c.session_pk == session_pk,
-            llm_calls.c.purpose == "reply",
-        )
-        .order_by(llm_calls.c.created_at.desc(), llm_calls.c.id.desc())
-        .limit(1)
-    )
-    return cast(str | None, (await conn.execute(query)).scalar_one_or_none())
-
-
-async def _state(conn: AsyncConnection, row: Any) -> CacheState:
-    return CacheState(
-        session_pk=row.id,
-        chat_pk=row.chat_pk,
-        message_count=row.active_message_count,
-        context_tokens=_context_tokens(row),
-        last_call_at=row.last_call_at,
-        last_ttl=await _last_ttl(conn, row.chat_pk, row.id) if row.last_call_at is not None else None,
-        cache_gaps=[float(g) for g in (row.cache_gaps or [])],
-        last_activity_at=row.last_activity_at,
-    )
-
-
-async def cache_state_of(conn: AsyncConnection, row: Any) -> CacheState:
-    """The cache state of a session row already read (one more query only once a call was made)."""
-    return await _state(conn, row)
-
-
-async def cache_state(conn: AsyncConnection, session_pk: int) -> CacheState | None:
-    row = (await conn.execute(select(sessions).where(sessions.c.id == session_pk))).one_or_none()
-    return None if row is None else await _state(conn, row)
-
-
 async def idle_sessions(
     conn: AsyncConnection, *, idle_since: datetime, min_tokens: int, limit: int
-) -> list[CacheState]:
+) -> list[SessionRecord]:
     """Active sessions with no message since `idle_since`, at least `min_tokens` of context, and a
     message stored after the last scheduled compaction attempt (so a session is tried once per idle spell).
 
@@ -110,8 +51,7 @@ async def idle_sessions(
         .order_by(sessions.c.last_activity_at)
         .limit(limit)
     )
-    rows = (await conn.execute(query)).all()
-    return [await _state(conn, row) for row in rows]
+    return [to_session(row) for row in (await conn.execute(query)).all()]
 
 
 async def delete_archived_before(conn: AsyncConnection, cutoff: datetime) -> int:

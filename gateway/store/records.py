@@ -6,6 +6,7 @@ Rows become frozen dataclasses at the repository boundary so callers can pass th
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, TypeAlias
@@ -49,6 +50,20 @@ class SessionRecord:
     compaction_count: int
     engine_state: dict[str, Any]
     cache_gaps: list[float]
+    """Recent gaps between turns (seconds), for the cache TTL policy."""
+    cache_state: dict[str, Any]
+    """`agent.caching.plan.CacheState` as JSON: what the prompt cache holds for this session."""
+    last_activity_at: datetime | None
+    """When a message was last stored in the session."""
+
+    def context_tokens(self, calibrate: Callable[[int], int] | None = None) -> int:
+        """The size of the next prompt: the last API-reported prompt size plus (calibrated) estimates of
+        the messages stored since, else the (calibrated) running estimate of the active window. Constant
+        cost: it reads the session row only."""
+        scale = calibrate or (lambda n: n)
+        if self.last_prompt_tokens is not None:
+            return self.last_prompt_tokens + scale(self.tokens_since_call)
+        return scale(self.active_tokens)
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,18 +102,18 @@ class StoredMessage:
 
 
 @dataclass(frozen=True, slots=True)
+class TurnSnapshot:
+    """What a turn starts from, read together: the active session and its window rows."""
+
+    session: SessionRecord
+    rows: list[StoredMessage]
+
+
+@dataclass(frozen=True, slots=True)
 class AppendResult:
     message: StoredMessage
     created: bool
     """False when the platform redelivered a message already stored (nothing changed)."""
-
-
-@dataclass(frozen=True, slots=True)
-class HygieneInputs:
-    message_count: int
-    active_tokens: int
-    last_prompt_tokens: int | None
-    tokens_since_call: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,6 +224,10 @@ class ChatStats:
     active_tokens: int
     last_prompt_tokens: int | None
     tokens_since_call: int
+    context_tokens: int
+    """`SessionRecord.context_tokens()` of the active session."""
+    engine_state: dict[str, Any]
+    """The context engine's state of the active session (e.g. whether automatic compaction is paused)."""
     usage_total: UsageTotals
     usage_recent: UsageTotals
     compactions: dict[tuple[str, str], int]

@@ -20,6 +20,7 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from gateway.errors import StoreError
+from gateway.store import appends as _appends
 from gateway.store import compaction as _compaction
 from gateway.store import hotpath as _hot
 from gateway.store import jobs as _jobs
@@ -36,17 +37,16 @@ from gateway.store.records import (
     CompactionApply,
     CompactionRecord,
     GlobalStats,
-    HygieneInputs,
     NewMessage,
     NewSummary,
     Outcome,
     SessionRecord,
     StoredMessage,
     Trigger,
+    TurnSnapshot,
 )
 from gateway.store.rows import (
     chats,
-    clean_json,
     clean_text,
     llm_calls,
     messages,
@@ -65,7 +65,6 @@ __all__ = [
     "ChatRecord",
     "CompactionApply",
     "CompactionRecord",
-    "HygieneInputs",
     "NewMessage",
     "NewSummary",
     "SessionRecord",
@@ -78,16 +77,8 @@ logger = logging.getLogger(__name__)
 Clock = Callable[[], datetime]
 
 
-AUTHOR_NAME_MAX = 256
-"""Length of `messages.author_name`."""
-
-
 def utc_now() -> datetime:
     return datetime.now(UTC)
-
-
-class _RedeliveredDuringAppend(Exception):
-    """Another transaction stored the same platform message first; retry to return its row."""
 
 
 class Store:
@@ -208,6 +199,7 @@ class Store:
             "compaction_count": 0,
             "engine_state": {},
             "cache_gaps": [],
+            "cache_state": {},
         }
 
     async def active_session(self, chat_pk: int) -> SessionRecord:
@@ -235,7 +227,9 @@ class Store:
                     conn,
                     self._insert,
                     chat_pk,
-                    lambda session_pk, seq: self._message_values(session_pk, chat_pk, seq, message),
+                    lambda session_pk, seq: _appends.message_values(
+                        session_pk, chat_pk, seq, message, self.now()
+                    ),
                     message,
                     new_session=self._new_session_values(chat_pk),
                     now=self.now(),
@@ -255,8 +249,8 @@ class Store:
             self.on_stored(message.role, 1)
         return session, AppendResult(row, created=True)
 
-    async def turn_snapshot(self, chat_pk: int) -> _hot.TurnSnapshot:
-        """The active session, its window rows, hygiene inputs and cache state, in one transaction."""
+    async def turn_snapshot(self, chat_pk: int) -> TurnSnapshot:
+        """The active session and its window rows, in one transaction."""
         async with self._tx("turn_snapshot") as conn:
             return await _hot.turn_snapshot(conn, self._insert, chat_pk, self._new_session_values(chat_pk))
 
@@ -286,10 +280,6 @@ class Store:
 
     # Messages -----------------------------------------------------------------------------------
 
-    async def append_message(self, session_pk: int, message: NewMessage) -> AppendResult:
-        """Store one message; a platform message id already stored in the chat returns the old row."""
-        return (await self.append_messages(session_pk, [message]))[0]
-
     async def append_messages(
         self, session_pk: int, batch: Sequence[NewMessage], *, after_id: int | None = None
     ) -> list[AppendResult]:
@@ -302,7 +292,7 @@ class Store:
             return []
         try:
             results = await self._append(session_pk, batch, after_id)
-        except _RedeliveredDuringAppend:
+        except _appends.RedeliveredDuringAppend:
             logger.debug("concurrent redelivery in session %s; retrying append", session_pk)
             results = await self._append(session_pk, batch, after_id)
         if self.on_stored is not None:
@@ -312,126 +302,13 @@ class Store:
                     self.on_stored(role, created)
         return results
 
-    async def _placement(
-        self, conn: AsyncConnection, session_pk: int, after_id: int, count: int
-    ) -> list[int] | None:
-        """Seqs for `count` rows right after message `after_id`, or None when nothing follows it."""
-        after_seq = (
-            await conn.execute(
-                select(messages.c.seq).where(messages.c.id == after_id, messages.c.session_pk == session_pk)
-            )
-        ).scalar_one_or_none()
-        if after_seq is None:
-            raise StoreError(f"message {after_id} is not in session {session_pk}")
-        next_seq = (
-            await conn.execute(
-                select(func.min(messages.c.seq)).where(
-                    messages.c.session_pk == session_pk, messages.c.seq > after_seq
-                )
-            )
-        ).scalar_one_or_none()
-        if next_seq is None:
-            return None
-        if next_seq - after_seq <= count:
-            shift = SEQ_STEP * (count + 1)
-            await conn.execute(
-                update(messages)
-                .where(messages.c.session_pk == session_pk, messages.c.seq > after_seq)
-                .values(seq=messages.c.seq + shift)
-            )
-            await conn.execute(
-                update(sessions)
-                .where(sessions.c.id == session_pk)
-                .values(next_seq=sessions.c.next_seq + shift)
-            )
-            next_seq += shift
-        gap = next_seq - after_seq
-        return [after_seq + (gap * (k + 1)) // (count + 1) for k in range(count)]
-
     async def _append(
-        self, session_pk: int, batch: Sequence[NewMessage], after_id: int | None = None
+        self, session_pk: int, batch: Sequence[NewMessage], after_id: int | None
     ) -> list[AppendResult]:
         async with self._tx("append_messages") as conn:
-            chat_pk = (
-                await conn.execute(select(sessions.c.chat_pk).where(sessions.c.id == session_pk))
-            ).scalar_one_or_none()
-            if chat_pk is None:
-                raise StoreError(f"no session with id {session_pk}")
-            existing = await self._existing(conn, chat_pk, batch)
-            fresh = [m for m in batch if m.platform_message_id not in existing]
-            tokens = sum(m.token_estimate for m in fresh)
-            seq_end = 0
-            if fresh:
-                seq_end = (
-                    await conn.execute(
-                        update(sessions)
-                        .where(sessions.c.id == session_pk)
-                        .values(
-                            next_seq=sessions.c.next_seq + SEQ_STEP * len(fresh),
-                            active_message_count=sessions.c.active_message_count + len(fresh),
-                            active_tokens=sessions.c.active_tokens + tokens,
-                            tokens_since_call=sessions.c.tokens_since_call + tokens,
-                            last_activity_at=self.now(),
-                        )
-                        .returning(sessions.c.next_seq)
-                    )
-                ).scalar_one()
-            seq = seq_end - SEQ_STEP * len(fresh)
-            placed = (
-                await self._placement(conn, session_pk, after_id, len(fresh)) if after_id and fresh else None
+            return await _appends.append_batch(
+                conn, self._insert, session_pk, batch, after_id=after_id, now=self.now()
             )
-            results: list[AppendResult] = []
-            for m in batch:
-                if m.platform_message_id in existing:
-                    results.append(AppendResult(existing[m.platform_message_id], created=False))
-                    continue
-                row_seq = placed.pop(0) if placed else seq
-                row = (
-                    await conn.execute(
-                        self._insert(messages)
-                        .values(**self._message_values(session_pk, chat_pk, row_seq, m))
-                        .on_conflict_do_nothing()
-                        .returning(*messages.c)
-                    )
-                ).one_or_none()
-                if row is None:
-                    raise _RedeliveredDuringAppend
-                results.append(AppendResult(to_message(row), created=True))
-                seq += SEQ_STEP
-            return results
-
-    async def _existing(
-        self, conn: AsyncConnection, chat_pk: int, batch: Sequence[NewMessage]
-    ) -> dict[str | None, StoredMessage]:
-        ids = [m.platform_message_id for m in batch if m.platform_message_id is not None]
-        if not ids:
-            return {}
-        rows = await conn.execute(
-            select(messages).where(messages.c.chat_pk == chat_pk, messages.c.platform_message_id.in_(ids))
-        )
-        return {row.platform_message_id: to_message(row) for row in rows}
-
-    def _message_values(self, session_pk: int, chat_pk: int, seq: int, m: NewMessage) -> dict[str, Any]:
-        if m.role not in ("user", "assistant"):
-            raise StoreError(f"message role must be 'user' or 'assistant', got {m.role!r}")
-        return {
-            "session_pk": session_pk,
-            "chat_pk": chat_pk,
-            "seq": seq,
-            "role": m.role,
-            "content": clean_json(m.content),
-            "text": clean_text(m.text),
-            "author_id": m.author_id,
-            # Bounded to the column (a platform may send longer names than it documents).
-            "author_name": clean_text(m.author_name)[:AUTHOR_NAME_MAX] if m.author_name else m.author_name,
-            "platform_message_id": m.platform_message_id,
-            "token_estimate": max(0, m.token_estimate),
-            "state": "active",
-            "pruned": False,
-            "needs_reply": m.needs_reply,
-            "replied": False,
-            "created_at": m.created_at or self.now(),
-        }
 
     async def load_window(self, session_pk: int) -> list[StoredMessage]:
         """The session's active and summary rows in order (archived rows are not read)."""
@@ -448,33 +325,24 @@ class Store:
             ).one_or_none()
         return None if row is None else to_message(row)
 
-    async def hygiene_inputs(self, session_pk: int) -> HygieneInputs:
-        """What the hygiene check needs, from the session row alone (constant cost)."""
-        async with self._tx("hygiene_inputs") as conn:
-            row = (
-                await conn.execute(
-                    select(
-                        sessions.c.active_message_count,
-                        sessions.c.active_tokens,
-                        sessions.c.last_prompt_tokens,
-                        sessions.c.tokens_since_call,
-                    ).where(sessions.c.id == session_pk)
-                )
-            ).one_or_none()
-        if row is None:
-            raise StoreError(f"no session with id {session_pk}")
-        return HygieneInputs(
-            message_count=row.active_message_count,
-            active_tokens=row.active_tokens,
-            last_prompt_tokens=row.last_prompt_tokens,
-            tokens_since_call=row.tokens_since_call,
-        )
-
     async def mark_replied(self, message_ids: Sequence[int]) -> None:
         if not message_ids:
             return
         async with self._tx("mark_replied") as conn:
             await conn.execute(update(messages).where(messages.c.id.in_(message_ids)).values(replied=True))
+
+    async def finish_turn(
+        self, session_pk: int, replied_ids: Sequence[int], cache_state: dict[str, Any]
+    ) -> None:
+        """End a turn in one transaction: its messages are answered and the session's cache state saved."""
+        async with self._tx("finish_turn") as conn:
+            if replied_ids:
+                await conn.execute(
+                    update(messages).where(messages.c.id.in_(replied_ids)).values(replied=True)
+                )
+            await conn.execute(
+                update(sessions).where(sessions.c.id == session_pk).values(cache_state=cache_state)
+            )
 
     async def unanswered(self, max_age: timedelta | None = None) -> list[StoredMessage]:
         """User messages that asked for a reply and never got one, oldest first (crash recovery)."""
@@ -521,17 +389,9 @@ class Store:
 
     # Scheduled jobs (queries in gateway/store/jobs.py) --------------------------------------------
 
-    async def cache_state(self, session_pk: int) -> _jobs.CacheState:
-        """The session's context size, last reply call time and TTL, and its recent request gaps."""
-        async with self._tx("cache_state") as conn:
-            state = await _jobs.cache_state(conn, session_pk)
-        if state is None:
-            raise StoreError(f"no session with id {session_pk}")
-        return state
-
     async def idle_sessions(
         self, *, idle_since: datetime, min_tokens: int, limit: int = 100
-    ) -> list[_jobs.CacheState]:
+    ) -> list[SessionRecord]:
         """Active sessions idle since `idle_since` with at least `min_tokens` of context, oldest first."""
         async with self._tx("idle_sessions") as conn:
             return await _jobs.idle_sessions(conn, idle_since=idle_since, min_tokens=min_tokens, limit=limit)

@@ -9,7 +9,16 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway.errors import StoreError
 from gateway.store.records import BusyChat, ChatStats, GlobalStats, UsageTotals
-from gateway.store.rows import AnySelect, chats, compactions, llm_calls, messages, sessions, to_compaction
+from gateway.store.rows import (
+    AnySelect,
+    chats,
+    compactions,
+    llm_calls,
+    messages,
+    sessions,
+    to_compaction,
+    to_session,
+)
 
 
 def _usage_columns(source: Any) -> AnySelect:
@@ -76,6 +85,8 @@ async def chat_stats(conn: AsyncConnection, chat_pk: int, *, recent_calls: int) 
         active_tokens=session.active_tokens,
         last_prompt_tokens=session.last_prompt_tokens,
         tokens_since_call=session.tokens_since_call,
+        context_tokens=to_session(session).context_tokens(),
+        engine_state=dict(session.engine_state or {}),
         usage_total=total,
         usage_recent=recent_usage,
         compactions={(r.trigger, r.outcome): int(r[2]) for r in by_kind},

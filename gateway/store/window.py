@@ -71,20 +71,23 @@ async def seq_before(conn: AsyncConnection, session_pk: int, tail_id: int) -> in
         )
     ).scalar_one()
     prev_seq = tail_seq - SEQ_STEP if before is None else int(before)
-    if tail_seq - prev_seq < 2:
-        # Gap used up: shift the tail (and everything after it, any state) up by one step.
+    (seq,) = await seqs_between(conn, session_pk, prev_seq, tail_seq, 1)
+    return seq
+
+
+async def seqs_between(conn: AsyncConnection, session_pk: int, low: int, high: int, count: int) -> list[int]:
+    """`count` seqs strictly between `low` and `high`, evenly spread. When the gap is used up, every row
+    from `high` on (any state) moves up first, with the session's `next_seq`."""
+    if high - low <= count:
+        shift = SEQ_STEP * (count + 1)
         await conn.execute(
             update(messages)
-            .where(
-                messages.c.session_pk == session_pk,
-                tuple_(messages.c.seq, messages.c.id) >= tuple_(tail_seq, tail_id),
-            )
-            .values(seq=messages.c.seq + SEQ_STEP)
+            .where(messages.c.session_pk == session_pk, messages.c.seq >= high)
+            .values(seq=messages.c.seq + shift)
         )
         await conn.execute(
-            update(sessions)
-            .where(sessions.c.id == session_pk)
-            .values(next_seq=sessions.c.next_seq + SEQ_STEP)
+            update(sessions).where(sessions.c.id == session_pk).values(next_seq=sessions.c.next_seq + shift)
         )
-        tail_seq += SEQ_STEP
-    return (prev_seq + tail_seq) // 2
+        high += shift
+    gap = high - low
+    return [low + (gap * (k + 1)) // (count + 1) for k in range(count)]

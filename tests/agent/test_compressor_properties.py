@@ -4,16 +4,20 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+from dataclasses import dataclass
+from typing import Any
 
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from agent.boundaries import PRUNE_MIN_CHARS, PRUNED_MARKER, tool_result_text
 from agent.context_compressor import ContextCompressor
 from agent.context_engine import CompressionConfig, CompressionResult, Outcome
 from agent.errors import SummarizerError
-from agent.summary import is_summary_block
+from agent.messages import PRUNE_MIN_CHARS, PRUNED_MARKER, tool_result_text
+from agent.summary import frame, is_summary_block
 from agent.types import Block, Message, blocks_of, tool_result_ids, tool_use_ids
+from agent.usage import Usage
+from gateway.window import build_window
 from tests.agent.compressor_support import ScriptedSummarizer, assistant, call, count_tokens, results, user
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -144,3 +148,80 @@ def test_degraded_compaction_keeps_the_history_valid(
     if result.outcome is Outcome.DEGRADED:
         grown = continue_chat(result.messages)
         check(grown, asyncio.run(engine.compress(grown, force=True)))
+
+
+# -- stored sessions as the gateway compacts them: one message per row -------------------------------
+
+
+@dataclass(frozen=True)
+class Row:
+    id: int
+    role: str
+    content: Any
+    pruned: bool = False
+
+
+@st.composite
+def stored_sessions(draw: st.DrawFn) -> list[Message]:
+    """A group session as stored: runs of chatter rows (several user rows in a row), replies, tool
+    rounds, and sometimes a summary left by an earlier compaction; one message per row."""
+    sizes = st.integers(min_value=20, max_value=900)
+    rows: list[Message] = [user("first ask " + "f" * draw(st.integers(0, 200)))]
+    if draw(st.booleans()):
+        rows.append(assistant("first reply"))
+    next_id = 0
+    for turn in range(draw(st.integers(min_value=2, max_value=10))):
+        if draw(st.integers(0, 4)) == 0:
+            rows.append(assistant(frame(f"## Goal\nearlier summary {turn}")))
+        for n in range(draw(st.integers(min_value=1, max_value=8))):
+            rows.append(user(f"[speaker {n % 3}] chatter {turn}.{n} " + "c" * draw(sizes)))
+        for _ in range(draw(st.integers(min_value=0, max_value=2))):
+            ids = [f"t{next_id}"]
+            next_id += 1
+            rows.append(call(*[(i, f"tool_{i}") for i in ids]))
+            rows.append(results(*[(i, f"out {i} " + "r" * draw(sizes)) for i in ids]))
+        rows.append(assistant(f"reply {turn} " + "a" * draw(sizes)))
+    rows.append(user("@bot the newest question"))
+    return rows
+
+
+def merged(messages: list[Message]) -> list[Message]:
+    """What the gateway's next request is built from the stored result: same-role neighbours merged."""
+    items = build_window([Row(i, m["role"], blocks_of(m)) for i, m in enumerate(messages)])
+    return [i.message for i in items]
+
+
+@SETTINGS
+@given(data=st.data(), session=stored_sessions())
+def test_a_stored_session_above_the_threshold_always_has_a_middle(
+    data: st.DataObject, session: list[Message]
+) -> None:
+    context = data.draw(st.sampled_from([6_000, 12_000, 20_000]))
+    engine = ContextCompressor(
+        context_length=context,
+        config=CompressionConfig(protect_last_n=data.draw(st.integers(min_value=1, max_value=20))),
+        summarizer=ScriptedSummarizer(default="## Goal\nKeep going."),
+        count_tokens=count_tokens,
+    )
+    tokens = sum(count_tokens(m) for m in session)
+    engine.update_from_usage(Usage(input_tokens=tokens))
+    result = asyncio.run(engine.compress(session))
+    above = tokens >= engine.threshold_tokens
+    event(f"above threshold: {above}; outcome: {result.outcome.value}")
+    if not above:
+        assert result.outcome is Outcome.ABORTED
+        return
+    assert result.outcome is Outcome.OK, result.reason
+    assert result.tokens_after < result.tokens_before
+    kept = [o for o in result.origin if o is not None]
+    assert sorted(kept + list(result.removed_indices)) == list(range(len(session)))
+    assert result.origin[0] == 0  # the first message is never summarized
+    assert result.origin[-1] == len(session) - 1  # nor the newest ask
+    after = merged(result.messages)
+    for a, b in itertools.pairwise(after):
+        assert a["role"] != b["role"]
+    for i, message in enumerate(after):
+        ids = tool_result_ids(message)
+        if ids:
+            assert set(ids) <= set(tool_use_ids(after[i - 1]))
+    assert sum(1 for m in after for b in blocks_of(m) if is_summary_block(b)) == 1

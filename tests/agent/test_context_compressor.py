@@ -7,9 +7,9 @@ import itertools
 
 import pytest
 
-from agent.boundaries import EMPTY_AFTER_REPAIR, PRUNED_MARKER, STUB_RESULT, repair_tool_pairs
 from agent.context_compressor import SUMMARY_PREFIX, ContextCompressor, is_summary_message
 from agent.context_engine import EngineState, Outcome
+from agent.messages import ORPHAN_PREFIX, PRUNED_MARKER, REMOVED_RESULT, repair_tool_pairs
 from agent.summary import FRAMING, SYSTEM_NOTE
 from agent.types import blocks_of, tool_result_ids
 from agent.usage import Usage
@@ -243,7 +243,7 @@ async def test_summary_is_appended_to_the_heads_tool_results_before_an_assistant
 
 async def test_summary_stands_alone_as_assistant_between_two_user_messages() -> None:
     history = _tool_head(6)
-    result = await make(context_length=10_000, target_ratio=0.10, protect_last_n=5).compress(
+    result = await make(context_length=20_000, target_ratio=0.10, protect_last_n=5).compress(
         history, force=True
     )
     assert result.origin == (0, 1, 2, None, 4, 5, 6, 7, 8)
@@ -436,7 +436,7 @@ async def test_result_not_smaller_keeps_the_original() -> None:
 # -- anti-thrash ---------------------------------------------------------------------------------------
 
 
-async def test_two_ineffective_automatic_compactions_pause_until_a_manual_one() -> None:
+async def test_two_ineffective_automatic_compactions_pause_until_the_context_grows() -> None:
     engine = make(context_length=10_000, target_ratio=0.10, protect_last_n=4)
     history = _plain(9)
     high = Usage(input_tokens=6_000)
@@ -448,14 +448,26 @@ async def test_two_ineffective_automatic_compactions_pause_until_a_manual_one() 
         assert engine.state.awaiting_effect
         engine.update_from_usage(high)  # the next call is still over the threshold
         assert engine.state.ineffective_auto_compactions == round_
-    assert engine.state.auto_disabled
-    assert not engine.should_compress(9_000)
+    assert engine.state.paused_at_tokens == 6_000
+    assert engine.state.pause_reason is not None
+    assert "still 6000 tokens" in engine.state.pause_reason
+    assert not engine.should_compress(6_200)
     paused = await engine.compress(history)
     assert paused.outcome is Outcome.ABORTED
     assert "paused" in paused.reason
-    manual = await engine.compress(history, force=True)
+    # it resumes by itself once the context has grown by a tail's budget (500 tokens here)
+    assert engine.should_compress(6_000 + engine.tail_token_budget)
+    resumed = await engine.compress(history + _plain(4))
+    assert resumed.outcome is Outcome.OK
+    assert engine.state.paused_at_tokens is None
+
+
+async def test_a_manual_compaction_lifts_the_pause() -> None:
+    engine = make(context_length=10_000, target_ratio=0.10, protect_last_n=4)
+    engine.state.paused_at_tokens, engine.state.ineffective_auto_compactions = 6_000, 2
+    manual = await engine.compress(_plain(9), force=True)
     assert manual.outcome is Outcome.OK
-    assert not engine.state.auto_disabled
+    assert engine.state.paused_at_tokens is None
     assert engine.state.ineffective_auto_compactions == 0
     assert engine.should_compress(6_000)
 
@@ -467,7 +479,7 @@ async def test_effective_compaction_resets_the_ineffective_count() -> None:
     await engine.compress(_plain(9))
     engine.update_from_usage(Usage(input_tokens=1_200))
     assert engine.state.ineffective_auto_compactions == 0
-    assert not engine.state.auto_disabled
+    assert engine.state.paused_at_tokens is None
 
 
 async def test_repeated_automatic_runs_with_nothing_to_compact_pause() -> None:
@@ -476,13 +488,25 @@ async def test_repeated_automatic_runs_with_nothing_to_compact_pause() -> None:
     for _ in range(2):
         result = await engine.compress(conversation(2, tokens_per_message=600))
         assert result.outcome is Outcome.ABORTED
-    assert engine.state.auto_disabled
+    assert engine.state.paused_at_tokens is not None
+
+
+async def test_protect_last_n_keeps_at_most_half_the_threshold() -> None:
+    # 12 messages of ~600 tokens; protect_last_n=10 would keep 6,000 tokens, over half the 5,000 threshold
+    history = _plain(12)
+    engine = make(context_length=10_000, target_ratio=0.10, protect_last_n=10)
+    result = await engine.compress(history, force=True)
+    assert result.outcome is Outcome.OK
+    kept_tail = [o for o in result.origin if o is not None and o >= 2]
+    assert sum(count_tokens(history[o]) for o in kept_tail) <= engine.threshold_tokens // 2
+    assert len(kept_tail) >= 1
+    assert kept_tail[-1] == 11
 
 
 # -- tool-pair repair, accounting, purity --------------------------------------------------------------
 
 
-async def test_orphan_results_are_dropped_and_lost_results_stubbed() -> None:
+async def test_orphan_results_become_text_and_lost_results_are_stubbed() -> None:
     history = [
         *_plain(6),
         call(("lost", "fetch")),
@@ -502,8 +526,9 @@ async def test_orphan_results_are_dropped_and_lost_results_stubbed() -> None:
     assert result.outcome is Outcome.OK
     assert result.stubbed_tool_ids == ("lost",)
     flat = [b for m in result.messages for b in blocks_of(m)]
-    assert {"type": "tool_result", "tool_use_id": "lost", "content": STUB_RESULT} in flat
+    assert {"type": "tool_result", "tool_use_id": "lost", "content": REMOVED_RESULT} in flat
     assert all(b.get("tool_use_id") != "ghost" for b in flat)
+    assert any(str(b.get("text", "")).startswith(ORPHAN_PREFIX) for b in flat)
     assert result.messages[-1] == history[-1]  # a call awaiting its result is not a lost one
     _assert_valid_pairs(result.messages[:-1])
 
@@ -531,11 +556,11 @@ def test_repair_gives_lost_results_a_message_of_their_own_between_two_assistant_
     assert broken[2] == assistant("where did the output go?")
 
 
-def test_repair_keeps_roles_alternating_when_a_message_held_only_orphans() -> None:
+def test_repair_keeps_an_orphaned_result_as_text() -> None:
     broken = [user("go"), assistant("hm"), results(("ghost", "old")), assistant("ok")]
     repaired, report = repair_tool_pairs(broken)
-    assert report.dropped_result_ids == ("ghost",)
-    assert repaired[2] == {"role": "user", "content": [{"type": "text", "text": EMPTY_AFTER_REPAIR}]}
+    assert report.orphaned_result_ids == ("ghost",)
+    assert repaired[2] == {"role": "user", "content": [{"type": "text", "text": f"{ORPHAN_PREFIX} old"}]}
 
 
 def test_engine_name_and_exports() -> None:

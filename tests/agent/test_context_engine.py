@@ -8,16 +8,10 @@ from typing import Any
 
 import pytest
 
-import agent.context_engine as context_engine
+import agent.engines as engines
 from agent.context_compressor import ContextCompressor
-from agent.context_engine import (
-    ENTRY_POINT_GROUP,
-    CompressionResult,
-    ContextEngine,
-    EngineState,
-    UnknownEngineError,
-    resolve_engine,
-)
+from agent.context_engine import CompressionResult, ContextEngine, EngineState
+from agent.engines import ENTRY_POINT_GROUP, UnknownEngineError, resolve_engine
 from agent.types import Message
 from agent.usage import Usage
 from tests.agent.compressor_support import make
@@ -63,7 +57,7 @@ def test_builtin_compressor_is_the_default_even_when_a_plugin_claims_its_name(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(
-        context_engine,
+        engines,
         "entry_points",
         _plugins(("compressor", f"{__name__}:LosslessEngine"), ("lossless", f"{__name__}:LosslessEngine")),
     )
@@ -73,7 +67,7 @@ def test_builtin_compressor_is_the_default_even_when_a_plugin_claims_its_name(
 
 def test_named_plugin_is_loaded_through_its_entry_point(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(
-        context_engine,
+        engines,
         "entry_points",
         _plugins(("other", f"{__name__}:NOT_CALLABLE"), ("lossless", f"{__name__}:LosslessEngine")),
     )
@@ -82,7 +76,7 @@ def test_named_plugin_is_loaded_through_its_entry_point(monkeypatch: pytest.Monk
 
 
 def test_unknown_engine_names_the_available_ones(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(context_engine, "entry_points", _plugins(("lossless", f"{__name__}:LosslessEngine")))
+    monkeypatch.setattr(engines, "entry_points", _plugins(("lossless", f"{__name__}:LosslessEngine")))
     with pytest.raises(
         UnknownEngineError, match=r"unknown context engine 'lcm'; available: compressor, lossless"
     ):
@@ -90,25 +84,25 @@ def test_unknown_engine_names_the_available_ones(monkeypatch: pytest.MonkeyPatch
 
 
 def test_plugin_that_is_not_callable_is_rejected(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(context_engine, "entry_points", _plugins(("broken", f"{__name__}:NOT_CALLABLE")))
+    monkeypatch.setattr(engines, "entry_points", _plugins(("broken", f"{__name__}:NOT_CALLABLE")))
     with pytest.raises(UnknownEngineError, match="not callable"):
         resolve_engine("broken")
 
 
-def test_status_reports_usage_against_the_window() -> None:
+def test_the_engine_learns_the_reported_prompt_size() -> None:
     engine = make(context_length=200_000)
-    assert engine.status()["usage_percent"] is None
+    assert engine.state.last_prompt_tokens is None
     engine.update_from_usage(Usage(input_tokens=1_000, cache_read_input_tokens=49_000, output_tokens=500))
-    status = engine.status()
-    assert status["engine"] == "compressor"
-    assert status["last_prompt_tokens"] == 50_000
-    assert status["threshold_tokens"] == 100_000
-    assert status["usage_percent"] == 25.0
-    assert status["compression_count"] == 0
+    assert engine.state.last_prompt_tokens == 50_000
+    assert engine.threshold_tokens == 100_000
+    assert not engine.should_compress()
+    assert engine.should_compress(100_000)
     assert engine.tool_schemas() == []
 
 
 def test_engine_state_survives_a_json_round_trip() -> None:
-    state = EngineState(previous_summary="S", compression_count=3, auto_disabled=True, awaiting_effect=True)
+    state = EngineState(
+        previous_summary="S", compression_count=3, paused_at_tokens=9_000, awaiting_effect=True
+    )
     assert EngineState.from_json(state.to_json() | {"unknown_key": 1}) == state
     assert EngineState.from_json(None) == EngineState()

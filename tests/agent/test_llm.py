@@ -220,6 +220,13 @@ async def test_a_hanging_server_is_cut_off_by_the_total_budget(fake: FakeAnthrop
             "prompt is too long: 210000 tokens > 200000 maximum",
             ContextOverflowError,
         ),
+        (
+            400,
+            "invalid_request_error",
+            "input length and `max_tokens` exceed context limit: 8206 + 4096 > 12000, decrease input length "
+            "or `max_tokens` and try again",
+            ContextOverflowError,
+        ),
         (413, "request_too_large", "Request exceeds the maximum size", ContextOverflowError),
         (400, "invalid_request_error", "messages: roles must alternate", LLMBadRequestError),
         (404, "not_found_error", "model: nope", LLMBadRequestError),

@@ -9,6 +9,8 @@ from typing import Any
 
 import pytest
 
+from agent.caching.markers import CachedRequest, count_breakpoints
+from agent.caching.plan import TurnCachePlan
 from agent.context_engine import (
     CompressionConfig,
     CompressionResult,
@@ -19,9 +21,8 @@ from agent.context_engine import (
 )
 from agent.errors import ContextOverflowError, LLMError
 from agent.llm import LLMRequest, LLMResponse
-from agent.loop import Entry, LoopConfig, TurnResult, run_turn
-from agent.models import lookup_model
-from agent.prompt_caching import CachedRequest, count_breakpoints
+from agent.loop import Compacted, Entry, LoopConfig, TurnResult, run_turn
+from agent.models import CacheTTL, lookup_model
 from agent.tokens import Calibration, estimate_message
 from agent.tools.current_time import current_time_tool
 from agent.tools.registry import Tool, ToolRegistry
@@ -32,7 +33,6 @@ MODEL = lookup_model("claude-sonnet-4-6", context_override=20_000)
 SYSTEM = "You are a helpful assistant."
 NOTE = "[Note: earlier turns were compacted.]"
 BASE_USAGE = Usage(1_000, 50)
-CONTEXT = {"date": "2026-03-14 15:09 UTC", "chat": "Ops room"}
 
 
 def reply(
@@ -113,10 +113,11 @@ class KeepTail(ContextEngine):
 
 
 class Hooks:
-    """TurnHooks seam: an in-memory store with integer ids."""
+    """TurnHooks seam: an in-memory store with integer ids; compaction runs the turn's engine."""
 
     def __init__(self, start_id: int = 100) -> None:
         self.next_id = start_id
+        self.engine: ContextEngine | None = None
         self.stored: dict[int, Message] = {}
         self.persisted: list[Message] = []
         self.compactions: list[tuple[CompressionResult, list[object | None], str]] = []
@@ -131,20 +132,28 @@ class Hooks:
             refs.append(self.next_id)
         return refs
 
-    async def compacted(
-        self, result: CompressionResult, refs: list[object | None], trigger: str
-    ) -> list[object | None]:
-        self.compactions.append((result, refs, trigger))
-        new: list[object | None] = []
-        for origin in result.origin:
+    async def compact(
+        self, window: Sequence[Entry[object]], *, force: bool, why: str
+    ) -> Compacted[object] | None:
+        assert self.engine is not None
+        refs = [e.ref for e in window]
+        result = await self.engine.compress([e.message for e in window], force=force)
+        self.compactions.append((result, refs, "agent"))
+        if not result.changed:
+            return None
+        new: list[Entry[object]] = []
+        for message, origin in zip(result.messages, result.origin, strict=True):
             if origin is None:
                 self.next_id += 1
-                new.append(self.next_id)
+                new.append(Entry(message, self.next_id))
             else:
-                new.append(refs[origin])
-        return new
+                new.append(Entry(message, refs[origin]))
+        note = result.system_note
+        return Compacted(new, system=f"{SYSTEM}\n\n{note}" if note else None)
 
-    async def usage(self, response: LLMResponse, purpose: str, last_ref: object | None) -> None:
+    async def usage(
+        self, response: LLMResponse, *, purpose: str, last_ref: object | None, ttl: CacheTTL | None
+    ) -> None:
         self.usages.append((response, purpose, last_ref))
 
 
@@ -153,9 +162,7 @@ def user(text: str) -> Message:
 
 
 def config(**changes: Any) -> LoopConfig:
-    base = LoopConfig(
-        model=MODEL, max_tokens=1_000, max_iterations=5, cache_ttl="5m", tool_output_max_chars=1_000
-    )
+    base = LoopConfig(model=MODEL, max_tokens=1_000, max_iterations=5, tool_output_max_chars=1_000)
     return dataclasses.replace(base, **changes)
 
 
@@ -167,16 +174,18 @@ async def turn(
     hooks: Hooks | None = None,
     tools: ToolRegistry | None = None,
     cfg: LoopConfig | None = None,
-) -> TurnResult:
+) -> TurnResult[object]:
+    hooks = hooks or Hooks()
+    engine = engine or KeepTail()
+    hooks.engine = engine
     return await run_turn(
         llm=llm,
-        engine=engine or KeepTail(),
+        engine=engine,
         window=window if window is not None else [Entry(user("hi there"), 1)],
         system=SYSTEM,
         tools=tools or ToolRegistry(),
         config=cfg or config(),
-        dynamic_context=CONTEXT,
-        hooks=hooks or Hooks(),
+        hooks=hooks,
     )
 
 
@@ -191,7 +200,6 @@ async def test_plain_reply_is_persisted_and_accounted() -> None:
     result = await turn(llm, hooks=hooks, engine=engine, window=window)
     assert result.reply_text == "Hello!"
     assert (result.iterations, result.stop_reason) == (1, "end_turn")
-    assert result.usage_total == Usage(900, 12, 0, 100)
     assert hooks.persisted == [{"role": "assistant", "content": [{"type": "text", "text": "Hello!"}]}]
     assert [(purpose, last) for _, purpose, last in hooks.usages] == [("reply", 1)]
     assert engine.state.last_prompt_tokens == 1_000  # input + cache read
@@ -200,24 +208,6 @@ async def test_plain_reply_is_persisted_and_accounted() -> None:
     (request,) = llm.requests
     assert request.model == MODEL.name
     assert request.max_tokens == 1_000
-
-
-async def test_dynamic_context_goes_into_the_newest_user_message_only() -> None:
-    llm = ScriptedLLM(reply("ok"))
-    window = [
-        Entry(user("first"), 1),
-        Entry({"role": "assistant", "content": "yes"}, 2),
-        Entry(user("second"), 3),
-    ]
-    await turn(llm, window=window)
-    (request,) = llm.requests
-    system_text = "".join(b["text"] for b in request.system)
-    assert system_text == SYSTEM
-    assert "Ops room" not in texts(request)[0]
-    newest = texts(request)[-1]
-    assert "<context>" in newest
-    assert "chat: Ops room" in newest
-    assert "second" in newest
 
 
 async def test_cache_markers_follow_the_policy_and_can_be_switched_off() -> None:
@@ -232,7 +222,7 @@ async def test_cache_markers_follow_the_policy_and_can_be_switched_off() -> None
     assert count_breakpoints(marked) == 4
     assert "cache_control" in request.system[-1]
     plain = ScriptedLLM(reply("ok"))
-    await turn(plain, window=window, tools=registry, cfg=config(cache_ttl=None))
+    await turn(plain, window=window, tools=registry, cfg=config(cache_plan=TurnCachePlan()))
     assert "cache_control" not in repr(plain.requests[0])
 
 
@@ -309,7 +299,7 @@ async def test_a_message_too_big_for_the_window_is_shown_as_head_and_tail() -> N
     window = [Entry(user(pasted), 7)]
     await turn(llm, window=window, cfg=config(oversize_fraction=0.25))
     shown = texts(llm.requests[0])[0]
-    assert "</context>\nHEAD-MARK" in shown
+    assert shown.startswith("HEAD-MARK")
     assert shown.endswith("TAIL-MARK")
     assert len(shown) < len(pasted) / 2
     assert "call recall with message_id=7" in shown
@@ -335,8 +325,6 @@ async def test_in_loop_compaction_runs_on_the_reported_usage() -> None:
     assert texts(second)[0] == "[summary of 5 messages]"
     assert len(second.messages) == 3
     assert "".join(b["text"] for b in second.system) == f"{SYSTEM}\n\n{NOTE}"
-    assert result.system_note == NOTE
-    assert [t for t, _ in result.compactions] == ["agent"]
     assert [e.ref for e in result.window] == [103, 101, 102, 104]
 
 
@@ -346,7 +334,7 @@ async def test_no_compaction_below_the_threshold() -> None:
     hooks = Hooks()
     result = await turn(llm, hooks=hooks, tools=ToolRegistry([clock]))
     assert hooks.compactions == []
-    assert result.compactions == []
+    assert result.reply_text == "done"
 
 
 async def test_output_budget_is_reserved_before_the_call() -> None:
@@ -445,6 +433,7 @@ async def test_end_to_end_with_the_sdk_the_compressor_and_the_fake_api() -> None
             fake.script_reply(tool_uses=[{"id": "toolu_a", "name": "current_time", "input": {}}])
             fake.script_reply("module_3 was renamed")
             hooks = Hooks()
+            hooks.engine = engine
             result = await run_turn(
                 llm=client,
                 engine=engine,
@@ -452,13 +441,11 @@ async def test_end_to_end_with_the_sdk_the_compressor_and_the_fake_api() -> None
                 system=SYSTEM,
                 tools=ToolRegistry([current_time_tool(lambda: datetime(2026, 3, 14, tzinfo=UTC))]),
                 config=config(max_tokens=1_000),
-                dynamic_context=CONTEXT,
                 hooks=hooks,
             )
         finally:
             await client.close()
     assert result.reply_text == "module_3 was renamed"
-    assert [t for t, _ in result.compactions] == ["agent"]
     assert [t for _, _, t in hooks.compactions] == ["agent"]
     kinds = [r.kind for r in fake.requests]
     assert kinds == ["reply", "summary", "reply"]

@@ -3,12 +3,12 @@ tool rounds read what the turn cached and write 5m, and the turn reports where i
 
 from __future__ import annotations
 
-import dataclasses
 from datetime import UTC, datetime
 from typing import Any
 
+from agent.caching.plan import CachePoint, TurnCachePlan
 from agent.llm import LLMRequest
-from agent.loop import CachePoint, Entry, TurnCachePlan
+from agent.loop import Entry
 from agent.tools.current_time import current_time_tool
 from agent.tools.registry import ToolRegistry
 from tests.agent.test_loop import ScriptedLLM, config, reply, turn, user
@@ -60,8 +60,8 @@ async def test_a_marked_first_tail_is_read_by_the_tool_round() -> None:
     assert result.cache_points == [CachePoint((3, 4), "1h", True), CachePoint(102, "5m", True)]
 
 
-async def test_without_a_plan_the_loop_keeps_system_and_3() -> None:
+async def test_a_fixed_ttl_rolls_system_and_3_and_reports_the_newest_prefix() -> None:
     llm = ScriptedLLM(reply("ok"))
-    result = await turn(llm, window=history(), cfg=dataclasses.replace(config(), cache_ttl="5m"))
-    assert [i for i, _ in message_markers(llm.requests[0])] == [0, 1, 2]
-    assert result.cache_points == []
+    result = await turn(llm, window=history(), cfg=config(cache_plan=TurnCachePlan(rolling="1h")))
+    assert message_markers(llm.requests[0]) == [(0, HOUR), (1, HOUR), (2, HOUR)]
+    assert result.cache_points == [CachePoint((3, 4), "1h", True)]

@@ -5,14 +5,14 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from agent.prompt_caching import (
+from agent.caching.markers import (
     CachedRequest,
     MarkerPlan,
     apply_cache_control,
     apply_marker_plan,
     count_breakpoints,
 )
-from agent.ttl_policy import NextGapOdds, tail_costs
+from agent.caching.policy import NextGapOdds, tail_costs
 from agent.types import Message
 from tests.fakes.anthropic_cache import PrefixCache, serialize_prefix
 

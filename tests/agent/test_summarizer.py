@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from agent.caching.markers import apply_cache_control, count_breakpoints
 from agent.context_engine import SummaryRequest
 from agent.errors import (
     ContextOverflowError,
@@ -15,7 +16,6 @@ from agent.errors import (
     SummarizerError,
 )
 from agent.llm import AnthropicClient, LLMRequest, LLMResponse
-from agent.prompt_caching import apply_cache_control, count_breakpoints
 from agent.summarizer import STANDALONE_SYSTEM, LLMSummarizer, PrefixContext
 from agent.summary import build_instructions, serialize_conversation
 from agent.types import Message

@@ -26,8 +26,9 @@ from agent.tokens import (
     estimate_block,
     estimate_message,
     estimate_messages,
-    estimate_request,
+    estimate_system,
     estimate_text,
+    estimate_tools,
     rough_estimate_message,
     rough_estimate_messages,
     rough_estimate_text,
@@ -151,10 +152,9 @@ def test_message_and_request_totals() -> None:
     assert estimate_message(messages[0]) == 2 + MESSAGE_OVERHEAD
     assert estimate_messages(messages) == 2 * (2 + MESSAGE_OVERHEAD)
     tool = {"name": "search", "description": "find things", "input_schema": {"type": "object"}}
-    without_tools = estimate_request("hello world", messages)
-    with_tools = estimate_request("hello world", messages, [tool])
-    assert without_tools == 2 + 2 * (2 + MESSAGE_OVERHEAD)
-    assert with_tools - without_tools > TOOLS_SYSTEM_OVERHEAD
+    assert estimate_system("hello world") == 2
+    assert estimate_tools([]) == 0
+    assert estimate_tools([tool]) > TOOLS_SYSTEM_OVERHEAD
 
 
 def test_rough_estimate_is_chars_over_four_rounded_up() -> None:

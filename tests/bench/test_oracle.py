@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
+from agent.caching.markers import apply_cache_control
 from agent.models import lookup_model
-from agent.prompt_caching import apply_cache_control
 from bench.oracle import SentRequest, _best_multiplier, billed_input_usd, oracle_input_usd
 from tests.fakes.anthropic_cache import PrefixCache, serialize_prefix
 

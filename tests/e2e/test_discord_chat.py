@@ -16,8 +16,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from gateway.store.records import StoredMessage
-from gateway.store.repository import Store
+from gateway.store import Store, StoredMessage
 from tests.e2e.harness import GatewayProcess, base_env, running_gateway
 from tests.fakes.anthropic_server import FakeAnthropic
 from tests.fakes.discord_server import FakeDiscord, SentMessage

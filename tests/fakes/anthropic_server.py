@@ -38,7 +38,12 @@ from tests.fakes.anthropic_replies import (
     summary_reply,
 )
 from tests.fakes.anthropic_tokens import ModelSpec, build_models, output_tokens, truncate_to_tokens
-from tests.fakes.anthropic_validation import InvalidRequest, prompt_too_long, validate_request
+from tests.fakes.anthropic_validation import (
+    InvalidRequest,
+    exceeds_context,
+    prompt_too_long,
+    validate_request,
+)
 from tests.fakes.anthropic_wire import (
     error_response,
     json_response,
@@ -257,6 +262,9 @@ class FakeAnthropic:
                 return failed
         if prompt > spec.context_window:
             error = prompt_too_long(prompt, spec)
+            return error_response(error.status, error.error_type, error.message)
+        if prompt + int(body["max_tokens"]) > spec.context_window:
+            error = exceeds_context(prompt, int(body["max_tokens"]), spec)
             return error_response(error.status, error.error_type, error.message)
         cache = self.cache.process(
             (self.api_key, spec.id), blocks, min_cacheable=spec.min_cacheable, now=self.now()

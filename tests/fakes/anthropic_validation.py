@@ -50,6 +50,14 @@ def prompt_too_long(tokens: int, spec: ModelSpec) -> InvalidRequest:
     return InvalidRequest(f"prompt is too long: {tokens} tokens > {spec.context_window} maximum")
 
 
+def exceeds_context(tokens: int, max_tokens: int, spec: ModelSpec) -> InvalidRequest:
+    """What the API answers when the prompt fits but prompt + max_tokens does not (400)."""
+    return InvalidRequest(
+        f"input length and `max_tokens` exceed context limit: {tokens} + {max_tokens} > "
+        f"{spec.context_window}, decrease input length or `max_tokens` and try again"
+    )
+
+
 def validate_request(
     body: Any,
     models: Mapping[str, ModelSpec],

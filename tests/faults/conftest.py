@@ -10,7 +10,7 @@ from typing import Any
 
 from sqlalchemy import text
 
-from gateway.store.repository import Store
+from gateway.store import Store
 from tests.e2e.harness import GatewayProcess, base_env
 from tests.fakes.anthropic_server import FakeAnthropic
 from tests.fakes.telegram_server import FakeTelegram

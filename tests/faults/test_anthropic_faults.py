@@ -13,7 +13,7 @@ import pytest
 
 from agent.llm import AnthropicClient
 from gateway.runner import Gateway
-from gateway.store.repository import Store
+from gateway.store import Store
 from tests.e2e.harness import GatewayProcess
 from tests.fakes.anthropic_replies import FaultKind
 from tests.fakes.anthropic_server import FakeAnthropic

@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from sqlalchemy import text
 
 from gateway.platforms.base import Author
 from tests.fakes.anthropic_server import FakeAnthropic
@@ -54,6 +55,9 @@ async def test_compact_with_focus_reports_numbers_and_undo_restores(bot: Bot, fa
     assert " s." in text
     summary = [r for r in fake.requests if r.kind == "summary"][-1]
     assert "keep the item numbers" in json.dumps(summary.body)
+    metrics = bot.gateway.metrics
+    assert metrics.compactions.labels(trigger="manual", outcome="ok")._value.get() == 1
+    assert metrics.llm_calls.labels(purpose="summary")._value.get() >= 1
     assert len(await bot.window("telegram", "1")) < before
     undo = await only(bot, "/compact undo", user=ADMIN)
     assert undo.startswith("Undid the manual compaction")
@@ -73,6 +77,18 @@ async def test_stats_shows_bar_counts_cache_and_compactions(bot: Bot) -> None:
     assert "Cache (lifetime): read" in text
     assert "Compactions: manual" in text
     assert "Last compaction: manual" in text
+    assert "paused" not in text
+
+
+async def test_stats_says_when_automatic_compaction_is_paused_and_why(bot: Bot) -> None:
+    await chatter(bot, n=3)
+    state = {"paused_at_tokens": 9_000, "pause_reason": "nothing to compact between head and tail"}
+    async with bot.store.engine.begin() as conn:
+        await conn.execute(text("UPDATE sessions SET engine_state = :s"), {"s": json.dumps(state)})
+    stats = await only(bot, "/stats", user=ADMIN)
+    assert "Automatic compaction: paused at 9,000 tokens" in stats
+    assert "nothing to compact between head and tail" in stats
+    assert "resumes by itself" in stats
 
 
 async def test_stats_all_only_in_private_chats(fake: FakeAnthropic, sqlite_url: str) -> None:

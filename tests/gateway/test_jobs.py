@@ -8,20 +8,26 @@ from typing import Any
 
 import pytest
 
+from agent.caching.plan import CachedPrefix, CacheState
 from agent.context_engine import ContextEngine, EngineState
-from gateway.compaction import CompactionReport
-from gateway.jobs import IdleCompaction, compact_idle_sessions, purge_archive, rollup_usage
-from gateway.store import CallRecord, ChatLocks, Store
+from agent.loop import LoopConfig
+from agent.models import lookup_model
+from gateway.compaction import CompactionReport, Compactor
+from gateway.compaction_policy import CompactionPolicy
+from gateway.jobs import compact_idle_sessions, purge_archive, rollup_usage
+from gateway.metrics import Metrics
+from gateway.store import CallRecord, ChatLocks, SessionRecord, Store
 from tests.agent.compressor_support import ScriptedSummarizer, make, pad
-from tests.gateway.store.helpers import msg, new_chat
+from tests.gateway.store.helpers import append_one, msg, new_chat
 
 WINDOW = 20_000
-CONFIG = IdleCompaction(
+POLICY = CompactionPolicy(
     enabled=True,
     context_length=WINDOW,
-    idle=timedelta(minutes=30),
-    proactive_share=0.60,
+    hygiene_threshold=0.85,
     cache_aware_share=0.35,
+    proactive_share=0.60,
+    idle=timedelta(minutes=30),
 )
 
 
@@ -42,17 +48,40 @@ async def clocked(db_url: str) -> AsyncIterator[tuple[Store, Clock]]:
 
 
 def engines(summarizer: ScriptedSummarizer) -> Any:
-    def make_engine(state: dict[str, Any] | None) -> ContextEngine:
-        return make(summarizer, context_length=WINDOW, protect_last_n=4, state=EngineState.from_json(state))
+    def make_engine(session: SessionRecord) -> ContextEngine:
+        return make(
+            summarizer,
+            context_length=WINDOW,
+            protect_last_n=4,
+            state=EngineState.from_json(session.engine_state),
+        )
 
     return make_engine
+
+
+async def run_job(
+    store: Store,
+    locks: ChatLocks,
+    summarizer: ScriptedSummarizer,
+    now: datetime,
+    metrics: Metrics | None = None,
+) -> list[CompactionReport]:
+    loop = LoopConfig(model=lookup_model("claude-sonnet-4-6", context_override=WINDOW))
+    return await compact_idle_sessions(
+        store=store,
+        locks=locks,
+        compactor=Compactor(store=store, loop=loop, metrics=metrics),
+        make_engine=engines(summarizer),
+        policy=POLICY,
+        now=now,
+    )
 
 
 async def chatter(store: Store, session: int, messages: int, tokens_each: int) -> None:
     for i in range(messages):
         text = pad(f"evening message {i}", tokens_each)
-        await store.append_message(
-            session, msg(text, role="user" if i % 2 == 0 else "assistant", tokens=tokens_each)
+        await append_one(
+            store, session, msg(text, role="user" if i % 2 == 0 else "assistant", tokens=tokens_each)
         )
 
 
@@ -64,20 +93,13 @@ async def test_idle_sessions_are_compacted_overnight_once(clocked: tuple[Store, 
     await chatter(store, small, 10, 200)  # 10%
     clock.now += timedelta(hours=8)
     summarizer = ScriptedSummarizer()
-    seen: list[CompactionReport] = []
     locks = ChatLocks(store)
+    metrics = Metrics()
 
-    reports = await compact_idle_sessions(
-        store=store,
-        locks=locks,
-        make_engine=engines(summarizer),
-        config=CONFIG,
-        now=clock.now,
-        observe=seen.append,
-    )
+    reports = await run_job(store, locks, summarizer, clock.now, metrics)
 
     assert [(r.trigger, r.outcome.value, r.changed) for r in reports] == [("scheduled", "ok", True)]
-    assert seen == reports
+    assert metrics.compactions.labels(trigger="scheduled", outcome="ok")._value.get() == 1
     window = await store.load_window(big)
     assert [m.state for m in window].count("summary") == 1
     assert len(window) < 30
@@ -87,14 +109,31 @@ async def test_idle_sessions_are_compacted_overnight_once(clocked: tuple[Store, 
     assert len(summarizer.requests) == 1
 
     # The next run finds nothing new to do.
-    again = await compact_idle_sessions(
-        store=store,
-        locks=locks,
-        make_engine=engines(summarizer),
-        config=CONFIG,
-        now=clock.now + timedelta(hours=1),
-    )
+    again = await run_job(store, locks, summarizer, clock.now + timedelta(hours=1))
     assert again == []
+    await locks.close()
+
+
+async def test_the_idle_job_compacts_unmentioned_group_chatter(clocked: tuple[Store, Clock]) -> None:
+    store, clock = clocked
+    chat, session = await new_chat(store, "-300")
+    await append_one(store, session, msg("@bot hello everyone", tokens=20))
+    await append_one(store, session, msg("Hello! How can I help?", role="assistant", tokens=20))
+    for i in range(40):  # nobody mentions the bot: one stored user row each, no reply in between
+        await append_one(store, session, msg(pad(f"chatter {i}", 320), tokens=320, author=f"u{i % 3}"))
+    clock.now += timedelta(hours=8)
+    summarizer = ScriptedSummarizer()
+    locks = ChatLocks(store)
+
+    reports = await run_job(store, locks, summarizer, clock.now)
+
+    assert [(r.trigger, r.outcome.value, r.changed) for r in reports] == [("scheduled", "ok", True)]
+    window = await store.load_window(session)
+    assert [m.text for m in window[:2]] == ["@bot hello everyone", "Hello! How can I help?"]
+    assert [m.state for m in window].count("summary") == 1
+    archived = await store.chat_stats(chat)
+    assert archived.archived_messages > 20
+    assert "chatter 0" in summarizer.requests[0].instructions
     await locks.close()
 
 
@@ -115,20 +154,14 @@ async def test_cache_aware_compaction_waits_for_the_cache_to_expire(clocked: tup
         cache_ttl="1h",
     )
     await store.record_call(session, chat, call, last_message_id=last)
+    await store.finish_turn(session, [], CacheState((CachedPrefix(last, "1h", clock.now),)).to_json())
     summarizer = ScriptedSummarizer()
     locks = ChatLocks(store)
 
     warm = clock.now + timedelta(minutes=45)  # idle, but the 1h cache is still readable
-    assert (
-        await compact_idle_sessions(
-            store=store, locks=locks, make_engine=engines(summarizer), config=CONFIG, now=warm
-        )
-        == []
-    )
+    assert await run_job(store, locks, summarizer, warm) == []
     cold = clock.now + timedelta(minutes=61)
-    reports = await compact_idle_sessions(
-        store=store, locks=locks, make_engine=engines(summarizer), config=CONFIG, now=cold
-    )
+    reports = await run_job(store, locks, summarizer, cold)
     assert [r.trigger for r in reports] == ["scheduled"]
     assert "summary" in [m.state for m in await store.load_window(session)]
     await locks.close()
@@ -143,9 +176,7 @@ async def test_retention_keeps_everything_by_default_and_purges_when_set(
     await chatter(store, session, 30, 450)
     clock.now += timedelta(hours=1)
     locks = ChatLocks(store)
-    await compact_idle_sessions(
-        store=store, locks=locks, make_engine=engines(summarizer), config=CONFIG, now=clock.now
-    )
+    await run_job(store, locks, summarizer, clock.now)
     await locks.close()
     window_before = [m.id for m in await store.load_window(session)]
 

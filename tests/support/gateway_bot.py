@@ -18,8 +18,7 @@ from sqlalchemy import text
 from agent.llm import AnthropicClient
 from gateway.config import Settings
 from gateway.runner import Gateway
-from gateway.store.records import StoredMessage
-from gateway.store.repository import Store
+from gateway.store import Store, StoredMessage
 from tests.fakes.anthropic_server import FakeAnthropic, RecordedRequest
 from tests.support.memory_adapter import MemoryAdapter
 

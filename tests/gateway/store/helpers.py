@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from gateway.store import NewMessage, Store
-from gateway.store.records import Role
+from gateway.store import AppendResult, NewMessage, Role, Store
 
 
 def msg(
@@ -27,6 +26,11 @@ def msg(
     )
 
 
+async def append_one(store: Store, session_pk: int, message: NewMessage) -> AppendResult:
+    """Store one message through the store's append path (a batch of one)."""
+    return (await store.append_messages(session_pk, [message]))[0]
+
+
 async def new_chat(store: Store, chat_id: str = "100", *, platform: str = "telegram") -> tuple[int, int]:
     """(chat_pk, session_pk) of a fresh chat."""
     chat = await store.get_or_create_chat(platform, chat_id, None, kind="group", title="Test chat")
@@ -39,6 +43,6 @@ async def fill(store: Store, session_pk: int, n: int, *, prefix: str = "m") -> l
     ids = []
     for i in range(n):
         role: Role = "user" if i % 2 == 0 else "assistant"
-        result = await store.append_message(session_pk, msg(f"{prefix}{i}", role=role, tokens=10))
+        result = await append_one(store, session_pk, msg(f"{prefix}{i}", role=role, tokens=10))
         ids.append(result.message.id)
     return ids

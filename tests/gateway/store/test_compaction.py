@@ -10,6 +10,7 @@ from sqlalchemy import event, select
 from gateway.errors import NothingToUndoError, StoreError
 from gateway.store import CompactionApply, NewSummary, Store
 from gateway.store.rows import compactions, messages
+from tests.gateway.store.helpers import append_one
 
 from .helpers import fill, msg, new_chat
 
@@ -71,8 +72,8 @@ async def test_summary_sorts_between_head_and_tail(store: Store) -> None:
     assert [m.id for m in window[3:]] == tail
     assert record.summary_message_id == window[2].id
     assert record.archived_count == 5
-    hygiene = await store.hygiene_inputs(session)
-    assert hygiene.message_count == 6
+    hygiene = await store.get_session(session)
+    assert hygiene.active_message_count == 6
     assert hygiene.active_tokens == 5 * 10 + 5
     assert hygiene.last_prompt_tokens is None
     session_row = await store.get_session(session)
@@ -81,7 +82,7 @@ async def test_summary_sorts_between_head_and_tail(store: Store) -> None:
     assert session_row.engine_state == {"compressions": 1}
 
     # Later messages still sort after the tail.
-    await store.append_message(session, msg("after"))
+    await append_one(store, session, msg("after"))
     assert (await store.load_window(session))[-1].text == "after"
 
 
@@ -110,7 +111,7 @@ async def test_gap_exhaustion_shifts_the_tail(store: Store) -> None:
     window = await store.load_window(session)
     assert [m.text for m in window] == ["m0", "m1", *[f"S{i}" for i in range(12)], "m2", "m3"]
     assert window[-2].seq > tail_seq  # the tail was shifted once the gap ran out
-    await store.append_message(session, msg("last"))
+    await append_one(store, session, msg("last"))
     assert (await store.load_window(session))[-1].text == "last"
 
 

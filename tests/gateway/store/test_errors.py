@@ -8,6 +8,7 @@ import pytest
 
 from gateway.errors import DatabaseUnavailableError, StoreError
 from gateway.store import Store
+from tests.gateway.store.helpers import append_one
 
 from .helpers import msg
 
@@ -35,14 +36,14 @@ async def test_unmigrated_sqlite_reports_a_store_error(empty_sqlite_url: str) ->
     store = await Store.open(empty_sqlite_url)
     try:
         with pytest.raises(StoreError):
-            await store.append_message(1, msg("x"))
+            await append_one(store, 1, msg("x"))
     finally:
         await store.close()
 
 
 async def test_unknown_session_is_a_store_error(store: Store) -> None:
     with pytest.raises(StoreError, match="no session"):
-        await store.append_message(999_999, msg("x"))
+        await append_one(store, 999_999, msg("x"))
 
 
 @pytest.mark.postgres

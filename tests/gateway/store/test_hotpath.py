@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from gateway.store import Store
-from gateway.store.repository import NewMessage
+from gateway.store import NewMessage, Store
 
 
 def _msg(pid: str, *, tokens: int = 7, needs_reply: bool = True) -> NewMessage:
@@ -26,9 +25,9 @@ async def test_incoming_messages_create_the_session_and_count_once(store: Store)
     snapshot = await store.turn_snapshot(chat.id)
     assert [r.text for r in snapshot.rows] == ["text m1", "text m2"]
     # The redelivery changed no counter.
-    assert snapshot.hygiene.message_count == 2
-    assert snapshot.hygiene.active_tokens == 14
-    assert snapshot.cache.last_call_at is None
+    assert snapshot.session.active_message_count == 2
+    assert snapshot.session.active_tokens == 14
+    assert snapshot.session.last_call_at is None
     assert snapshot.session.id == session.id
 
 

@@ -55,10 +55,9 @@ async def test_idle_scan_finds_quiet_big_sessions_once_per_idle_spell(clocked: t
     await fill(store, busy, 10)
 
     found = await store.idle_sessions(idle_since=clock.now - timedelta(minutes=30), min_tokens=50)
-    assert [s.session_pk for s in found] == [quiet_big]
-    assert found[0].context_tokens == 100
+    assert [s.id for s in found] == [quiet_big]
+    assert found[0].context_tokens() == 100
     assert found[0].last_call_at is None
-    assert found[0].last_ttl is None
 
     # A scheduled attempt after the last message takes it out of the scan until a new message arrives.
     await store.record_compaction_attempt(quiet_big, trigger="scheduled", outcome="aborted", reason="test")
@@ -67,10 +66,10 @@ async def test_idle_scan_finds_quiet_big_sessions_once_per_idle_spell(clocked: t
     await fill(store, quiet_big, 1)
     clock.now += timedelta(hours=1)
     again = await store.idle_sessions(idle_since=clock.now - timedelta(minutes=30), min_tokens=50)
-    assert quiet_big in [s.session_pk for s in again]
+    assert quiet_big in [s.id for s in again]
 
 
-async def test_cache_state_reports_the_last_reply_ttl_and_gaps(clocked: tuple[Store, Clock]) -> None:
+async def test_reply_calls_record_gaps_and_the_context_size(clocked: tuple[Store, Clock]) -> None:
     store, clock = clocked
     chat, session = await new_chat(store)
     ids = await fill(store, session, 4)
@@ -79,11 +78,10 @@ async def test_cache_state_reports_the_last_reply_ttl_and_gaps(clocked: tuple[St
     await store.record_call(session, chat, call(ttl="1h"), last_message_id=ids[-1])
     await store.record_call(session, chat, call(purpose="summary", ttl=None), last_message_id=ids[-1])
 
-    state = await store.cache_state(session)
-    assert state.last_ttl == "1h"
+    state = await store.get_session(session)
     assert state.last_call_at == clock.now
     assert state.cache_gaps == [1200.0]
-    assert state.context_tokens == 1400  # reported prompt: 100 + 300 + 1000
+    assert state.context_tokens() == 1400  # reported prompt: 100 + 300 + 1000
 
 
 async def _archive(store: Store, session: int, ids: list[int]) -> None:

@@ -10,29 +10,30 @@ from sqlalchemy import text
 from gateway.store import NewMessage, Store
 from gateway.store.rows import NUL_REPLACEMENT
 from gateway.store.window import window_query
+from tests.gateway.store.helpers import append_one
 
 from .helpers import fill, msg, new_chat
 
 
 async def test_redelivered_update_is_stored_once(store: Store) -> None:
     _, session = await new_chat(store)
-    first = await store.append_message(session, msg("hello", pid="42", tokens=7))
-    again = await store.append_message(session, msg("hello", pid="42", tokens=7))
+    first = await append_one(store, session, msg("hello", pid="42", tokens=7))
+    again = await append_one(store, session, msg("hello", pid="42", tokens=7))
 
     assert first.created
     assert not again.created
     assert again.message.id == first.message.id
     window = await store.load_window(session)
     assert [m.text for m in window] == ["hello"]
-    hygiene = await store.hygiene_inputs(session)
-    assert (hygiene.message_count, hygiene.active_tokens) == (1, 7)
+    hygiene = await store.get_session(session)
+    assert (hygiene.active_message_count, hygiene.active_tokens) == (1, 7)
 
 
 async def test_same_platform_id_in_two_chats_are_two_messages(store: Store) -> None:
     _, s1 = await new_chat(store, "1")
     _, s2 = await new_chat(store, "2")
-    a = await store.append_message(s1, msg("a", pid="5"))
-    b = await store.append_message(s2, msg("b", pid="5"))
+    a = await append_one(store, s1, msg("a", pid="5"))
+    b = await append_one(store, s2, msg("b", pid="5"))
     assert a.created
     assert b.created
     assert a.message.id != b.message.id
@@ -51,7 +52,8 @@ async def test_window_order_is_insertion_order_even_with_equal_timestamps(store:
     _, session = await new_chat(store)
     moment = datetime(2026, 1, 1, tzinfo=UTC)
     for i in range(6):
-        await store.append_message(
+        await append_one(
+            store,
             session,
             NewMessage(role="user", content=f"t{i}", text=f"t{i}", token_estimate=1, created_at=moment),
         )
@@ -65,9 +67,9 @@ async def test_window_order_is_insertion_order_even_with_equal_timestamps(store:
 
 async def test_concurrent_appends_keep_counters_exact(store: Store) -> None:
     _, session = await new_chat(store)
-    await asyncio.gather(*(store.append_message(session, msg(f"c{i}", tokens=3)) for i in range(20)))
-    hygiene = await store.hygiene_inputs(session)
-    assert hygiene.message_count == 20
+    await asyncio.gather(*(append_one(store, session, msg(f"c{i}", tokens=3)) for i in range(20)))
+    hygiene = await store.get_session(session)
+    assert hygiene.active_message_count == 20
     assert hygiene.active_tokens == 60
     assert hygiene.tokens_since_call == 60
     window = await store.load_window(session)
@@ -77,10 +79,10 @@ async def test_concurrent_appends_keep_counters_exact(store: Store) -> None:
 
 async def test_concurrent_redelivery_stores_one_row(store: Store) -> None:
     _, session = await new_chat(store)
-    results = await asyncio.gather(*(store.append_message(session, msg("dup", pid="9")) for _ in range(8)))
+    results = await asyncio.gather(*(append_one(store, session, msg("dup", pid="9")) for _ in range(8)))
     assert sum(r.created for r in results) == 1
     assert len({r.message.id for r in results}) == 1
-    assert (await store.hygiene_inputs(session)).message_count == 1
+    assert (await store.get_session(session)).active_message_count == 1
 
 
 async def test_nul_bytes_are_replaced_and_stored(store: Store) -> None:
@@ -89,7 +91,8 @@ async def test_nul_bytes_are_replaced_and_stored(store: Store) -> None:
         {"type": "text", "text": "a\x00b"},
         {"type": "tool_result", "tool_use_id": "t", "content": "\x00"},
     ]
-    stored = await store.append_message(
+    stored = await append_one(
+        store,
         session,
         NewMessage(role="user", content=content, text="a\x00b", token_estimate=2, author_name="Z\x00e"),
     )
@@ -109,8 +112,8 @@ async def test_content_blocks_round_trip(store: Store) -> None:
         {"type": "text", "text": "look"},
         {"type": "tool_use", "id": "tu_1", "name": "recall", "input": {"query": "x", "n": 3}},
     ]
-    await store.append_message(
-        session, NewMessage(role="assistant", content=blocks, text="look", token_estimate=5)
+    await append_one(
+        store, session, NewMessage(role="assistant", content=blocks, text="look", token_estimate=5)
     )
     [loaded] = await store.load_window(session)
     assert loaded.content == blocks
@@ -147,8 +150,8 @@ async def test_active_session_is_race_safe_and_new_session_keeps_old(store: Stor
 
 async def test_unanswered_and_mark_replied(store: Store) -> None:
     _, session = await new_chat(store)
-    asked = await store.append_message(session, msg("question?", needs_reply=True, pid="1"))
-    await store.append_message(session, msg("chatter", pid="2"))
+    asked = await append_one(store, session, msg("question?", needs_reply=True, pid="1"))
+    await append_one(store, session, msg("chatter", pid="2"))
     old = NewMessage(
         role="user",
         content="ancient",
@@ -157,7 +160,7 @@ async def test_unanswered_and_mark_replied(store: Store) -> None:
         needs_reply=True,
         created_at=store.now() - timedelta(hours=2),
     )
-    await store.append_message(session, old)
+    await append_one(store, session, old)
 
     pending = await store.unanswered()
     assert [m.text for m in pending] == ["ancient", "question?"]

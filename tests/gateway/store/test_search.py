@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from gateway.store import Store
+from tests.gateway.store.helpers import append_one
 
 from .helpers import msg, new_chat
 from .test_compaction import plan
@@ -10,7 +11,7 @@ from .test_compaction import plan
 
 async def _archive(store: Store, chat_id: str, texts: list[str]) -> int:
     chat, session = await new_chat(store, chat_id)
-    ids = [(await store.append_message(session, msg(t))).message.id for t in [*texts, "tail"]]
+    ids = [(await append_one(store, session, msg(t))).message.id for t in [*texts, "tail"]]
     await store.apply_compaction(session, plan(ids[:-1], ids[-1]))
     return chat
 
@@ -64,7 +65,7 @@ async def test_long_messages_get_an_excerpt_around_the_match(store: Store) -> No
 async def test_get_message_only_within_its_chat(store: Store) -> None:
     mine, session = await new_chat(store, "mine")
     theirs, _ = await new_chat(store, "theirs")
-    stored = (await store.append_message(session, msg("full text here"))).message
+    stored = (await append_one(store, session, msg("full text here"))).message
     found = await store.get_message(mine, stored.id)
     assert found is not None
     assert found.text == "full text here"

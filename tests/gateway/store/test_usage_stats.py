@@ -9,6 +9,7 @@ import pytest
 
 from gateway.store import CallRecord, Store
 from gateway.store.usage import CACHE_GAPS_KEPT
+from tests.gateway.store.helpers import append_one
 
 from .helpers import fill, msg, new_chat
 from .test_compaction import plan
@@ -48,15 +49,15 @@ async def test_reply_call_becomes_the_hygiene_reference(store: Store) -> None:
     chat, session = await new_chat(store)
     ids = await fill(store, session, 4)
     # A message that arrived while the call was running counts as "since the call".
-    late = await store.append_message(session, msg("late", tokens=9))
+    late = await append_one(store, session, msg("late", tokens=9))
 
     await store.record_call(session, chat, reply(50, read=1000, write=200), last_message_id=ids[-1])
-    hygiene = await store.hygiene_inputs(session)
+    hygiene = await store.get_session(session)
     assert hygiene.last_prompt_tokens == 1250
     assert hygiene.tokens_since_call == late.message.token_estimate
 
-    await store.append_message(session, msg("next", tokens=4))
-    assert (await store.hygiene_inputs(session)).tokens_since_call == 13
+    await append_one(store, session, msg("next", tokens=4))
+    assert (await store.get_session(session)).tokens_since_call == 13
 
 
 async def test_summary_call_does_not_touch_the_reference(store: Store) -> None:
@@ -64,7 +65,7 @@ async def test_summary_call_does_not_touch_the_reference(store: Store) -> None:
     await fill(store, session, 2)
     summary = CallRecord(model="claude-haiku-4-5", purpose="summary", input_tokens=5000, cost_usd=0.002)
     await store.record_call(session, chat, summary, engine_state={"k": 1})
-    hygiene = await store.hygiene_inputs(session)
+    hygiene = await store.get_session(session)
     assert hygiene.last_prompt_tokens is None
     assert hygiene.tokens_since_call == 20
     assert (await store.get_session(session)).engine_state == {"k": 1}

@@ -4,11 +4,18 @@ from __future__ import annotations
 
 import pytest
 
+from agent.caching.policy import choose_tail, expected_costs
 from agent.models import lookup_model
-from agent.ttl_policy import choose_ttl, expected_costs
 
 SONNET = lookup_model("claude-sonnet-4-6")
 MINUTE = 60.0
+
+
+def choose_ttl(gaps: list[float], *, prefix_tokens: int, model: object = SONNET) -> str | None:
+    """The TTL for a prompt with nothing cached, from the chat's overall gap mix."""
+    return choose_tail(
+        gaps, elapsed=None, live_ttl=None, prompt_tokens=prefix_tokens, new_tokens=prefix_tokens, model=SONNET
+    )
 
 
 def test_gaps_of_eight_to_fifty_five_minutes_pick_the_hour() -> None:
@@ -70,7 +77,7 @@ def test_too_few_gaps_fall_back_to_the_default() -> None:
 
 
 def test_next_gap_odds_follow_the_gap_that_just_elapsed() -> None:
-    from agent.ttl_policy import PRIOR_WEIGHT, next_gap_odds
+    from agent.caching.policy import PRIOR_WEIGHT, next_gap_odds
 
     # a working pattern: bursts of quick turns, each burst after a break of two hours or more
     gaps = [m * MINUTE for m in (2, 3, 2, 150, 1, 2, 3, 180, 2, 2, 1, 200)]
@@ -87,40 +94,10 @@ def test_next_gap_odds_follow_the_gap_that_just_elapsed() -> None:
     assert next_gap_odds(gaps, elapsed=None).p5 == pytest.approx(overall.p5)
 
 
-def test_a_live_prefix_is_always_read_even_when_the_chat_rarely_returns_in_time() -> None:
-    from agent.ttl_policy import choose_marker
-
-    rare = [m * MINUTE for m in (130, 180, 240, 600, 900, 4)]
-    # the previous call's entry is still live: a request without markers would pay it all again
-    live = choose_marker(
-        rare, elapsed=4 * MINUTE, live_prefix=True, prompt_tokens=30_000, new_tokens=500, model=SONNET
-    )
-    assert live == "5m"
-    cold = choose_marker(
-        rare, elapsed=300 * MINUTE, live_prefix=False, prompt_tokens=30_000, new_tokens=30_000, model=SONNET
-    )
-    assert cold is None
-
-
-def test_marker_costs_with_worked_numbers() -> None:
-    from agent.ttl_policy import NextGapOdds, marker_costs
-
-    odds = NextGapOdds(p5=0.2, p60=0.9, samples=10)
-    costs = marker_costs(odds, total_tokens=10_000, new_tokens=1_000, rebuy=2.0)
-    # 1h: write 1,000 at 2.0 + read 9,000 at 0.1; next request: 10,000 x (0.9 x 0.1 + 0.1 x 2.0)
-    assert costs.one_hour == pytest.approx(2_000 + 900 + 10_000 * 0.29)
-    # 5m: write 1,000 at 1.25 + read 9,000 at 0.1; next: 10,000 x (0.2 x 0.1 + 0.8 x 2.0)
-    assert costs.five_minutes == pytest.approx(1_250 + 900 + 10_000 * 1.62)
-    assert costs.none == pytest.approx(10_000 * 3.0)
-    assert costs.best == "1h"
-
-
 def test_sparse_private_chat_keeps_the_hour_through_the_day() -> None:
-    from agent.ttl_policy import choose_marker
-
     gaps = [m * MINUTE for m in (12, 40, 25, 55, 9, 600, 30, 18, 44)]
-    for elapsed, live in ((20 * MINUTE, True), (50 * MINUTE, True), (9 * 60 * MINUTE, False)):
-        choice = choose_marker(
-            gaps, elapsed=elapsed, live_prefix=live, prompt_tokens=20_000, new_tokens=400, model=SONNET
+    for elapsed, live in ((20 * MINUTE, "1h"), (50 * MINUTE, "1h"), (9 * 60 * MINUTE, None)):
+        choice = choose_tail(
+            gaps, elapsed=elapsed, live_ttl=live, prompt_tokens=20_000, new_tokens=400, model=SONNET
         )
         assert choice == "1h", (elapsed, live)

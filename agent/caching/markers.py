@@ -1,19 +1,15 @@
-"""Anthropic prompt-cache breakpoints (the `system_and_3` strategy) and tagged per-request context.
+"""Anthropic prompt-cache breakpoints: `system_and_3` (fixed TTL) and `read_and_tail` (a per-call plan).
 
 The API allows at most 4 `cache_control` breakpoints per request, counted over tools, system and
 messages. We mark the system prompt's last block and the last three non-system messages (a rolling
 window, so each new turn reads the previous turn's prefix from cache). Markers the caller put on tool
 definitions are kept and counted; the oldest message breakpoints give way first. Every function here
 is pure: inputs are copied, never changed, and applying the policy twice equals applying it once.
-
-Dynamic context (date, chat title, speaker) goes into the newest user message as a `<context>` block,
-never into the system prompt, so the cached prefix stays byte-stable between turns.
 """
 
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, cast
@@ -303,76 +299,3 @@ def count_breakpoints(request: CachedRequest) -> int:
                 if isinstance(inner, list):
                     total += sum(1 for nested in inner if isinstance(nested, dict) and CACHE_KEY in nested)
     return total
-
-
-# --- tagged data blocks ---------------------------------------------------------------------------
-
-_TAG_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]*$")
-_CONTEXT_KEY = re.compile(r"^[A-Za-z][A-Za-z0-9_ -]*$")
-CONTEXT_TAG: Final = "context"
-
-
-def _neutralise(text: str, tag: str) -> str:
-    """Make every closing (and opening) `tag` inside the text inert, so data cannot end its wrapper."""
-    pattern = re.compile(r"<(\s*/?\s*" + re.escape(tag) + r")(?![A-Za-z0-9_.-])", re.IGNORECASE)
-    return pattern.sub(r"&lt;\1", text)
-
-
-def wrap_data(tag: str, text: str) -> str:
-    """`<tag>\\ntext\\n</tag>`, with any `<tag>` / `</tag>` inside the text neutralised."""
-    if not _TAG_NAME.match(tag):
-        raise ValueError(f"invalid tag name {tag!r}")
-    return f"<{tag}>\n{_neutralise(text, tag)}\n</{tag}>"
-
-
-def context_block(context: Mapping[str, str]) -> Block:
-    """The `<context>` text block: one `key: value` line per entry, values on one line and escaped."""
-    lines: list[str] = []
-    for key, value in context.items():
-        if not _CONTEXT_KEY.match(key):
-            raise ValueError(f"invalid context key {key!r}")
-        flat = " ".join(str(value).split())
-        lines.append(f"{key}: {flat}")
-    return {"type": "text", "text": wrap_data(CONTEXT_TAG, "\n".join(lines))}
-
-
-def _is_context_block(block: Block) -> bool:
-    text = block.get("text")
-    return (
-        block.get("type") == "text"
-        and isinstance(text, str)
-        and text.startswith(f"<{CONTEXT_TAG}>\n")
-        and text.endswith(f"\n</{CONTEXT_TAG}>")
-    )
-
-
-def inject_context_block(messages: Sequence[Message], context: Mapping[str, str]) -> list[Message]:
-    """A new list whose newest user message starts with a `<context>` block (after its tool_results).
-
-    A context block already in that position is replaced, so injecting twice equals injecting once.
-    Only the changed message is copied; the other messages are the caller's objects.
-    """
-    result = list(messages)
-    if not context:
-        return result
-    for index in range(len(result) - 1, -1, -1):
-        if result[index]["role"] == "user":
-            break
-    else:
-        raise ValueError("no user message to carry the context block")
-    target = result[index]
-    content = target["content"]
-    blocks: list[Block] = (
-        ([{"type": "text", "text": content}] if content else [])
-        if isinstance(content, str)
-        else [cast(Block, _copy(b)) for b in content]
-    )
-    position = 0
-    while position < len(blocks) and blocks[position].get("type") == "tool_result":
-        position += 1
-    if position < len(blocks) and _is_context_block(blocks[position]):
-        del blocks[position]
-    blocks.insert(position, context_block(context))
-    updated = cast(Message, {**cast(dict[str, Any], target), "content": blocks})
-    result[index] = updated
-    return result

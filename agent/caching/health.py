@@ -23,7 +23,7 @@ THRASH_STREAK: Final = 3
 
 
 @dataclass(frozen=True, slots=True)
-class CallRecord:
+class CallSample:
     """What one call tells about the cache (JSON-serialisable)."""
 
     at: float
@@ -44,20 +44,20 @@ class CacheHealth:
 
     def __init__(self, chat_key: str) -> None:
         self.chat_key = chat_key
-        self.recent: deque[CallRecord] = deque(maxlen=RECENT_CALLS)
+        self.recent: deque[CallSample] = deque(maxlen=RECENT_CALLS)
         self.calls = 0
         self.input_tokens = 0
         self.cache_read_tokens = 0
         self.cache_write_tokens = 0
         self.warm_miss_streak = 0
         self.thrash_events = 0
-        self._last: CallRecord | None = None
+        self._last: CallSample | None = None
 
     def record(
         self, usage: Usage, *, cacheable_prefix_sent: bool, at: float, ttl_seconds: float
-    ) -> CallRecord:
+    ) -> CallSample:
         """Account for one call. `cacheable_prefix_sent`: a marked prefix >= the model minimum was sent."""
-        call = CallRecord(
+        call = CallSample(
             at=at,
             input_tokens=usage.input_tokens,
             cache_read_tokens=usage.cache_read_input_tokens,
@@ -131,6 +131,6 @@ class CacheHealth:
         health.warm_miss_streak = int(data.get("warm_miss_streak", 0))
         health.thrash_events = int(data.get("thrash_events", 0))
         for raw in data.get("recent", []):
-            health.recent.append(CallRecord(**raw))
+            health.recent.append(CallSample(**raw))
         health._last = health.recent[-1] if health.recent else None
         return health

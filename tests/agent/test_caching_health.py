@@ -6,7 +6,7 @@ import logging
 
 import pytest
 
-from agent.cache_health import CacheHealth
+from agent.caching.health import CacheHealth
 from agent.usage import Usage
 
 TTL = 300.0

@@ -27,12 +27,13 @@ from agent.models import (
     CACHE_READ_MULTIPLIER,
     CACHE_WRITE_1H_MULTIPLIER,
     CACHE_WRITE_5M_MULTIPLIER,
+    TTL_SECONDS,
     CacheTTL,
     ModelInfo,
 )
 
-FIVE_MINUTES: Final = 300.0
-ONE_HOUR: Final = 3600.0
+FIVE_MINUTES: Final = TTL_SECONDS["5m"]
+ONE_HOUR: Final = TTL_SECONDS["1h"]
 MIN_SAMPLES: Final = 3
 DEFAULT_TTL: Final[CacheTTL] = "5m"
 """Used until a chat has enough gaps to measure: the API's and the seed's default."""
@@ -58,13 +59,8 @@ class TtlCosts:
         return min(options, key=lambda o: (o[0], o[1]))[2]
 
 
-def expected_costs(gaps_seconds: Sequence[float]) -> TtlCosts:
-    """The cost model of the module docstring over the given gaps (at least one)."""
-    if not gaps_seconds:
-        raise ValueError("at least one gap is needed")
-    n = len(gaps_seconds)
-    p5 = sum(1 for g in gaps_seconds if g <= FIVE_MINUTES) / n
-    p60 = sum(1 for g in gaps_seconds if g <= ONE_HOUR) / n
+def stationary_costs(p5: float, p60: float) -> TtlCosts:
+    """The cost model of the module docstring for given odds of a gap within 5 and 60 minutes."""
     return TtlCosts(
         p5=p5,
         p60=p60,
@@ -74,15 +70,14 @@ def expected_costs(gaps_seconds: Sequence[float]) -> TtlCosts:
     )
 
 
-def choose_ttl(
-    gaps_seconds: Sequence[float], *, prefix_tokens: int, model: ModelInfo, min_samples: int = MIN_SAMPLES
-) -> CacheTTL | None:
-    """`"5m"`, `"1h"` or None (place no marker), whichever the chat's gaps make cheapest."""
-    if prefix_tokens < model.min_cacheable_tokens:
-        return None
-    if len(gaps_seconds) < min_samples:
-        return DEFAULT_TTL
-    return expected_costs(gaps_seconds).best
+def expected_costs(gaps_seconds: Sequence[float]) -> TtlCosts:
+    """The cost model over the given gaps (at least one)."""
+    if not gaps_seconds:
+        raise ValueError("at least one gap is needed")
+    n = len(gaps_seconds)
+    p5 = sum(1 for g in gaps_seconds if g <= FIVE_MINUTES) / n
+    p60 = sum(1 for g in gaps_seconds if g <= ONE_HOUR) / n
+    return stationary_costs(p5, p60)
 
 
 # --- per request, conditioned on the gap that just elapsed ----------------------------------------------
@@ -153,62 +148,6 @@ class MarkerCosts:
         return min(options, key=lambda o: (o[0], o[1]))[2]
 
 
-def marker_costs(odds: NextGapOdds, *, total_tokens: int, new_tokens: int, rebuy: float) -> MarkerCosts:
-    """This request and the next, per choice: `new_tokens` are paid at the write price (1.0 without
-    markers), the rest of the prompt is a live prefix read at 0.1 (only with markers: a request
-    without them reads nothing); at the next request the whole prompt is read at 0.1 if it comes
-    within the TTL, else bought again at `rebuy`."""
-    new = min(max(new_tokens, 0), total_tokens)
-    old = total_tokens - new
-
-    def with_marker(ttl: CacheTTL, p: float) -> float:
-        now = _WRITE[ttl] * new + CACHE_READ_MULTIPLIER * old
-        return now + total_tokens * (CACHE_READ_MULTIPLIER * p + rebuy * (1.0 - p))
-
-    return MarkerCosts(
-        none=float(total_tokens) * (1.0 + rebuy),
-        five_minutes=with_marker("5m", odds.p5),
-        one_hour=with_marker("1h", odds.p60),
-    )
-
-
-def choose_marker(
-    gaps_seconds: Sequence[float],
-    *,
-    elapsed: float | None,
-    live_prefix: bool,
-    prompt_tokens: int,
-    new_tokens: int,
-    model: ModelInfo,
-    min_samples: int = MIN_SAMPLES,
-) -> CacheTTL | None:
-    """The TTL for this request given the chat's state (`auto`).
-
-    With a live cached prefix (the previous request's entry has not expired) only the new tokens
-    are at stake now and a marker is always placed, since a request without one cannot read the
-    prefix. Otherwise the whole prompt is new and the long-run cost per request of each choice
-    under the odds for the next gap decides, as in `expected_costs`. `rebuy` (what a token costs
-    when it must be bought again) is the write price of the chat's long-run best choice.
-    """
-    if prompt_tokens < model.min_cacheable_tokens:
-        return None
-    if len(gaps_seconds) < min_samples:
-        return DEFAULT_TTL
-    odds = next_gap_odds(gaps_seconds, elapsed=elapsed)
-    if not live_prefix:
-        stationary = TtlCosts(
-            p5=odds.p5,
-            p60=odds.p60,
-            none=1.0,
-            five_minutes=CACHE_READ_MULTIPLIER * odds.p5 + CACHE_WRITE_5M_MULTIPLIER * (1.0 - odds.p5),
-            one_hour=CACHE_READ_MULTIPLIER * odds.p60 + CACHE_WRITE_1H_MULTIPLIER * (1.0 - odds.p60),
-        )
-        return stationary.best
-    rebuy = _WRITE[expected_costs(gaps_seconds).best]
-    costs = marker_costs(odds, total_tokens=prompt_tokens, new_tokens=new_tokens, rebuy=rebuy)
-    return "5m" if costs.five_minutes <= costs.one_hour else "1h"
-
-
 # --- per request, with the read of a live prefix separate from the write of the new tail -----------------
 
 
@@ -255,23 +194,17 @@ def choose_tail(
 
     With a live entry (`live_ttl`, read by its own marker whatever is chosen here) `tail_costs`
     decides over the `new_tokens` after it; with none, the long-run cost per request under the
-    odds for the next gap (as `choose_marker` does).
+    odds for the next gap.
     """
     if prompt_tokens < model.min_cacheable_tokens:
         return None
     if len(gaps_seconds) < min_samples:
         return DEFAULT_TTL
-    if live_ttl is None:
-        return choose_marker(
-            gaps_seconds,
-            elapsed=elapsed,
-            live_prefix=False,
-            prompt_tokens=prompt_tokens,
-            new_tokens=prompt_tokens,
-            model=model,
-            min_samples=min_samples,
-        )
     odds = next_gap_odds(gaps_seconds, elapsed=elapsed)
+    if live_ttl is None:
+        # Nothing cached to read: the whole prompt is new, so the long-run cost per request under the
+        # odds for the next gap decides (as `expected_costs` does for the overall mix).
+        return stationary_costs(odds.p5, odds.p60).best
     rebuy = _WRITE[expected_costs(gaps_seconds).best]
     costs = tail_costs(
         odds, live_ttl=live_ttl, total_tokens=prompt_tokens, new_tokens=new_tokens, rebuy=rebuy

@@ -1,22 +1,25 @@
-"""`plan_turn`: which cached prefixes a turn reads and whether its new tail is written."""
+"""`plan_turn`: which cached prefixes a turn reads and whether its new tail is written; the cache state
+round-trips through JSON and advances after a turn."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from agent.loop import TurnCachePlan
+from agent.caching.health import CacheHealth
+from agent.caching.plan import CachedPrefix, CacheState, TurnCachePlan, advance, plan_turn
 from agent.models import lookup_model
-from gateway.cache_policy import CachedPrefix, plan_turn
 
 MODEL = lookup_model("claude-sonnet-4-6")
 NOW = datetime(2026, 11, 16, 12, 0, tzinfo=UTC)
-WINDOW = [(1,), (2,), (3, 4), (5,), (6, 7, 8)]
+WINDOW = [1, 2, 4, 5, 8]
+"""The newest stored message of each window message."""
 
 
 def plan(prefixes: list[CachedPrefix], gaps: list[float], *, new: int, elapsed: float) -> TurnCachePlan:
     return plan_turn(
-        gaps,
-        prefixes=prefixes,
+        "auto",
+        CacheState(tuple(prefixes)),
+        gaps_seconds=gaps,
         window_ids=WINDOW,
         tokens_after=lambda _message_id: new,
         prompt_tokens=20_000,
@@ -52,3 +55,31 @@ def test_an_entry_about_to_expire_is_not_counted_on() -> None:
     result = plan(prefixes, [60.0] * 10, new=500, elapsed=290.0)
     assert result.reads == ()
     assert result.first_tail == "5m"
+
+
+def test_fixed_modes_roll_and_disabled_caching_marks_nothing() -> None:
+    state = CacheState((CachedPrefix(5, "1h", NOW),))
+    args = {
+        "gaps_seconds": [60.0] * 5,
+        "window_ids": WINDOW,
+        "tokens_after": lambda _id: 0,
+        "prompt_tokens": 20_000,
+        "model": MODEL,
+        "now": NOW,
+        "last_call_at": NOW,
+    }
+    assert plan_turn("1h", state, **args) == TurnCachePlan(rolling="1h")  # type: ignore[arg-type]
+    assert plan_turn(None, state, **args) == TurnCachePlan()  # type: ignore[arg-type]
+
+
+def test_state_round_trips_and_advances_after_a_turn() -> None:
+    health = CacheHealth("chat 1")
+    old = CacheState((CachedPrefix(2, "1h", NOW - timedelta(minutes=50)), CachedPrefix(4, "5m", NOW)))
+    later = NOW + timedelta(minutes=3)
+    new = advance(old, [(2, "1h", False), (9, "5m", True)], now=later, health=health)
+    assert new.prefixes == (CachedPrefix(2, "1h", NOW - timedelta(minutes=50)), CachedPrefix(9, "5m", later))
+    assert CacheState.from_json(new.to_json()) == new
+    assert new.health_for("chat 1").chat_key == "chat 1"
+    assert not new.expired(later + timedelta(minutes=4))
+    assert new.expired(later + timedelta(minutes=11))
+    assert CacheState.from_json(None) == CacheState()

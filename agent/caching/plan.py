@@ -1,0 +1,255 @@
+"""The prompt-cache plan (pure): what a session has cached, how each call of a turn is marked, and what
+is cached after the turn.
+
+`CacheState` is the session's durable cache knowledge (the cached prefixes by stored message id, when
+each was last written or read, and the cache health); the gateway stores it with the session, so a
+restart or another worker plans from the same facts. `plan_turn` turns it into a `TurnCachePlan`;
+the agent loop's `CacheCursor` places each call's markers from that plan and decides the call's TTL;
+`advance` folds what the turn cached back into a new `CacheState`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any, Generic, Literal, TypeVar
+
+from agent.caching.health import CacheHealth
+from agent.caching.markers import (
+    CachedRequest,
+    MarkerPlan,
+    apply_cache_control,
+    apply_marker_plan,
+    strip_cache_control,
+)
+from agent.caching.policy import choose_tail
+from agent.models import TTL_SECONDS, CacheTTL, ModelInfo
+from agent.tokens import Calibration
+from agent.types import Message
+
+R = TypeVar("R")
+CacheMode = Literal["5m", "1h", "auto"]
+EXPIRY_MARGIN = timedelta(seconds=30)
+"""An entry this close to its expiry counts as expired: the request is sent a moment after deciding."""
+
+
+@dataclass(frozen=True, slots=True)
+class CachedPrefix:
+    """A stored message whose prompt prefix has a cache entry: its TTL and when it was last written or
+    read (each restarts the TTL)."""
+
+    message_id: int
+    ttl: CacheTTL
+    at: datetime
+
+    def live(self, now: datetime, margin: timedelta = EXPIRY_MARGIN) -> bool:
+        return now - self.at <= timedelta(seconds=TTL_SECONDS[self.ttl]) - margin
+
+
+@dataclass(frozen=True, slots=True)
+class CacheState:
+    """What a session's prompt cache holds (JSON with the session row)."""
+
+    prefixes: tuple[CachedPrefix, ...] = ()
+    health: Mapping[str, Any] = field(default_factory=dict)
+    """`CacheHealth.to_dict()` of the session's chat."""
+    calibration: Mapping[str, Any] = field(default_factory=dict)
+    """`Calibration.to_dict()` as of the session's last turn: the token estimates its plan was made with,
+    so a new process starts from them instead of from an unlearned factor."""
+
+    def live(self, now: datetime) -> list[CachedPrefix]:
+        return [p for p in self.prefixes if p.live(now, margin=timedelta(0))]
+
+    def expired(self, now: datetime) -> bool:
+        """True when no cache entry of the session can still be read."""
+        return not self.live(now)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "prefixes": [[p.message_id, p.ttl, p.at.timestamp()] for p in self.prefixes],
+            "health": dict(self.health),
+            "calibration": dict(self.calibration),
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any] | None) -> CacheState:
+        if not data:
+            return cls()
+        prefixes = tuple(
+            CachedPrefix(int(mid), "1h" if ttl == "1h" else "5m", datetime.fromtimestamp(float(at), UTC))
+            for mid, ttl, at in data.get("prefixes", [])
+        )
+        return cls(
+            prefixes=prefixes,
+            health=dict(data.get("health") or {}),
+            calibration=dict(data.get("calibration") or {}),
+        )
+
+    def health_for(self, chat_key: str) -> CacheHealth:
+        return CacheHealth.from_dict(self.health) if self.health else CacheHealth(chat_key)
+
+
+@dataclass(frozen=True, slots=True)
+class TurnCachePlan:
+    """How one turn marks its calls.
+
+    `rolling` set: `system_and_3` at that TTL on every call (a fixed `prompt_caching.cache_ttl`).
+    Otherwise `read_and_tail`: the first call reads `reads` (window indices whose prefix is cached and
+    live, with their TTL) and writes `first_tail`; each later call (a tool round, seconds later) reads
+    what the turn cached so far and writes `round_tail`. All empty: no markers (caching off).
+    """
+
+    rolling: CacheTTL | None = None
+    reads: tuple[tuple[int, CacheTTL], ...] = ()
+    first_tail: CacheTTL | None = None
+    round_tail: CacheTTL | None = None
+
+
+OFF = TurnCachePlan()
+
+
+def plan_turn(
+    mode: CacheMode | None,
+    state: CacheState,
+    *,
+    gaps_seconds: Sequence[float],
+    window_ids: Sequence[int | None],
+    tokens_after: Callable[[int], int],
+    prompt_tokens: int,
+    model: ModelInfo,
+    now: datetime,
+    last_call_at: datetime | None,
+) -> TurnCachePlan:
+    """The turn's plan. Fixed modes roll `system_and_3`; `auto` reads every live cached prefix still in
+    the window (`window_ids[i]` is the newest stored message of window message i) and writes the new
+    tail only when `choose_tail` finds it cheaper. `tokens_after(id)` is the size of the stored
+    messages after message `id`: what an unmarked tail leaves uncached."""
+    if mode is None:
+        return OFF
+    if mode != "auto":
+        return TurnCachePlan(rolling=mode)
+    index_of = {mid: i for i, mid in enumerate(window_ids) if mid is not None}
+    live = sorted(
+        (p for p in state.prefixes if p.message_id in index_of and p.live(now)),
+        key=lambda p: index_of[p.message_id],
+    )
+    reads = tuple((index_of[p.message_id], p.ttl) for p in live)
+    newest = live[-1] if live else None
+    live_ttl: CacheTTL | None = None
+    if newest is not None:
+        live_ttl = "1h" if any(p.ttl == "1h" for p in live) else newest.ttl
+    tail = choose_tail(
+        gaps_seconds,
+        elapsed=None if last_call_at is None else (now - last_call_at).total_seconds(),
+        live_ttl=live_ttl,
+        prompt_tokens=prompt_tokens,
+        new_tokens=prompt_tokens if newest is None else tokens_after(newest.message_id),
+        model=model,
+    )
+    return TurnCachePlan(reads=reads, first_tail=tail, round_tail="5m")
+
+
+@dataclass(frozen=True, slots=True)
+class CachePoint(Generic[R]):
+    """A window message whose prefix has a cache entry after the turn; `touched` when this turn wrote
+    or read it (its expiry restarted)."""
+
+    ref: R | None
+    ttl: CacheTTL
+    touched: bool
+
+
+class CacheCursor:
+    """One turn's cache bookkeeping in the loop: places each call's markers from the plan, decides the
+    call's TTL (the longest marker it carries), and tracks which window prefixes are cached."""
+
+    def __init__(self, plan: TurnCachePlan) -> None:
+        self.plan = plan
+        self.points: list[tuple[int, CacheTTL]] = list(plan.reads)
+        """Window indices with a cache entry, oldest first (reset by a compaction)."""
+        self.touched: set[int] = set()
+        self.calls = 0
+        self._placed: MarkerPlan | None = None
+
+    def place(
+        self, system: str, messages: list[Message], tools: list[dict[str, Any]]
+    ) -> tuple[CachedRequest, CacheTTL | None]:
+        """The call's request parts with their markers, and the call's TTL (None: no marker)."""
+        plan = self.plan
+        self._placed = None
+        if plan.rolling is not None:
+            return apply_cache_control(system, messages, ttl=plan.rolling, tools=tools), plan.rolling
+        tail = plan.first_tail if self.calls == 0 else plan.round_tail
+        if not plan.reads and tail is None and not self.points:
+            return strip_cache_control(system, messages, tools=tools), None
+        reads = tuple(r for r in self._readers() if r[0] < len(messages))
+        self._placed = MarkerPlan(reads=reads, tail=tail if messages else None)
+        ttls = [t for _, t in reads] + ([tail] if tail is not None and messages else [])
+        call_ttl: CacheTTL | None = "1h" if "1h" in ttls else "5m" if ttls else None
+        return apply_marker_plan(system, messages, plan=self._placed, tools=tools), call_ttl
+
+    def called(self, count: int) -> None:
+        """After a call of `count` messages: the newest read point was refreshed and the tail written."""
+        self.calls += 1
+        if self.plan.rolling is not None and count > 0:
+            self.points = [(count - 1, self.plan.rolling)]
+            self.touched = {count - 1}
+            return
+        placed = self._placed
+        if placed is None:
+            return
+        if placed.reads:
+            self.touched.add(max(i for i, _ in placed.reads))
+        if placed.tail is not None and count > 0:
+            self.points = [p for p in self.points if p[0] != count - 1] + [(count - 1, placed.tail)]
+            self.touched.add(count - 1)
+
+    def reset(self) -> None:
+        """The prompt changed (a compaction): no cached prefix matches it any more."""
+        self.points = []
+        self.touched = set()
+
+    def _readers(self) -> tuple[tuple[int, CacheTTL], ...]:
+        """The newest cached point, and the newest one-hour point when older (the fallback read)."""
+        if not self.points:
+            return ()
+        newest = self.points[-1]
+        hour = next((p for p in reversed(self.points[:-1]) if p[1] == "1h"), None)
+        return (newest,) if hour is None or newest[1] == "1h" else (hour, newest)
+
+    def cache_points(self, refs: Sequence[R | None]) -> list[CachePoint[R]]:
+        """The cached points after the turn, with the window's refs (`refs[i]` of window message i)."""
+        return [CachePoint(refs[i], ttl, i in self.touched) for i, ttl in self._readers() if i < len(refs)]
+
+
+def advance(
+    state: CacheState,
+    points: Sequence[tuple[int, CacheTTL, bool]],
+    *,
+    now: datetime,
+    health: CacheHealth | None = None,
+    calibration: Calibration | None = None,
+) -> CacheState:
+    """The session's cache after a turn: `points` are (message id, TTL, touched) of the prefixes cached
+    at its end; an untouched one keeps the time it was last written or read."""
+    before = {p.message_id: p for p in state.prefixes}
+    prefixes: list[CachedPrefix] = []
+    for message_id, ttl, touched in points:
+        old = before.get(message_id)
+        if touched or old is not None:
+            at = now if touched or old is None else old.at
+            prefixes.append(CachedPrefix(message_id, ttl, at))
+    return CacheState(
+        prefixes=tuple(prefixes),
+        health=health.to_dict() if health is not None else state.health,
+        calibration=calibration.to_dict() if calibration is not None else state.calibration,
+    )
+
+
+def adopt_calibration(calibration: Calibration, state: CacheState) -> None:
+    """A process that has learned nothing yet starts from the factor the session's last turn used."""
+    if calibration.samples == 0 and state.calibration:
+        stored = Calibration.from_dict(state.calibration)
+        if stored.model == calibration.model:
+            calibration.factor, calibration.samples = stored.factor, stored.samples

@@ -1,0 +1,154 @@
+"""What one turn writes: the agent loop's hooks (persist, compact, usage) and the session's cache state
+at the end, built with explicit dependencies (store, compactor, metrics, clock).
+
+A turn's messages are stored right after the newest message it answers, before anything that arrived
+meanwhile; a compaction in the loop goes through the one `Compactor` over those stored rows and hands
+the loop the window rebuilt from them.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from datetime import datetime
+
+from agent.caching.health import CacheHealth
+from agent.caching.plan import CacheState, advance
+from agent.context_engine import ContextEngine
+from agent.llm import LLMResponse
+from agent.loop import Compacted, Entry, TurnResult
+from agent.models import TTL_SECONDS, CacheTTL, ModelInfo, cost_usd
+from agent.summary import system_prompt
+from agent.tokens import Calibration
+from agent.types import Message, text_of
+from gateway.compaction import CompactionReport, Compactor
+from gateway.metrics import Metrics
+from gateway.store import CallRecord, NewMessage, SessionRecord, Store, StoredMessage
+from gateway.window import build_window, rows_through
+
+logger = logging.getLogger(__name__)
+
+Ref = tuple[int, ...]
+IN_LOOP = "agent"
+
+
+def window_entries(rows: Sequence[StoredMessage]) -> list[Entry[Ref]]:
+    """The request window of stored rows (same-role neighbours merged), each with its row ids."""
+    return [Entry(i.message, i.ids) for i in build_window(rows)]
+
+
+def newest_id(ref: Ref | None) -> int | None:
+    """The stored message id a window message stands for (the newest row of a merged message)."""
+    return max(ref) if ref else None
+
+
+class TurnRecorder:
+    """`agent.loop.TurnHooks` for one turn of one session."""
+
+    def __init__(
+        self,
+        *,
+        store: Store,
+        compactor: Compactor,
+        metrics: Metrics | None,
+        clock: Callable[[], datetime],
+        session: SessionRecord,
+        engine: ContextEngine,
+        model: ModelInfo,
+        base_prompt: str,
+        cache: CacheState,
+        calibration: Calibration | None,
+        after_id: int | None,
+    ) -> None:
+        self.store = store
+        self.compactor = compactor
+        self.metrics = metrics
+        self.clock = clock
+        self.session = session
+        self.engine = engine
+        self.model = model
+        self.base_prompt = base_prompt
+        self.cache = cache
+        self.calibration = calibration
+        self.health: CacheHealth = cache.health_for(f"chat {session.chat_pk}")
+        self.after_id = after_id
+        """The newest message of the turn so far: its new messages are stored right after it."""
+        self.reports: list[CompactionReport] = []
+        self.calls = 0
+
+    async def persist(self, messages: list[Message]) -> list[Ref]:
+        stored = await self.store.append_messages(
+            self.session.id,
+            [
+                NewMessage(
+                    role=m["role"],
+                    content=m["content"],
+                    text=text_of(m),
+                    author_id="assistant" if m["role"] == "assistant" else "tool",
+                    author_name="assistant" if m["role"] == "assistant" else "tool",
+                    token_estimate=self.engine.count_tokens(m),
+                    created_at=self.clock(),
+                )
+                for m in messages
+            ],
+            after_id=self.after_id,
+        )
+        if stored:
+            self.after_id = stored[-1].message.id
+        return [(s.message.id,) for s in stored]
+
+    async def compact(self, window: Sequence[Entry[Ref]], *, force: bool, why: str) -> Compacted[Ref] | None:
+        report = await self.compactor.compact(
+            self.session, self.engine, trigger=IN_LOOP, force=force, through_id=self.after_id
+        )
+        self.reports.append(report)
+        if not report.changed:
+            logger.info("in-loop compaction changed nothing (%s): %s", why, report.reason)
+            return None
+        rows = rows_through(await self.store.load_window(self.session.id), self.after_id)
+        return Compacted(window_entries(rows), system=system_prompt(self.base_prompt, compacted=True))
+
+    async def usage(
+        self, response: LLMResponse, *, purpose: str, last_ref: Ref | None, ttl: CacheTTL | None
+    ) -> None:
+        opens_turn = self.calls == 0
+        self.calls += 1
+        usage = response.usage
+        if self.metrics is not None:
+            self.metrics.observe_usage(usage, purpose=purpose)
+        self.health.record(
+            usage,
+            cacheable_prefix_sent=ttl is not None and usage.prompt_tokens >= self.model.min_cacheable_tokens,
+            at=self.clock().timestamp(),
+            ttl_seconds=TTL_SECONDS[ttl or "5m"],
+        )
+        await self.store.record_call(
+            self.session.id,
+            self.session.chat_pk,
+            CallRecord(
+                model=response.model or self.model.name,
+                purpose="reply",
+                input_tokens=usage.input_tokens,
+                output_tokens=usage.output_tokens,
+                cache_creation_tokens=usage.cache_creation_input_tokens,
+                cache_read_tokens=usage.cache_read_input_tokens,
+                latency_ms=int(response.latency_s * 1000),
+                cost_usd=cost_usd(self.model, usage, ttl=ttl or "5m"),
+                cache_ttl=ttl,
+                opens_turn=opens_turn,
+            ),
+            last_message_id=newest_id(last_ref),
+            engine_state=self.engine.state.to_json(),
+        )
+
+    def cache_after(self, result: TurnResult[Ref] | None) -> CacheState:
+        """The session's cache state after the turn (its prefixes unchanged when the turn failed)."""
+        if result is None:
+            points = [(p.message_id, p.ttl, False) for p in self.cache.prefixes]
+        else:
+            points = [
+                (message_id, p.ttl, p.touched)
+                for p in result.cache_points
+                if (message_id := newest_id(p.ref)) is not None
+            ]
+        return advance(self.cache, points, now=self.clock(), health=self.health, calibration=self.calibration)

@@ -1,0 +1,75 @@
+"""The session's cache state is stored with it: a restart between two turns changes nothing about how the
+second turn marks its request, and it still reads the prefix the first turn cached."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import text
+
+from agent.caching.plan import CacheState
+from tests.fakes.anthropic_server import FakeAnthropic
+from tests.support.gateway_bot import running_bot
+from tests.support.memory_adapter import ALICE, MemoryAdapter
+
+BIG = "background: " + " ".join(f"fact{i} about the deployment" for i in range(900))
+
+
+def markers(body: dict[str, Any]) -> list[tuple[int, int, dict[str, Any]]]:
+    """(message index, block index, cache_control) of every marked block of a request."""
+    found = []
+    for i, message in enumerate(body["messages"]):
+        if isinstance(message["content"], list):
+            for j, block in enumerate(message["content"]):
+                if "cache_control" in block:
+                    found.append((i, j, block["cache_control"]))
+    return found
+
+
+async def two_turns(db_url: str, *, restart: bool) -> tuple[dict[str, Any], dict[str, Any], CacheState]:
+    """Turn 1 (with a tool round) and turn 2 a minute later; returns the second turn's request body,
+    its usage, and the cache state stored after turn 1."""
+    async with FakeAnthropic() as fake:
+        fake.script_reply(tool_uses=[{"name": "current_time", "input": {}}])
+        fake.script_reply("Noted.")
+        adapter = MemoryAdapter()
+        async with running_bot(fake, db_url, adapter=adapter) as bot:
+            # The chat has come back every 20 minutes so far: its first tail is worth an hour's entry.
+            chat = await bot.store.chat_for("telegram", ALICE.user_id, kind="private", title=None)
+            session = await bot.store.active_session(chat.id)
+            async with bot.store.engine.begin() as conn:
+                await conn.execute(
+                    text("UPDATE sessions SET cache_gaps = :g WHERE id = :s"),
+                    {"g": json.dumps([1200.0] * 10), "s": session.id},
+                )
+            await bot.adapter.say(BIG, user=ALICE)
+            chat_pk = await bot.chat_pk("telegram", ALICE.user_id)
+            state = CacheState.from_json((await bot.store.active_session(chat_pk)).cache_state)
+            if not restart:
+                await bot.adapter.say("and what changed since?", user=ALICE, message_id="second")
+                request = bot.replies()[-1]
+                return request.body, dict(request.usage or {}), state
+        async with running_bot(fake, db_url, adapter=MemoryAdapter()) as bot:
+            await bot.adapter.say("and what changed since?", user=ALICE, message_id="second")
+            request = bot.replies()[-1]
+            return request.body, dict(request.usage or {}), state
+
+
+async def test_a_restart_between_turns_keeps_the_cache_plan(tmp_path: Path) -> None:
+    from gateway.store.migrate import upgrade_async
+
+    urls = []
+    for name in ("restarted", "continuous"):
+        url = f"sqlite+aiosqlite:///{tmp_path / name}.db"
+        await upgrade_async(url)
+        urls.append(url)
+    body_r, usage_r, state = await two_turns(urls[0], restart=True)
+    body_c, usage_c, _ = await two_turns(urls[1], restart=False)
+    # the first call's hour-long tail and the tool round's five-minute one, each with its time
+    assert [p.ttl for p in state.prefixes] == ["1h", "5m"]
+    assert markers(body_r) == markers(body_c)
+    assert markers(body_r)[0] == (0, 1, {"type": "ephemeral", "ttl": "1h"})  # the hour entry is read
+    assert json.dumps(body_r["system"]) == json.dumps(body_c["system"])
+    assert usage_r["cache_read_input_tokens"] == usage_c["cache_read_input_tokens"] > 0
