@@ -9,11 +9,10 @@ import asyncio
 import contextlib
 import gc
 import logging
-import signal
 import sys
-from collections.abc import AsyncIterator, Awaitable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any, TypeVar
+from typing import Any
 
 from agent.caching.plan import CacheState
 from agent.context_engine import CompressionConfig, ContextEngine, EngineState, Summarizer
@@ -37,6 +36,7 @@ from gateway.config import Settings
 from gateway.errors import SendError
 from gateway.history import ChatHistorySearch
 from gateway.jobs import standard_jobs
+from gateway.lifecycle import StopRequested, stop_on_signals, unless_stopped
 from gateway.metrics import Metrics, MetricsServer
 from gateway.pipeline import Pipeline, RateLimiter
 from gateway.platforms.base import (
@@ -418,9 +418,9 @@ async def _serve(
     settings: Settings, adapters: Sequence[PlatformAdapter], *, until: asyncio.Event | None = None
 ) -> int:
     stop = until or asyncio.Event()
-    _stop_on_signals(stop, settings.shutdown_timeout_s)
+    stop_on_signals(stop, settings.shutdown_timeout_s)
     try:
-        store = await _unless_stopped(
+        store = await unless_stopped(
             Store.open(
                 settings.database_url,
                 pool_size=settings.database_pool_size,
@@ -428,77 +428,39 @@ async def _serve(
             ),
             stop,
         )
-    except _StopRequested:
+    except StopRequested:
         return 0
     llm = _make_llm(settings)
     summary_llm = _make_summary_llm(settings, llm)
     gateway = Gateway(settings, adapters, store=store, llm=llm, summary_llm=summary_llm)
     try:
         # A stop requested while starting (connecting, syncing, recovering) cancels the start.
-        await _unless_stopped(gateway.start(), stop)
+        await unless_stopped(gateway.start(), stop)
         logger.info("gateway running; press Ctrl-C to stop")
         await stop.wait()
-    except _StopRequested:
+    except StopRequested:
         logger.info("start-up cancelled")
     finally:
         logger.info("stopping")
+        budget = settings.shutdown_timeout_s - _CLOSE_TIMEOUT_S
         try:
-            async with asyncio.timeout(settings.shutdown_timeout_s):
+            async with asyncio.timeout(budget):
                 await gateway.stop()
         except TimeoutError:
-            logger.error("stopping took longer than %.0fs; exiting anyway", settings.shutdown_timeout_s)
-        await _closed_quickly(llm.close(), "the model client")
-        if summary_llm is not llm:
-            await _closed_quickly(summary_llm.close(), "the summary model client")
-        await _closed_quickly(store.close(), "the database")
+            logger.error("stopping took longer than %.0fs; exiting anyway", budget)
+        clients = [llm] if summary_llm is llm else [llm, summary_llm]
+        try:
+            async with asyncio.timeout(_CLOSE_TIMEOUT_S):
+                await asyncio.gather(*(c.close() for c in clients), store.close())
+        except TimeoutError:
+            logger.warning("closing the model clients and the database took too long; exiting anyway")
     return 0
 
 
 ADAPTER_STOP_RESERVE_S = 4.0
 """Of `shutdown_timeout_s`, what the adapters keep for stopping after the turns (see Gateway.stop)."""
 _CLOSE_TIMEOUT_S = 1.0
-_T = TypeVar("_T")
-
-
-def _stop_on_signals(stop: asyncio.Event, budget_s: float) -> None:
-    """SIGINT/SIGTERM set `stop`, at any phase of the process's life (installed before anything starts)."""
-    loop = asyncio.get_running_loop()
-
-    def request(sig: signal.Signals) -> None:
-        if not stop.is_set():
-            logger.info("%s received: stopping (within %.0fs)", sig.name, budget_s)
-        stop.set()
-
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        with contextlib.suppress(NotImplementedError, RuntimeError):
-            loop.add_signal_handler(sig, request, sig)
-
-
-class _StopRequested(Exception):
-    """SIGINT/SIGTERM arrived before the awaited start-up step finished (the step was cancelled)."""
-
-
-async def _unless_stopped(work: Awaitable[_T], stop: asyncio.Event) -> _T:
-    """The result of `work`, unless `stop` is set first: then `work` is cancelled, `_StopRequested` raised."""
-    task = asyncio.ensure_future(work)
-    stopped = asyncio.ensure_future(stop.wait())
-    try:
-        await asyncio.wait({task, stopped}, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        stopped.cancel()
-    if not task.done():
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
-        raise _StopRequested
-    return task.result()
-
-
-async def _closed_quickly(closing: Awaitable[None], what: str) -> None:
-    try:
-        async with asyncio.timeout(_CLOSE_TIMEOUT_S):
-            await closing
-    except TimeoutError:
-        logger.warning("closing %s took longer than %.0fs; exiting anyway", what, _CLOSE_TIMEOUT_S)
+"""Of `shutdown_timeout_s`, what closing the model clients and the database may take at the end."""
 
 
 def run(settings: Settings) -> int:

@@ -170,11 +170,18 @@ class DiscordAdapter:
         raise PlatformStartError(f"discord gateway not READY within {self._ready_timeout:.0f}s")
 
     async def stop(self) -> None:
-        """Stop syncing and receiving, give messages being stored a moment, close the connection."""
+        """Stop syncing and receiving and close the connection, while messages being stored get a
+        moment (`drain_timeout`) to finish."""
         sync, self._sync_task = self._sync_task, None
         if sync is not None:
             sync.cancel()
             await asyncio.gather(sync, return_exceptions=True)
+        cancelled, _ = await asyncio.gather(self._lanes.drain(self._drain_timeout), self._disconnect())
+        if cancelled:
+            logger.warning("discord: %d message(s) were still being stored at shutdown", cancelled)
+        self._restore_library_urls()
+
+    async def _disconnect(self) -> None:
         client, self._client = self._client, None
         task, self._connect_task = self._connect_task, None
         if client is not None:
@@ -186,10 +193,6 @@ class DiscordAdapter:
             for stuck in pending:
                 stuck.cancel()
             await asyncio.gather(task, return_exceptions=True)
-        cancelled = await self._lanes.drain(self._drain_timeout)
-        if cancelled:
-            logger.warning("discord: %d message(s) were still being stored at shutdown", cancelled)
-        self._restore_library_urls()
 
     def _connection_ended(self, task: asyncio.Task[None]) -> None:
         if task.cancelled() or not self._ready.is_set():
