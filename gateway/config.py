@@ -173,6 +173,12 @@ class Settings(BaseSettings):
 
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = "INFO"
     spool_dir: Path = Path("./spool")
+    shutdown_timeout_s: float = Field(
+        8.0,
+        ge=2.0,
+        le=600.0,
+        description="SIGTERM/SIGINT to exit; keep it below the supervisor's kill timeout",
+    )
 
     compression: CompressionSettings = CompressionSettings()
     auxiliary: AuxiliarySettings = AuxiliarySettings()

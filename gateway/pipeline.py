@@ -104,13 +104,36 @@ class Pipeline:
         self.media = media
         self._tasks: dict[tuple[str, str, str], asyncio.Task[None]] = {}
         self._dirty: set[tuple[str, str, str]] = set()
+        self._stopping = False
 
     # -- entry point ---------------------------------------------------------------------------------
 
     async def handle(self, msg: IncomingMessage) -> None:
-        """Adapters call this for every update; it never raises (errors are logged with the chat)."""
+        """Adapters call this for every update; it returns once the update may be acknowledged.
+
+        That is: the message is committed to the database or fsynced to the spool, or it was
+        deliberately not kept (from a bot, unauthorized, empty, a duplicate, a command, which is
+        run here). It raises only when a message could be neither stored nor spooled; the adapter
+        must then not acknowledge it, so the platform delivers it again. The turn runs in the
+        background. Other errors are logged with the chat.
+        """
+        platform = msg.chat.platform
+        if msg.author.is_self or msg.author.is_bot:
+            logger.debug("ignoring message from a bot in %s:%s", platform, msg.chat.chat_id)
+            return
+        if not self.auth.is_allowed(platform, msg.author):
+            await self._guarded(self._refuse_unauthorized, msg)
+        elif msg.is_command:
+            await self._guarded(self._run_command, msg)
+        else:
+            await self._keep(msg)
+
+    async def _guarded(
+        self, step: Callable[[IncomingMessage], Awaitable[None]], msg: IncomingMessage
+    ) -> None:
+        """Run a step that stores nothing the platform must resend; its errors are logged, not raised."""
         try:
-            await self._handle(msg)
+            await step(msg)
         except Exception:
             logger.exception(
                 "failed to handle message %s in chat %s:%s",
@@ -119,23 +142,19 @@ class Pipeline:
                 msg.chat.chat_id,
             )
 
-    async def _handle(self, msg: IncomingMessage) -> None:
-        platform = msg.chat.platform
-        if msg.author.is_self or msg.author.is_bot:
-            logger.debug("ignoring message from a bot in %s:%s", platform, msg.chat.chat_id)
-            return
-        if not self.auth.is_allowed(platform, msg.author):
-            await self._refuse_unauthorized(msg)
-            return
-        if msg.is_command:
-            try:
-                await self._command(msg)
-            except DatabaseUnavailableError:
-                logger.warning("/%s in %s:%s: database unavailable", msg.command, platform, msg.chat.chat_id)
-                await self._reply(
-                    msg, "Storage is unavailable right now; please try the command again in a minute."
-                )
-            return
+    async def _run_command(self, msg: IncomingMessage) -> None:
+        try:
+            await self._command(msg)
+        except DatabaseUnavailableError:
+            logger.warning(
+                "/%s in %s:%s: database unavailable", msg.command, msg.chat.platform, msg.chat.chat_id
+            )
+            await self._reply(
+                msg, "Storage is unavailable right now; please try the command again in a minute."
+            )
+
+    async def _keep(self, msg: IncomingMessage) -> None:
+        """Store a conversation message, or spool it to disk when it cannot be stored now."""
         if msg.attachments and self.media is not None:
             # Downloaded before anything touches the database, so a spooled message keeps its files.
             msg = await self.media.fetch(msg)
@@ -149,6 +168,16 @@ class Pipeline:
         try:
             await self._message(msg)
         except DatabaseUnavailableError:
+            await self.spool.put(msg)
+        except Exception:
+            # Not an outage (a refused statement, a bug): keep the message on disk rather than lose it;
+            # the spool retries it and sets it aside (`.bad`) if it fails again.
+            logger.exception(
+                "message %s in chat %s:%s could not be stored; spooling it",
+                msg.platform_message_id,
+                msg.chat.platform,
+                msg.chat.chat_id,
+            )
             await self.spool.put(msg)
 
     async def replay(self, msg: IncomingMessage) -> None:
@@ -303,6 +332,8 @@ class Pipeline:
         """Make sure a turn task runs for the chat; a running one picks the new message up."""
         key = chat.key
         self._dirty.add(key)
+        if self._stopping:
+            return  # shutting down: the message is stored and is answered after the restart
         task = self._tasks.get(key)
         if task is None or task.done():
             self._tasks[key] = asyncio.create_task(self._chat_loop(chat, chat_pk), name=f"turns:{key}")
@@ -311,7 +342,7 @@ class Pipeline:
         key = chat.key
         failures = 0
         try:
-            while key in self._dirty:
+            while key in self._dirty and not self._stopping:
                 self._dirty.discard(key)
                 try:
                     await self.turns.answer_pending(chat, chat_pk)
@@ -361,6 +392,18 @@ class Pipeline:
             await self.send(OutgoingMessage(chat=chat, text=text))
         except SendError as exc:
             logger.error("could not notify %s:%s: %s", chat.platform, chat.chat_id, exc)
+
+    def stop_new_turns(self) -> None:
+        """At shutdown: running turns may finish; messages stored from now on wait for the restart."""
+        self._stopping = True
+
+    async def cancel_turns(self) -> int:
+        """Cancel the turns still running (their messages stay unanswered, for the restart)."""
+        tasks = [t for t in self._tasks.values() if not t.done()]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        return len(tasks)
 
     async def drain(self, wait_s: float | None = None) -> None:
         """Wait for running turns (used at shutdown and in tests)."""

@@ -9,7 +9,6 @@ import asyncio
 import contextlib
 import gc
 import logging
-import signal
 import sys
 from collections.abc import AsyncIterator, Sequence
 from datetime import UTC, datetime, timedelta
@@ -38,6 +37,7 @@ from gateway.config import Settings
 from gateway.errors import SendError
 from gateway.history import ChatHistorySearch
 from gateway.jobs import standard_jobs
+from gateway.lifecycle import StopRequested, stop_on_signals, unless_stopped
 from gateway.media.aging import MediaAging
 from gateway.media.intake import MediaIntake
 from gateway.media.lookup import ChatMediaLookup
@@ -382,22 +382,37 @@ class Gateway:
                 self.pipeline.schedule(ref, chat_pk)
 
     async def stop(self) -> None:
+        """Stop within `shutdown_timeout_s`, handing back what cannot finish in time.
+
+        Running turns get most of the time to finish while the adapters can still deliver their
+        replies (a reply sent after its adapter stopped is lost, and its message is already marked
+        answered); no new turn starts. Turns still running then are cancelled: their messages stay
+        unanswered and are answered after the restart. Then the adapters stop receiving, give
+        messages being stored a moment, and confirm what was stored.
+        """
         gc.unfreeze()
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.settings.shutdown_timeout_s - ADAPTER_STOP_RESERVE_S
+        self.pipeline.stop_new_turns()
         if self.scheduler is not None:
-            await self.scheduler.stop()
-        # Let running turns finish while the adapters can still deliver their replies (a reply sent
-        # after its adapter stopped is lost, and its message is already marked answered).
-        await self.pipeline.drain(wait_s=10)
-        for adapter in self.adapters.values():
-            try:
-                await adapter.stop()
-            except Exception:
-                logger.exception("error while stopping %s", adapter.name)
+            await self.scheduler.stop(wait_s=max(0.0, deadline - loop.time()))
+        await self.pipeline.drain(wait_s=max(0.0, deadline - loop.time()))
+        unfinished = await self.pipeline.cancel_turns()
+        if unfinished:
+            logger.warning(
+                "%d turn(s) did not finish before shutdown; their messages are answered after the restart",
+                unfinished,
+            )
+        results = await asyncio.gather(
+            *(adapter.stop() for adapter in self.adapters.values()), return_exceptions=True
+        )
+        for adapter, result in zip(self.adapters.values(), results, strict=True):
+            if isinstance(result, BaseException):
+                logger.error("error while stopping %s: %r", adapter.name, result)
         if self._spool_task is not None:
             self._spool_task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._spool_task
-        await self.pipeline.drain(wait_s=10)
         if self.metrics_server is not None:
             await self.metrics_server.stop()
 
@@ -425,31 +440,50 @@ def _make_summary_llm(settings: Settings, main: AnthropicClient) -> AnthropicCli
 async def _serve(
     settings: Settings, adapters: Sequence[PlatformAdapter], *, until: asyncio.Event | None = None
 ) -> int:
-    store = await Store.open(
-        settings.database_url,
-        pool_size=settings.database_pool_size,
-        max_overflow=settings.database_max_overflow,
-    )
+    stop = until or asyncio.Event()
+    stop_on_signals(stop, settings.shutdown_timeout_s)
+    try:
+        store = await unless_stopped(
+            Store.open(
+                settings.database_url,
+                pool_size=settings.database_pool_size,
+                max_overflow=settings.database_max_overflow,
+            ),
+            stop,
+        )
+    except StopRequested:
+        return 0
     llm = _make_llm(settings)
     summary_llm = _make_summary_llm(settings, llm)
     gateway = Gateway(settings, adapters, store=store, llm=llm, summary_llm=summary_llm)
-    stop = until or asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        with contextlib.suppress(NotImplementedError, RuntimeError):
-            loop.add_signal_handler(sig, stop.set)
     try:
-        await gateway.start()
+        # A stop requested while starting (connecting, syncing, recovering) cancels the start.
+        await unless_stopped(gateway.start(), stop)
         logger.info("gateway running; press Ctrl-C to stop")
         await stop.wait()
+    except StopRequested:
+        logger.info("start-up cancelled")
     finally:
         logger.info("stopping")
-        await gateway.stop()
-        await llm.close()
-        if summary_llm is not llm:
-            await summary_llm.close()
-        await store.close()
+        budget = settings.shutdown_timeout_s - _CLOSE_TIMEOUT_S
+        try:
+            async with asyncio.timeout(budget):
+                await gateway.stop()
+        except TimeoutError:
+            logger.error("stopping took longer than %.0fs; exiting anyway", budget)
+        clients = [llm] if summary_llm is llm else [llm, summary_llm]
+        try:
+            async with asyncio.timeout(_CLOSE_TIMEOUT_S):
+                await asyncio.gather(*(c.close() for c in clients), store.close())
+        except TimeoutError:
+            logger.warning("closing the model clients and the database took too long; exiting anyway")
     return 0
+
+
+ADAPTER_STOP_RESERVE_S = 4.0
+"""Of `shutdown_timeout_s`, what the adapters keep for stopping after the turns (see Gateway.stop)."""
+_CLOSE_TIMEOUT_S = 1.0
+"""Of `shutdown_timeout_s`, what closing the model clients and the database may take at the end."""
 
 
 def run(settings: Settings) -> int:

@@ -124,30 +124,30 @@ def with_attachments(
 class AlbumCollector:
     """Joins the updates of one album into one message, keeping its place in the chat's order.
 
-    `add` returns a future for the first item of a group (the caller queues its delivery at once, so
-    later messages of the chat wait behind the album) and None for the rest.
+    `add` returns the album the update belongs to: its `future` resolves to the joined message once
+    no item has arrived for `settle_s` (or `max_wait_s` after the first); the adapter queues one
+    hand-over for it (`task`) when the first item arrives, so later messages of the chat wait behind it.
     """
 
     def __init__(self, *, settle_s: float = ALBUM_SETTLE_S, max_wait_s: float = ALBUM_MAX_WAIT_S) -> None:
         self._settle_s = settle_s
         self._max_wait_s = max_wait_s
-        self._albums: dict[str, _Album] = {}
+        self._albums: dict[str, Album] = {}
 
-    def add(self, group_key: str, incoming: IncomingMessage) -> asyncio.Future[IncomingMessage] | None:
+    def add(self, group_key: str, incoming: IncomingMessage) -> Album:
         loop = asyncio.get_running_loop()
         album = self._albums.get(group_key)
-        first = album is None
         if album is None:
-            album = self._albums[group_key] = _Album(loop.create_future(), loop.time() + self._max_wait_s)
+            album = self._albums[group_key] = Album(loop.create_future(), loop.time() + self._max_wait_s)
         album.items.append(incoming)
         if album.timer is not None:
             album.timer.cancel()
         delay = max(0.0, min(self._settle_s, album.deadline - loop.time()))
         album.timer = loop.call_later(delay, self._close, group_key)
-        return album.future if first else None
+        return album
 
     def close_all(self) -> None:
-        """Deliver every open album now (at shutdown)."""
+        """Resolve every open album now (at shutdown)."""
         for key in list(self._albums):
             self._close(key)
 
@@ -162,11 +162,13 @@ class AlbumCollector:
 
 
 @dataclasses.dataclass
-class _Album:
+class Album:
     future: asyncio.Future[IncomingMessage]
     deadline: float
     items: list[IncomingMessage] = dataclasses.field(default_factory=list)
     timer: asyncio.TimerHandle | None = None
+    task: asyncio.Task[bool] | None = None
+    """The hand-over of the joined message (set by the adapter when the first item arrives)."""
 
 
 def merge_album(items: Sequence[IncomingMessage]) -> IncomingMessage:

@@ -64,6 +64,11 @@ class FakeTelegram(TelegramFiles, UpdateBuilder):
         self._next_message_id = 1000
         self.port = 0
         self._init_files()
+        self.update_answers: list[tuple[float, list[int]]] = []
+        """(monotonic time, update ids) of every getUpdates answer that carried updates, once sent."""
+        self.on_updates_sent: Callable[[list[int]], None] | None = None
+        """Called right after a getUpdates answer carrying updates was written to the client (a test
+        can kill the gateway at that moment: it has the updates, nothing is confirmed yet)."""
 
     # Lifecycle -----------------------------------------------------------------------------------
 
@@ -164,7 +169,15 @@ class FakeTelegram(TelegramFiles, UpdateBuilder):
             return error_response(exc)
         finally:
             self._wake()
-        return web.json_response({"ok": True, "result": result})
+        response = web.json_response({"ok": True, "result": result})
+        if method.lower() == "getupdates" and result:
+            await response.prepare(request)
+            await response.write_eof()
+            ids = [u["update_id"] for u in result]
+            self.update_answers.append((time.monotonic(), ids))
+            if self.on_updates_sent is not None:
+                self.on_updates_sent(ids)
+        return response
 
     def _maybe_fail(self, method: str, params: Params) -> None:
         queue = self._faults.get(method)
@@ -189,6 +202,8 @@ class FakeTelegram(TelegramFiles, UpdateBuilder):
         }
 
     async def _m_getupdates(self, params: Params) -> list[dict[str, Any]]:
+        """Like Telegram: every update at or above `offset` is returned (again) until a later call
+        passes an offset above its id, which confirms it for good."""
         if self.webhook.get("url"):
             raise ApiError(
                 409, "Conflict: can't use getUpdates method while webhook is active; use deleteWebhook first"
