@@ -228,7 +228,7 @@ class _Turn(Generic[R]):
             raw_input = use.get("input")
             tool_input: dict[str, Any] = raw_input if isinstance(raw_input, dict) else {}
             outcome = await self.run_tool(name, tool_input)
-            block: Block = {"type": "tool_result", "tool_use_id": use["id"], "content": outcome.text}
+            block: Block = {"type": "tool_result", "tool_use_id": use["id"], "content": outcome.content}
             if outcome.is_error:
                 block["is_error"] = True
             results.append(block)

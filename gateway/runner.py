@@ -27,6 +27,7 @@ from agent.tokens import CalibratedCounter, Calibration
 from agent.tools.current_time import current_time_tool
 from agent.tools.recall import recall_tool
 from agent.tools.registry import ToolRegistry
+from agent.tools.view_media import view_media_tool
 from gateway import commands
 from gateway.admin import AdminHandlers
 from gateway.auth import AccessPolicy, Authorizer, policy_from_ids
@@ -37,6 +38,12 @@ from gateway.errors import SendError
 from gateway.history import ChatHistorySearch
 from gateway.jobs import standard_jobs
 from gateway.lifecycle import StopRequested, stop_on_signals, unless_stopped
+from gateway.media.aging import MediaAging
+from gateway.media.intake import MediaIntake
+from gateway.media.lookup import ChatMediaLookup
+from gateway.media.prepare import MB, MediaLimits
+from gateway.media.presence import MediaPresence
+from gateway.media.wire import MediaCache, MediaRenderingClient
 from gateway.metrics import Metrics, MetricsServer
 from gateway.pipeline import Pipeline, RateLimiter
 from gateway.platforms.base import (
@@ -52,6 +59,7 @@ from gateway.scheduler import JobScheduler
 from gateway.spool import Spool
 from gateway.store import ChatLocks, SessionRecord, Store
 from gateway.store.job_lock import JobLocks
+from gateway.store.media import MediaStore
 from gateway.turns import TurnRunner, TurnSettings
 
 logger = logging.getLogger(__name__)
@@ -135,8 +143,12 @@ class Gateway:
         self.settings = settings
         self.adapters = {a.name: a for a in adapters}
         self.store = store
-        self.llm = llm
-        self.summary_llm = summary_llm or llm
+        self.media_store = MediaStore(store.engine)
+        self.media_presence = MediaPresence()
+        # Requests leave with stored media rendered; everything before works on the references.
+        media_cache = MediaCache(self.media_store)
+        self.llm = MediaRenderingClient(llm, media_cache)
+        self.summary_llm = MediaRenderingClient(summary_llm, media_cache) if summary_llm else self.llm
         self.model = lookup_model(settings.model, context_override=settings.model_context_length)
         self.locks = ChatLocks(store)
         self.spool = Spool(settings.spool_dir)
@@ -153,7 +165,7 @@ class Gateway:
         self.turns = TurnRunner(
             store=store,
             locks=self.locks,
-            llm=llm,
+            llm=self.llm,
             settings=TurnSettings(
                 model=self.model,
                 system_prompt=settings.agent.system_prompt,
@@ -168,6 +180,7 @@ class Gateway:
             send=self.send,
             typing=self.typing,
             metrics=self.metrics,
+            media_aging=MediaAging(self.media_store, self.media_presence),
         )
         self.pipeline = self._pipeline()
         self._spool_task: asyncio.Task[None] | None = None
@@ -183,6 +196,14 @@ class Gateway:
             make_engine=self.make_engine,
             compactor=self.compactor,
         )
+        self.media = MediaIntake(
+            self.media_store,
+            limits=MediaLimits.for_window(
+                self.model.context_window, image_long_edge=settings.media.image_long_edge
+            ),
+            max_bytes=settings.media.max_file_mb * MB,
+            presence=self.media_presence,
+        )
         return Pipeline(
             store=self.store,
             auth=Authorizer(authorization_policy(settings)),
@@ -192,6 +213,7 @@ class Gateway:
             rate_limiter=RateLimiter(per_minute=settings.limits.user_messages_per_minute),
             daily_budget_usd=settings.limits.chat_daily_budget_usd,
             spool=self.spool,
+            media=self.media,
         )
 
     # -- factories -----------------------------------------------------------------------------------
@@ -239,12 +261,13 @@ class Gateway:
         )
 
     def make_tools(self, chat_pk: int) -> ToolRegistry:
-        return ToolRegistry(
-            [
-                recall_tool(ChatHistorySearch(self.store, chat_pk)),
-                current_time_tool(lambda: datetime.now(UTC)),
-            ]
-        )
+        tools = [
+            recall_tool(ChatHistorySearch(self.store, chat_pk)),
+            current_time_tool(lambda: datetime.now(UTC)),
+        ]
+        if chat_pk in self.media_presence:  # only where there is something to look at again
+            tools.append(view_media_tool(ChatMediaLookup(self.media_store, chat_pk)))
+        return ToolRegistry(tools)
 
     # -- I/O -----------------------------------------------------------------------------------------
 

@@ -19,7 +19,17 @@ from gateway.store.migrate import (
 )
 from gateway.store.models import Base
 
-TABLES = {"chats", "sessions", "messages", "compactions", "llm_calls", "usage_daily", "command_receipts"}
+TABLES = {
+    "chats",
+    "sessions",
+    "messages",
+    "compactions",
+    "llm_calls",
+    "usage_daily",
+    "command_receipts",
+    "media",
+    "message_media",
+}
 
 
 def _diff(connection: Connection) -> list[Any]:

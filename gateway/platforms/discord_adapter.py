@@ -38,6 +38,7 @@ from gateway.platforms.base import (
     OutgoingMessage,
     SentMessage,
 )
+from gateway.platforms.discord_media import attachments_of
 from gateway.platforms.discord_startup import TOKEN_HELP, start_error, sync_commands
 from gateway.platforms.lanes import ChatLanes, hand_over
 from gateway.platforms.split import split_text
@@ -324,6 +325,7 @@ class DiscordAdapter:
             is_forwarded=is_forwarded,
             media=media,
             # Discord has no captions: the text is the message's text, next to its attachments.
+            attachments=attachments_of(message),
         )
 
     def _replies_to_me(self, reference: discord.MessageReference | None, my_id: int | None) -> bool:

@@ -37,6 +37,7 @@ from gateway.platforms.lanes import ChatLanes, hand_over
 from gateway.platforms.split import measure, split_text
 from gateway.platforms.telegram_convert import BotIdentity, convert_update
 from gateway.platforms.telegram_html import markdown_to_telegram_html
+from gateway.platforms.telegram_media import BOT_API_DOWNLOAD_LIMIT, AlbumCollector, with_attachments
 from gateway.platforms.telegram_polling import LongPoller, retry_after_seconds
 from gateway.platforms.telegram_webhook import WebhookServer
 
@@ -78,6 +79,7 @@ class TelegramAdapter:
         max_retry_wait: float = 30.0,
         drain_timeout: float = 2.0,
         webhook_store_limit_s: float = WEBHOOK_STORE_LIMIT_S,
+        max_file_bytes: int = BOT_API_DOWNLOAD_LIMIT,
     ) -> None:
         self._token = token
         self._base_url = base_url
@@ -91,6 +93,8 @@ class TelegramAdapter:
         self._max_retry_wait = max_retry_wait
         self._drain_timeout = drain_timeout
         self._webhook_store_limit_s = webhook_store_limit_s
+        self._max_file_bytes = max_file_bytes
+        self._albums = AlbumCollector()
         self._api: Bot | None = None
         self._handler: GatewayHandler | None = None
         self._bot: BotIdentity | None = None
@@ -173,6 +177,7 @@ class TelegramAdapter:
         if self._webhook is not None:
             await self._webhook.stop()  # waits for requests in flight, up to drain_timeout
             self._webhook = None
+        self._albums.close_all()  # an album still settling is handed over now, with what arrived
         cancelled = await self._lanes.drain(self._drain_timeout)
         if cancelled:
             logger.warning(
@@ -200,9 +205,7 @@ class TelegramAdapter:
         handler = self._handler
         if incoming is None or handler is None:
             return None
-        return self._lanes.submit(
-            incoming.chat.key, lambda: hand_over(handler, incoming, platform="telegram")
-        )
+        return self._submit(handler, incoming, update)
 
     async def _receive_webhook(self, data: dict[str, Any]) -> bool:
         """One webhook update: True once its message is stored (or there is nothing to store)."""
@@ -217,20 +220,45 @@ class TelegramAdapter:
         incoming = self._convert(update)
         if incoming is None:
             return True
-        task = self._lanes.submit(
-            incoming.chat.key,
-            lambda: hand_over(
-                handler, incoming, platform="telegram", give_up_after_s=self._webhook_store_limit_s
-            ),
-        )
+        task = self._submit(handler, incoming, update, give_up_after_s=self._webhook_store_limit_s)
         # Shielded: if Telegram hangs up, the message is still stored (its resend is a duplicate).
         return await asyncio.shield(task)
+
+    def _submit(
+        self,
+        handler: GatewayHandler,
+        incoming: IncomingMessage,
+        update: Update,
+        *,
+        give_up_after_s: float | None = None,
+    ) -> asyncio.Task[bool]:
+        """Queue the hand-over on the chat's lane; the photos of one album are handed over together
+        (their updates share the album's task, so each is acknowledged once the album is stored)."""
+        message = update.effective_message
+        group = message.media_group_id if message is not None else None
+        if group is None or incoming.is_edit:
+            return self._lanes.submit(
+                incoming.chat.key,
+                lambda: hand_over(handler, incoming, platform="telegram", give_up_after_s=give_up_after_s),
+            )
+        album = self._albums.add(f"{incoming.chat.chat_id}:{group}", incoming)
+        if album.task is None:
+
+            async def hand_over_album() -> bool:
+                merged = await album.future
+                return await hand_over(handler, merged, platform="telegram", give_up_after_s=give_up_after_s)
+
+            album.task = self._lanes.submit(incoming.chat.key, hand_over_album)
+        return album.task
 
     def _convert(self, update: Update) -> IncomingMessage | None:
         if self._bot is None:  # pragma: no cover - updates flow only after getMe
             return None
         try:
-            return convert_update(update, self._bot)
+            incoming = convert_update(update, self._bot)
+            if incoming is None or self._api is None:
+                return incoming
+            return with_attachments(incoming, update, self._api, max_bytes=self._max_file_bytes)
         except Exception:
             # A bug, not a transient fault: retrying cannot help, so it is logged with its chat and
             # acknowledged rather than holding up every later update.

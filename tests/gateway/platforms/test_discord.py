@@ -404,8 +404,12 @@ async def test_attachments_become_media_kinds_and_edits_are_flagged(
     mid = dc.push_message(DM, "look", author_id=ANN, username="ann", attachments=files)
     msg = await inbox.message(mid)
     assert msg.media == ("photo", "voice", "document")
-    # The text reaches the model once: as the message's text, not again as a caption per attachment.
-    assert render_incoming(msg).text == "[sent a photo]\n[sent a voice]\n[sent a document]\nlook"
+    # The text reaches the model once: as the message's text, not again as a caption per attachment
+    # (each attachment is stood for by the label the media intake gives it).
+    assert [a.kind for a in msg.attachments] == ["photo", "voice", "document"]
+    assert render_incoming(
+        msg, ["[photo m1]", "[sent a voice message]", "[PDF m2: report.pdf, 1 page]"]
+    ).text == ("[photo m1]\n[sent a voice message]\n[PDF m2: report.pdf, 1 page]\nlook")
     dc.push_edit(mid, "look again")
     edited = await inbox.wait_for(lambda m: m.is_edit and m.platform_message_id == str(mid))
     assert edited[0].text == "look again"
