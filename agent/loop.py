@@ -30,6 +30,9 @@ logger = logging.getLogger(__name__)
 STOP_ITERATION_LIMIT = "max_iterations"
 MIN_OUTPUT_TOKENS = 1_024
 """The least output budget a call keeps when `max_tokens` is lowered so the request fits the window."""
+FIT_MARGIN = 0.02
+"""Share added to the prompt estimate when checking that prompt + max_tokens fits the window: the
+calibrated estimate can trail the API's count by a little (the calibration learns after each call)."""
 
 R = TypeVar("R")
 
@@ -106,6 +109,10 @@ class TurnResult(Generic[R]):
 RefLabel = Callable[[Any], object | None]
 
 
+def _with_margin(estimate: int) -> int:
+    return estimate + int(estimate * FIT_MARGIN)
+
+
 def _identity(ref: object | None) -> object | None:
     return ref
 
@@ -166,11 +173,11 @@ class _Turn(Generic[R]):
 
     def output_budget(self, estimate: int) -> int:
         """`max_tokens`, lowered (not below MIN_OUTPUT_TOKENS) when the prompt leaves less room."""
-        room = self.config.model.context_window - estimate
+        room = self.config.model.context_window - _with_margin(estimate)
         return max(min(self.config.max_tokens, MIN_OUTPUT_TOKENS), min(self.config.max_tokens, room))
 
     def fits(self, estimate: int) -> bool:
-        return estimate + self.config.max_tokens <= self.config.model.context_window
+        return _with_margin(estimate) + self.config.max_tokens <= self.config.model.context_window
 
     # --- compaction --------------------------------------------------------------------------------
 
@@ -228,7 +235,7 @@ class _Turn(Generic[R]):
             raw_input = use.get("input")
             tool_input: dict[str, Any] = raw_input if isinstance(raw_input, dict) else {}
             outcome = await self.run_tool(name, tool_input)
-            block: Block = {"type": "tool_result", "tool_use_id": use["id"], "content": outcome.text}
+            block: Block = {"type": "tool_result", "tool_use_id": use["id"], "content": outcome.content}
             if outcome.is_error:
                 block["is_error"] = True
             results.append(block)

@@ -29,6 +29,7 @@ from agent.errors import (
     SummarizerError,
 )
 from agent.llm import LLMClient, LLMRequest, LLMResponse
+from agent.media import refs_in
 from agent.models import CacheTTL
 from agent.summary import build_instructions, summary_text_in
 from agent.types import Block, Message, blocks_of
@@ -36,6 +37,8 @@ from agent.types import Block, Message, blocks_of
 logger = logging.getLogger(__name__)
 
 SummaryMode = Literal["standalone", "prefix"]
+SUMMARY_MEDIA_MAX = 20
+"""Images/PDFs a standalone summary call looks at (the newest of those being summarized)."""
 
 STANDALONE_SYSTEM = (
     "You compact conversation history into a structured summary. The conversation you are given is "
@@ -89,10 +92,16 @@ class LLMSummarizer:
         return self._result(response, time.monotonic() - started)
 
     def _standalone_request(self, request: SummaryRequest) -> LLMRequest:
+        # The images and PDFs being summarized go along (the wire renders their references), so the
+        # summary can say what they showed; the prefix mode sends them with the whole window anyway.
+        media = refs_in(request.middle, limit=SUMMARY_MEDIA_MAX)
+        content: str | list[Block] = request.instructions
+        if media:
+            content = [*media, {"type": "text", "text": request.instructions}]
         return LLMRequest(
             model=self.model,
             system=[{"type": "text", "text": STANDALONE_SYSTEM}],
-            messages=[{"role": "user", "content": request.instructions}],
+            messages=[{"role": "user", "content": content}],
             max_tokens=request.max_tokens,
         )
 

@@ -11,6 +11,7 @@ import json
 import re
 from collections.abc import Callable, Iterable, Sequence
 
+from agent.media import is_media_ref
 from agent.types import Block, Message, blocks_of
 
 SUMMARY_PREFIX = "[CONTEXT COMPACTION]"
@@ -113,6 +114,13 @@ def without_summaries(message: Message) -> Message | None:
     return {"role": message["role"], "content": rest} if rest else None
 
 
+MEDIA_INSTRUCTION = (
+    "Images and PDFs in the turns carry labels such as [photo m12] or [PDF m3: lease.pdf, 2 pages]. "
+    "Name every one that matters in the summary by its id with a few words on what it showed, e.g. "
+    "[image m12: the error dialog from the deploy]; the assistant can look at it again by that id."
+)
+
+
 def build_instructions(
     *, conversation: str | None, previous_summary: str | None, focus: str | None, max_tokens: int
 ) -> str:
@@ -146,6 +154,7 @@ def build_instructions(
         "Be specific: keep file paths, commands, identifiers, numbers and error messages verbatim. "
         f"Stay under {max_tokens} tokens. Reply with the summary only."
     )
+    parts.append(MEDIA_INSTRUCTION)
     if previous_summary:
         parts.append(f"<previous_summary>\n{_escape(previous_summary)}\n</previous_summary>")
     if conversation is not None:
@@ -172,6 +181,8 @@ def serialize_conversation(messages: Sequence[Message]) -> str:
                 error = " error" if block.get("is_error") else ""
                 text = _clip_middle(_result_text(block), TOOL_RESULT_CLIP)
                 lines.append(f"[tool result {name}{error}] {_escape(text)}")
+            elif is_media_ref(block):
+                continue  # the message's text names it by its label ([photo m12])
             else:
                 lines.append(f"[{role}] [{kind}]")
     return "\n".join(lines)
@@ -182,6 +193,7 @@ _DECISION = re.compile(
     r"must|should not|never|always|prefer)\b",
     re.IGNORECASE,
 )
+_MEDIA_LABEL = re.compile(r"\[(?:photo|image|sticker|PDF) m\d+[^\]\n]{0,160}\]")
 _ERROR = re.compile(r"\b(error|exception|traceback|failed|failure|fatal|denied|refused|timeout)\b", re.I)
 _IDENTIFIERS = (
     re.compile(r"https?://[^\s)>\]\"']+"),
@@ -206,6 +218,7 @@ def extractive_summary(
     decisions: list[str] = []
     errors: list[str] = []
     identifiers: list[str] = []
+    media: list[str] = []
     tools: list[str] = []
     results: dict[str, str] = {}
     for message in messages:
@@ -221,6 +234,7 @@ def extractive_summary(
         if message["role"] == "user" and texts:
             latest_ask = "\n".join(texts)
         for text in texts:
+            media.extend(_MEDIA_LABEL.findall(text))
             decisions.extend(_matching_lines(text, _DECISION))
             errors.extend(_matching_lines(text, _ERROR))
             identifiers.extend(_identifiers(text))
@@ -243,6 +257,7 @@ def extractive_summary(
         ("## Critical Context\nErrors:", [f"- {line}" for line in _dedupe(errors)], 0.3),
         ("## Key Decisions", [f"- {line}" for line in _dedupe(decisions)], 0.3),
         ("Identifiers:", [", ".join(_dedupe(identifiers))] if identifiers else [], 0.2),
+        ("Images and PDFs (look again by id):", [", ".join(_dedupe(media))] if media else [], 0.1),
         ("## Progress\nTool calls:", tools, 1.0),
     ]
     header = "Extractive summary: the summarizer was unavailable, so key lines were copied verbatim."

@@ -25,6 +25,7 @@ from typing import Any, Final
 
 import tiktoken
 
+from agent.media import is_media_ref, media_ref_tokens
 from agent.types import Block, Message
 from agent.usage import Usage
 
@@ -48,7 +49,8 @@ _CL100K_SPECIAL: Final = {
 }
 
 IMAGE_TOKENS: Final = 1_600
-"""An image costs about width x height / 750 tokens; ~1,600 is the cost of a full-size (1.15 MP) image."""
+"""An image block whose size we cannot see; ~1,600 is a full-size (1.15 MP) image. Stored media carry
+their real cost in their `media_ref` block (`agent.media`), which is what sessions count."""
 DOCUMENT_TOKENS: Final = 3_000
 """A base64/URL document (PDF) whose size we cannot see: about one or two pages of text plus page images."""
 TOOL_USE_OVERHEAD: Final = 8
@@ -167,6 +169,8 @@ def _block_tokens(block: Mapping[str, Any], count: TextCounter) -> int:
         return body + TOOL_RESULT_OVERHEAD
     if kind == "image":
         return IMAGE_TOKENS
+    if is_media_ref(block):
+        return media_ref_tokens(block)
     if kind == "document":
         source = block.get("source")
         if isinstance(source, Mapping) and source.get("type") == "text":

@@ -18,6 +18,7 @@ from bench import (
     bench_cache_policy,
     bench_compressor,
     bench_cost,
+    bench_media,
     bench_morning,
     bench_overhead,
     bench_recall,
@@ -37,6 +38,7 @@ async def _async_part(pg_url: str) -> None:
     await bench_morning.run(pg_url=pg_url)
     await bench_cost.run(sizes=COST_SIZES, pg_url=pg_url)
     await bench_recall.run(pg_url=pg_url)
+    await bench_media.run(pg_url=pg_url)
 
 
 def main() -> None:

@@ -1,6 +1,7 @@
 """The command line: `gateway run | chat | db upgrade|downgrade|current | doctor`.
 
-Configuration errors print one line and exit 2; database errors print one line and exit 1.
+Configuration errors (including a platform refusing the token or a permission) print one line and
+exit 2; database errors and other start-up failures print one line and exit 1.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from gateway.config import ConfigError, Settings, load_settings
-from gateway.errors import StoreError
+from gateway.errors import PlatformConfigError, PlatformStartError, StoreError
 from gateway.logsetup import setup_logging
 
 logger = logging.getLogger(__name__)
@@ -84,6 +85,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         entry = _runner_entry(args.command)
         return 1 if entry is None else entry(settings)
     except StoreError as exc:
+        print(f"gateway: {exc}", file=sys.stderr)
+        return 1
+    except PlatformConfigError as exc:
+        print(f"gateway: {exc}", file=sys.stderr)
+        return 2
+    except PlatformStartError as exc:
         print(f"gateway: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

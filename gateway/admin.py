@@ -75,10 +75,10 @@ def format_chat_stats(
         lines.append(_compaction_line(stats.last_compaction))
     paused_at = stats.engine_state.get("paused_at_tokens")
     if paused_at is not None:
+        reason = stats.engine_state.get("pause_reason") or "no reason recorded"
         lines.append(
             f"Automatic compaction: paused at {int(paused_at):,} tokens after runs that did not help "
-            f"({stats.engine_state.get('pause_reason') or 'no reason recorded'}); it resumes by itself once the "
-            "conversation has grown, or now with /compact"
+            f"({reason}); it resumes by itself once the conversation has grown, or now with /compact"
         )
     return "\n".join(lines)
 

@@ -143,6 +143,15 @@ class SchedulerSettings(_Section):
     archive_retention_days: int = Field(0, ge=0, description="0 keeps archived messages forever")
 
 
+class MediaSettings(_Section):
+    max_file_mb: int = Field(
+        20, ge=1, le=2000, description="largest attachment downloaded (Telegram's Bot API allows 20 MB)"
+    )
+    image_long_edge: int = Field(
+        1568, ge=200, le=8000, description="images are downscaled to this long edge before storing"
+    )
+
+
 class ObservabilitySettings(_Section):
     metrics_port: int | None = Field(None, ge=1, le=65535)
     metrics_host: str = "127.0.0.1"
@@ -172,6 +181,8 @@ class Settings(BaseSettings):
 
     telegram_bot_token: SecretStr | None = None
     telegram_base_url: AnyHttpUrl = AnyHttpUrl("https://api.telegram.org/bot")
+    telegram_base_file_url: AnyHttpUrl | None = None
+    """File downloads; default: next to `telegram_base_url` (".../bot" -> ".../file/bot")."""
     telegram_webhook_url: AnyHttpUrl | None = None
     telegram_webhook_listen: str = "0.0.0.0"  # noqa: S104 - a webhook must be reachable from outside
     telegram_webhook_port: int = Field(8443, ge=1, le=65535)
@@ -189,6 +200,12 @@ class Settings(BaseSettings):
 
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = "INFO"
     spool_dir: Path = Path("./spool")
+    shutdown_timeout_s: float = Field(
+        8.0,
+        ge=2.0,
+        le=600.0,
+        description="SIGTERM/SIGINT to exit; keep it below the supervisor's kill timeout",
+    )
 
     compression: CompressionSettings = CompressionSettings()
     auxiliary: AuxiliarySettings = AuxiliarySettings()
@@ -197,6 +214,7 @@ class Settings(BaseSettings):
     agent: AgentSettings = AgentSettings()
     limits: LimitsSettings = LimitsSettings()
     scheduler: SchedulerSettings = SchedulerSettings()
+    media: MediaSettings = MediaSettings()
     observability: ObservabilitySettings = ObservabilitySettings()
     embeddings: EmbeddingsSettings = EmbeddingsSettings()
 

@@ -8,6 +8,8 @@ GatewayError
 │   ├── SendRetryLater            flood control; carries retry_after seconds
 │   └── SendRejected              the platform rejected the content (e.g. bad markup)
 ├── PlatformStartError            an adapter could not connect at start-up
+│   └── PlatformConfigError       the platform refused the token or a permission: fix the configuration
+├── MediaFetchError               an attachment could not be downloaded (too big, gone, unreachable)
 ├── ChatLockTimeout               another turn holds the chat for too long
 └── EmbeddingsError               the embeddings endpoint failed; carries status and retry_after
 """
@@ -49,6 +51,18 @@ class SendRejected(SendError):
 
 class PlatformStartError(GatewayError):
     pass
+
+
+class PlatformConfigError(PlatformStartError):
+    """The platform refused our credentials or a permission; the message says what to change."""
+
+
+class MediaFetchError(GatewayError):
+    """The platform did not hand over an attachment; `reason` is worded for the sender."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
 
 
 class ChatLockTimeout(GatewayError):

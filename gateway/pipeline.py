@@ -18,14 +18,18 @@ from typing import Any
 
 from agent.context_block import context_block
 from agent.tokens import estimate_message
+from agent.types import Message
 from gateway import commands
 from gateway.auth import Authorizer
 from gateway.commands import CommandContext
 from gateway.errors import ChatLockTimeout, DatabaseUnavailableError, GatewayError, SendError, StoreError
+from gateway.media.intake import Intake, MediaIntake
+from gateway.media.notes import Problem, problem_reply
 from gateway.platforms.base import ChatKind, ChatRef, IncomingMessage, OutgoingMessage
-from gateway.rendering import clean_name, render_incoming, unsupported_media_reply
+from gateway.rendering import clean_name, render_incoming
 from gateway.spool import Spool
 from gateway.store import NewMessage, Store
+from gateway.store.records import ChatRecord
 from gateway.turns import TurnRunner
 
 logger = logging.getLogger(__name__)
@@ -64,6 +68,8 @@ def request_context(msg: IncomingMessage) -> dict[str, str]:
     return ctx
 
 
+LARGE_TEXT_CHARS = 200_000
+"""Messages with more text than this (files) are token-counted in a worker thread."""
 TURN_RETRY_DELAYS_S = (2.0, 8.0, 30.0)
 TURN_FAILED_REPLY = (
     "Sorry, I could not answer just now because of an internal problem. Your messages are saved and "
@@ -84,6 +90,7 @@ class Pipeline:
         daily_budget_usd: float,
         spool: Spool | None = None,
         db_retry_s: float = 1.0,
+        media: MediaIntake | None = None,
     ) -> None:
         self.store = store
         self.auth = auth
@@ -94,15 +101,39 @@ class Pipeline:
         self.daily_budget_usd = daily_budget_usd
         self.spool = spool
         self.db_retry_s = db_retry_s
+        self.media = media
         self._tasks: dict[tuple[str, str, str], asyncio.Task[None]] = {}
         self._dirty: set[tuple[str, str, str]] = set()
+        self._stopping = False
 
     # -- entry point ---------------------------------------------------------------------------------
 
     async def handle(self, msg: IncomingMessage) -> None:
-        """Adapters call this for every update; it never raises (errors are logged with the chat)."""
+        """Adapters call this for every update; it returns once the update may be acknowledged.
+
+        That is: the message is committed to the database or fsynced to the spool, or it was
+        deliberately not kept (from a bot, unauthorized, empty, a duplicate, a command, which is
+        run here). It raises only when a message could be neither stored nor spooled; the adapter
+        must then not acknowledge it, so the platform delivers it again. The turn runs in the
+        background. Other errors are logged with the chat.
+        """
+        platform = msg.chat.platform
+        if msg.author.is_self or msg.author.is_bot:
+            logger.debug("ignoring message from a bot in %s:%s", platform, msg.chat.chat_id)
+            return
+        if not self.auth.is_allowed(platform, msg.author):
+            await self._guarded(self._refuse_unauthorized, msg)
+        elif msg.is_command:
+            await self._guarded(self._run_command, msg)
+        else:
+            await self._keep(msg)
+
+    async def _guarded(
+        self, step: Callable[[IncomingMessage], Awaitable[None]], msg: IncomingMessage
+    ) -> None:
+        """Run a step that stores nothing the platform must resend; its errors are logged, not raised."""
         try:
-            await self._handle(msg)
+            await step(msg)
         except Exception:
             logger.exception(
                 "failed to handle message %s in chat %s:%s",
@@ -111,23 +142,22 @@ class Pipeline:
                 msg.chat.chat_id,
             )
 
-    async def _handle(self, msg: IncomingMessage) -> None:
-        platform = msg.chat.platform
-        if msg.author.is_self or msg.author.is_bot:
-            logger.debug("ignoring message from a bot in %s:%s", platform, msg.chat.chat_id)
-            return
-        if not self.auth.is_allowed(platform, msg.author):
-            await self._refuse_unauthorized(msg)
-            return
-        if msg.is_command:
-            try:
-                await self._command(msg)
-            except DatabaseUnavailableError:
-                logger.warning("/%s in %s:%s: database unavailable", msg.command, platform, msg.chat.chat_id)
-                await self._reply(
-                    msg, "Storage is unavailable right now; please try the command again in a minute."
-                )
-            return
+    async def _run_command(self, msg: IncomingMessage) -> None:
+        try:
+            await self._command(msg)
+        except DatabaseUnavailableError:
+            logger.warning(
+                "/%s in %s:%s: database unavailable", msg.command, msg.chat.platform, msg.chat.chat_id
+            )
+            await self._reply(
+                msg, "Storage is unavailable right now; please try the command again in a minute."
+            )
+
+    async def _keep(self, msg: IncomingMessage) -> None:
+        """Store a conversation message, or spool it to disk when it cannot be stored now."""
+        if msg.attachments and self.media is not None:
+            # Downloaded before anything touches the database, so a spooled message keeps its files.
+            msg = await self.media.fetch(msg)
         if self.spool is None:
             await self._message(msg)
             return
@@ -138,6 +168,16 @@ class Pipeline:
         try:
             await self._message(msg)
         except DatabaseUnavailableError:
+            await self.spool.put(msg)
+        except Exception:
+            # Not an outage (a refused statement, a bug): keep the message on disk rather than lose it;
+            # the spool retries it and sets it aside (`.bad`) if it fails again.
+            logger.exception(
+                "message %s in chat %s:%s could not be stored; spooling it",
+                msg.platform_message_id,
+                msg.chat.platform,
+                msg.chat.chat_id,
+            )
             await self.spool.put(msg)
 
     async def replay(self, msg: IncomingMessage) -> None:
@@ -204,13 +244,19 @@ class Pipeline:
         return msg.chat.kind is ChatKind.PRIVATE or msg.mentions_bot or msg.reply_to_bot
 
     async def _message(self, msg: IncomingMessage, *, replayed: bool = False) -> None:
-        rendered = render_incoming(msg)
+        chat = None
+        intake = Intake()
+        if msg.attachments and self.media is not None:
+            chat = await self._chat_row(msg)
+            intake = await self.media.take(msg, chat.id)
+        rendered = render_incoming(msg, intake.labels)
         if not rendered.text:
             logger.debug("empty message %s ignored", msg.platform_message_id)
             return
         addressed = self._should_answer(msg) and msg.chat.kind is not ChatKind.CHANNEL
-        media_only = bool(rendered.unsupported_media) and not (msg.text or "").strip()
-        needs_reply = addressed and not media_only and not msg.is_edit
+        problems = [*intake.problems, *(Problem(kind, None) for kind in rendered.unsupported_media)]
+        has_text = bool((msg.text or "").strip() or (msg.caption or "").strip())
+        needs_reply = addressed and (has_text or intake.answerable) and not msg.is_edit
         refusal: str | None = None
         if (
             needs_reply
@@ -222,13 +268,7 @@ class Pipeline:
                 "You're sending messages faster than I can answer. I kept this one; "
                 "please wait a minute before asking again.",
             )
-        chat = await self.store.chat_for(
-            msg.chat.platform,
-            msg.chat.chat_id,
-            msg.chat.thread_id,
-            kind=msg.chat.kind.value,
-            title=msg.chat.title,
-        )
+        chat = chat or await self._chat_row(msg)
         if needs_reply and self.daily_budget_usd > 0:
             spent = await self.store.cost_since(chat.id, datetime.now(UTC) - timedelta(days=1))
             if spent >= self.daily_budget_usd:
@@ -237,11 +277,16 @@ class Pipeline:
                     f"This chat has used its daily budget (${self.daily_budget_usd:.2f}). "
                     "I kept your message and will answer again tomorrow."
                 )
-        content: list[dict[str, Any]] = [{"type": "text", "text": rendered.text}]
+        content: list[dict[str, Any]] = [*intake.blocks, {"type": "text", "text": rendered.text}]
         if needs_reply:
             # Per-request context travels with the message it belongs to (never in the system prompt),
             # so every earlier message stays byte-identical and the cached prefix keeps hitting.
             content.insert(0, context_block(request_context(msg)))
+        as_message: Message = {"role": "user", "content": content}
+        if intake.text_chars > LARGE_TEXT_CHARS:
+            tokens = await asyncio.to_thread(estimate_message, as_message)  # seconds for a big file
+        else:
+            tokens = estimate_message(as_message)
         _session, result = await self.store.store_incoming(
             chat.id,
             NewMessage(
@@ -251,9 +296,10 @@ class Pipeline:
                 author_id=msg.author.user_id,
                 author_name=msg.author.display_name,
                 platform_message_id=msg.platform_message_id,
-                token_estimate=estimate_message({"role": "user", "content": content}),
+                token_estimate=tokens,
                 needs_reply=needs_reply,
                 created_at=msg.sent_at,
+                media_ids=intake.media_ids,
             ),
         )
         if not result.created:
@@ -264,12 +310,21 @@ class Pipeline:
                 msg.chat.chat_id,
             )
             return
-        if addressed and media_only:
-            await self._reply(msg, unsupported_media_reply(rendered.unsupported_media))
+        if addressed and problems:
+            await self._reply(msg, problem_reply(problems, answering_text=needs_reply))
         if refusal is not None:
             await self._reply(msg, refusal)
         if needs_reply:
             self.schedule(msg.chat, chat.id)
+
+    async def _chat_row(self, msg: IncomingMessage) -> ChatRecord:
+        return await self.store.chat_for(
+            msg.chat.platform,
+            msg.chat.chat_id,
+            msg.chat.thread_id,
+            kind=msg.chat.kind.value,
+            title=msg.chat.title,
+        )
 
     # -- turn scheduling -----------------------------------------------------------------------------
 
@@ -277,6 +332,8 @@ class Pipeline:
         """Make sure a turn task runs for the chat; a running one picks the new message up."""
         key = chat.key
         self._dirty.add(key)
+        if self._stopping:
+            return  # shutting down: the message is stored and is answered after the restart
         task = self._tasks.get(key)
         if task is None or task.done():
             self._tasks[key] = asyncio.create_task(self._chat_loop(chat, chat_pk), name=f"turns:{key}")
@@ -285,7 +342,7 @@ class Pipeline:
         key = chat.key
         failures = 0
         try:
-            while key in self._dirty:
+            while key in self._dirty and not self._stopping:
                 self._dirty.discard(key)
                 try:
                     await self.turns.answer_pending(chat, chat_pk)
@@ -335,6 +392,18 @@ class Pipeline:
             await self.send(OutgoingMessage(chat=chat, text=text))
         except SendError as exc:
             logger.error("could not notify %s:%s: %s", chat.platform, chat.chat_id, exc)
+
+    def stop_new_turns(self) -> None:
+        """At shutdown: running turns may finish; messages stored from now on wait for the restart."""
+        self._stopping = True
+
+    async def cancel_turns(self) -> int:
+        """Cancel the turns still running (their messages stay unanswered, for the restart)."""
+        tasks = [t for t in self._tasks.values() if not t.done()]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        return len(tasks)
 
     async def drain(self, wait_s: float | None = None) -> None:
         """Wait for running turns (used at shutdown and in tests)."""

@@ -1,7 +1,8 @@
 """How an incoming platform message becomes stored conversation content (pure).
 
 What is stored is what the model will see: in groups the speaker's (sanitised) name leads the text,
-forwarded content is wrapped as tagged data, media the bot cannot read yet is noted in brackets.
+forwarded content is wrapped as tagged data, attachments are named by short labels (the bytes of images
+and PDFs travel as separate blocks) and anything the bot cannot read is noted in brackets.
 The raw platform text never becomes an instruction channel: names are single-line and bounded.
 """
 
@@ -9,16 +10,13 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from gateway.platforms.base import ChatKind, IncomingMessage
 
 MAX_NAME_CHARS = 48
 _CONTROL = re.compile(r"[\x00-\x1f\x7f\u200b-\u200f\u202a-\u202e\u2066-\u2069\ufeff]")
-
-UNSUPPORTED_MEDIA_REPLY = (
-    "I can only read text for now — {what} {verb} not supported yet. Please describe it in words."
-)
 
 
 def clean_name(name: str) -> str:
@@ -56,15 +54,19 @@ class Rendered:
     unsupported_media: tuple[str, ...] = ()
 
 
-def render_incoming(msg: IncomingMessage) -> Rendered:
+def render_incoming(msg: IncomingMessage, media_labels: Sequence[str] = ()) -> Rendered:
+    """The stored text of `msg`; `media_labels` stand for its attachments (see `gateway.media`)."""
     body = clean_text(msg.text or "").strip()
     caption = clean_text(msg.caption or "").strip()
-    notes: list[str] = []
+    notes = [clean_text(label) for label in media_labels]
+    covered = {a.kind for a in msg.attachments}
     unsupported: list[str] = []
     for kind in msg.media:
+        if kind in covered:
+            continue  # the attachment's own label says what it was
         unsupported.append(kind)
-        notes.append(f"[sent a {kind}{': ' + caption if caption else ''}]")
-    if caption and not msg.media:
+        notes.append(f"[sent a {kind}]")
+    if caption:
         body = (body + "\n" + caption).strip()
     if msg.is_forwarded and body:
         # A quote in the origin's name must not end the attribute and forge markup around the content.
@@ -76,17 +78,3 @@ def render_incoming(msg: IncomingMessage) -> Rendered:
     if text and msg.chat.kind is not ChatKind.PRIVATE:
         text = f"[{clean_name(msg.author.display_name)}] {text}"
     return Rendered(text=text, unsupported_media=tuple(unsupported))
-
-
-def unsupported_media_reply(kinds: tuple[str, ...]) -> str:
-    names = {
-        "photo": "photos",
-        "sticker": "stickers",
-        "voice": "voice messages",
-        "audio": "audio files",
-        "video": "videos",
-        "document": "documents",
-        "animation": "animations",
-    }
-    what = ", ".join(dict.fromkeys(names.get(k, "attachments") for k in kinds))
-    return UNSUPPORTED_MEDIA_REPLY.format(what=what[:1].upper() + what[1:], verb="are")

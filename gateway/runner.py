@@ -9,7 +9,6 @@ import asyncio
 import contextlib
 import gc
 import logging
-import signal
 import sys
 from collections.abc import AsyncIterator, Sequence
 from datetime import UTC, datetime, timedelta
@@ -28,6 +27,7 @@ from agent.tokens import CalibratedCounter, Calibration
 from agent.tools.current_time import current_time_tool
 from agent.tools.recall import recall_tool
 from agent.tools.registry import ToolRegistry
+from agent.tools.view_media import view_media_tool
 from gateway import commands
 from gateway.admin import AdminHandlers
 from gateway.auth import AccessPolicy, Authorizer, policy_from_ids
@@ -38,6 +38,13 @@ from gateway.embeddings.wiring import Embeddings, embeddings_from
 from gateway.errors import SendError
 from gateway.history import ChatHistorySearch
 from gateway.jobs import standard_jobs
+from gateway.lifecycle import StopRequested, stop_on_signals, unless_stopped
+from gateway.media.aging import MediaAging
+from gateway.media.intake import MediaIntake
+from gateway.media.lookup import ChatMediaLookup
+from gateway.media.prepare import MB, MediaLimits
+from gateway.media.presence import MediaPresence
+from gateway.media.wire import MediaCache, MediaRenderingClient
 from gateway.metrics import Metrics, MetricsServer
 from gateway.pipeline import Pipeline, RateLimiter
 from gateway.platforms.base import (
@@ -53,6 +60,7 @@ from gateway.scheduler import JobScheduler
 from gateway.spool import Spool
 from gateway.store import ChatLocks, SessionRecord, Store
 from gateway.store.job_lock import JobLocks
+from gateway.store.media import MediaStore
 from gateway.turns import TurnRunner, TurnSettings
 
 logger = logging.getLogger(__name__)
@@ -136,8 +144,12 @@ class Gateway:
         self.settings = settings
         self.adapters = {a.name: a for a in adapters}
         self.store = store
-        self.llm = llm
-        self.summary_llm = summary_llm or llm
+        self.media_store = MediaStore(store.engine)
+        self.media_presence = MediaPresence()
+        # Requests leave with stored media rendered; everything before works on the references.
+        media_cache = MediaCache(self.media_store)
+        self.llm = MediaRenderingClient(llm, media_cache)
+        self.summary_llm = MediaRenderingClient(summary_llm, media_cache) if summary_llm else self.llm
         self.model = lookup_model(settings.model, context_override=settings.model_context_length)
         self.locks = ChatLocks(store)
         self.spool = Spool(settings.spool_dir)
@@ -155,7 +167,7 @@ class Gateway:
         self.turns = TurnRunner(
             store=store,
             locks=self.locks,
-            llm=llm,
+            llm=self.llm,
             settings=TurnSettings(
                 model=self.model,
                 system_prompt=settings.agent.system_prompt,
@@ -170,6 +182,7 @@ class Gateway:
             send=self.send,
             typing=self.typing,
             metrics=self.metrics,
+            media_aging=MediaAging(self.media_store, self.media_presence),
         )
         self.pipeline = self._pipeline()
         self._spool_task: asyncio.Task[None] | None = None
@@ -185,6 +198,14 @@ class Gateway:
             make_engine=self.make_engine,
             compactor=self.compactor,
         )
+        self.media = MediaIntake(
+            self.media_store,
+            limits=MediaLimits.for_window(
+                self.model.context_window, image_long_edge=settings.media.image_long_edge
+            ),
+            max_bytes=settings.media.max_file_mb * MB,
+            presence=self.media_presence,
+        )
         return Pipeline(
             store=self.store,
             auth=Authorizer(authorization_policy(settings)),
@@ -194,6 +215,7 @@ class Gateway:
             rate_limiter=RateLimiter(per_minute=settings.limits.user_messages_per_minute),
             daily_budget_usd=settings.limits.chat_daily_budget_usd,
             spool=self.spool,
+            media=self.media,
         )
 
     # -- factories -----------------------------------------------------------------------------------
@@ -253,12 +275,13 @@ class Gateway:
             # Shorter messages are shown whole (longer ones may be cut to head and tail).
             shown_whole_below=int(self.model.context_window * self.turns.settings.loop.oversize_fraction),
         )
-        return ToolRegistry(
-            [
-                recall_tool(history),
-                current_time_tool(lambda: datetime.now(UTC)),
-            ]
-        )
+        tools = [
+            recall_tool(history),
+            current_time_tool(lambda: datetime.now(UTC)),
+        ]
+        if chat_pk in self.media_presence:  # only where there is something to look at again
+            tools.append(view_media_tool(ChatMediaLookup(self.media_store, chat_pk)))
+        return ToolRegistry(tools)
 
     # -- I/O -----------------------------------------------------------------------------------------
 
@@ -376,22 +399,37 @@ class Gateway:
                 self.pipeline.schedule(ref, chat_pk)
 
     async def stop(self) -> None:
+        """Stop within `shutdown_timeout_s`, handing back what cannot finish in time.
+
+        Running turns get most of the time to finish while the adapters can still deliver their
+        replies (a reply sent after its adapter stopped is lost, and its message is already marked
+        answered); no new turn starts. Turns still running then are cancelled: their messages stay
+        unanswered and are answered after the restart. Then the adapters stop receiving, give
+        messages being stored a moment, and confirm what was stored.
+        """
         gc.unfreeze()
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.settings.shutdown_timeout_s - ADAPTER_STOP_RESERVE_S
+        self.pipeline.stop_new_turns()
         if self.scheduler is not None:
-            await self.scheduler.stop()
-        # Let running turns finish while the adapters can still deliver their replies (a reply sent
-        # after its adapter stopped is lost, and its message is already marked answered).
-        await self.pipeline.drain(wait_s=10)
-        for adapter in self.adapters.values():
-            try:
-                await adapter.stop()
-            except Exception:
-                logger.exception("error while stopping %s", adapter.name)
+            await self.scheduler.stop(wait_s=max(0.0, deadline - loop.time()))
+        await self.pipeline.drain(wait_s=max(0.0, deadline - loop.time()))
+        unfinished = await self.pipeline.cancel_turns()
+        if unfinished:
+            logger.warning(
+                "%d turn(s) did not finish before shutdown; their messages are answered after the restart",
+                unfinished,
+            )
+        results = await asyncio.gather(
+            *(adapter.stop() for adapter in self.adapters.values()), return_exceptions=True
+        )
+        for adapter, result in zip(self.adapters.values(), results, strict=True):
+            if isinstance(result, BaseException):
+                logger.error("error while stopping %s: %r", adapter.name, result)
         if self._spool_task is not None:
             self._spool_task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._spool_task
-        await self.pipeline.drain(wait_s=10)
         if self.embeddings is not None:
             await self.embeddings.close()
         if self.metrics_server is not None:
@@ -421,31 +459,50 @@ def _make_summary_llm(settings: Settings, main: AnthropicClient) -> AnthropicCli
 async def _serve(
     settings: Settings, adapters: Sequence[PlatformAdapter], *, until: asyncio.Event | None = None
 ) -> int:
-    store = await Store.open(
-        settings.database_url,
-        pool_size=settings.database_pool_size,
-        max_overflow=settings.database_max_overflow,
-    )
+    stop = until or asyncio.Event()
+    stop_on_signals(stop, settings.shutdown_timeout_s)
+    try:
+        store = await unless_stopped(
+            Store.open(
+                settings.database_url,
+                pool_size=settings.database_pool_size,
+                max_overflow=settings.database_max_overflow,
+            ),
+            stop,
+        )
+    except StopRequested:
+        return 0
     llm = _make_llm(settings)
     summary_llm = _make_summary_llm(settings, llm)
     gateway = Gateway(settings, adapters, store=store, llm=llm, summary_llm=summary_llm)
-    stop = until or asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        with contextlib.suppress(NotImplementedError, RuntimeError):
-            loop.add_signal_handler(sig, stop.set)
     try:
-        await gateway.start()
+        # A stop requested while starting (connecting, syncing, recovering) cancels the start.
+        await unless_stopped(gateway.start(), stop)
         logger.info("gateway running; press Ctrl-C to stop")
         await stop.wait()
+    except StopRequested:
+        logger.info("start-up cancelled")
     finally:
         logger.info("stopping")
-        await gateway.stop()
-        await llm.close()
-        if summary_llm is not llm:
-            await summary_llm.close()
-        await store.close()
+        budget = settings.shutdown_timeout_s - _CLOSE_TIMEOUT_S
+        try:
+            async with asyncio.timeout(budget):
+                await gateway.stop()
+        except TimeoutError:
+            logger.error("stopping took longer than %.0fs; exiting anyway", budget)
+        clients = [llm] if summary_llm is llm else [llm, summary_llm]
+        try:
+            async with asyncio.timeout(_CLOSE_TIMEOUT_S):
+                await asyncio.gather(*(c.close() for c in clients), store.close())
+        except TimeoutError:
+            logger.warning("closing the model clients and the database took too long; exiting anyway")
     return 0
+
+
+ADAPTER_STOP_RESERVE_S = 4.0
+"""Of `shutdown_timeout_s`, what the adapters keep for stopping after the turns (see Gateway.stop)."""
+_CLOSE_TIMEOUT_S = 1.0
+"""Of `shutdown_timeout_s`, what closing the model clients and the database may take at the end."""
 
 
 def run(settings: Settings) -> int:

@@ -9,6 +9,7 @@ that cannot be decoded are moved to `<name>.bad` with an error log, never droppe
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import json
 import logging
@@ -20,7 +21,7 @@ from pathlib import Path
 from typing import Any, get_args
 
 from gateway.errors import DatabaseUnavailableError
-from gateway.platforms.base import Author, ChatKind, ChatRef, IncomingMessage, MediaKind
+from gateway.platforms.base import Attachment, Author, ChatKind, ChatRef, IncomingMessage, MediaKind
 
 logger = logging.getLogger(__name__)
 
@@ -72,8 +73,46 @@ def encode(msg: IncomingMessage) -> str:
         "caption": msg.caption,
         "is_interaction": msg.is_interaction,
     }
+    if msg.attachments:
+        record["attachments"] = [_encode_attachment(a) for a in msg.attachments]
     # ensure_ascii keeps lone surrogates (which some platforms deliver) encodable as \\udxxx escapes.
     return json.dumps(record, ensure_ascii=True, separators=(",", ":"))
+
+
+def _encode_attachment(attachment: Attachment) -> dict[str, Any]:
+    """An attachment with its downloaded bytes (base64); the download handle cannot be kept."""
+    return {
+        "kind": attachment.kind,
+        "filename": attachment.filename,
+        "mime_type": attachment.mime_type,
+        "size": attachment.size,
+        "width": attachment.width,
+        "height": attachment.height,
+        "label": attachment.label,
+        "data": base64.b64encode(attachment.data).decode("ascii") if attachment.data is not None else None,
+        "error": attachment.error,
+    }
+
+
+def _decode_attachment(record: Any) -> Attachment:
+    if not isinstance(record, dict) or record.get("kind") not in _MEDIA_KINDS:
+        raise SpoolFormatError("damaged attachment record")
+    data = record.get("data")
+    try:
+        raw = base64.b64decode(data, validate=True) if isinstance(data, str) else None
+    except ValueError as exc:
+        raise SpoolFormatError("attachment data is not valid base64") from exc
+    return Attachment(
+        kind=record["kind"],
+        filename=record.get("filename"),
+        mime_type=record.get("mime_type"),
+        size=record.get("size"),
+        width=record.get("width"),
+        height=record.get("height"),
+        label=record.get("label"),
+        data=raw,
+        error=record.get("error"),
+    )
 
 
 def decode(line: str) -> IncomingMessage:
@@ -118,6 +157,7 @@ def decode(line: str) -> IncomingMessage:
             media=media,
             caption=record["caption"],
             is_interaction=bool(record["is_interaction"]),
+            attachments=tuple(_decode_attachment(a) for a in record.get("attachments", ())),
         )
     except SpoolFormatError:
         raise

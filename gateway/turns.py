@@ -28,6 +28,7 @@ from agent.tools.registry import ToolRegistry
 from gateway.compaction import CompactionReport, Compactor, EngineFactory
 from gateway.compaction_policy import CompactionPolicy
 from gateway.errors import SendError
+from gateway.media.aging import MediaAging
 from gateway.metrics import Metrics, TimedLLM
 from gateway.platforms.base import ChatRef, OutgoingMessage
 from gateway.replies import compaction_notice, human_error
@@ -67,8 +68,10 @@ class TurnRunner:
         typing: Callable[[ChatRef], AbstractAsyncContextManager[None]] | None = None,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         metrics: Metrics | None = None,
+        media_aging: MediaAging | None = None,
     ) -> None:
         self.store = store
+        self.media_aging = media_aging
         self.locks = locks
         self.llm = llm
         self.settings = settings
@@ -109,7 +112,10 @@ class TurnRunner:
             if report.changed:  # the counters, the window and the compaction count moved
                 snapshot = await self.store.turn_snapshot(session.chat_pk)
                 session = snapshot.session
-        window = window_entries(snapshot.rows)
+        rows = snapshot.rows
+        if self.media_aging is not None:  # old images stop travelling when it pays (agent.media_aging)
+            rows = await self.media_aging.apply(session, rows, cache_cold=cache.expired(self.clock()))
+        window = window_entries(rows)
         recorder = TurnRecorder(
             store=self.store,
             compactor=self.compactor,

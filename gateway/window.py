@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
+from agent.media import demoted_note, is_media_ref
 from agent.messages import INTERRUPTED_RESULT, PRUNED_MARKER, repair_tool_pairs
 from agent.types import Block, Message, Role
 
@@ -47,6 +48,8 @@ def _blocks(row: RowLike) -> list[Block]:
 def _prune(block: Block) -> Block:
     if block.get("type") == "tool_result":
         return {**block, "content": PRUNED_MARKER}
+    if is_media_ref(block):  # demoted media (agent.media_aging): named, no longer attached
+        return {"type": "text", "text": demoted_note(block)}
     return block
 
 

@@ -29,6 +29,8 @@ TABLES = {
     "usage_daily",
     "command_receipts",
     "message_vectors",
+    "media",
+    "message_media",
 }
 
 

@@ -12,10 +12,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from agent.errors import ToolError
+from agent.types import Block
 
 logger = logging.getLogger(__name__)
 
-ToolHandler = Callable[[dict[str, Any]], Awaitable[str]]
+ToolHandler = Callable[[dict[str, Any]], Awaitable["str | ToolOutcome"]]
+"""Returns the result text, or a `ToolOutcome` when the result carries blocks (an image to show)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +36,15 @@ class Tool:
 class ToolOutcome:
     text: str
     is_error: bool = False
+    blocks: tuple[Block, ...] = ()
+    """Content blocks shown before the text (e.g. a `media_ref` the wire turns into an image)."""
+
+    @property
+    def content(self) -> str | list[Block]:
+        """The tool_result's content: the text alone, or the blocks followed by the text."""
+        if not self.blocks:
+            return self.text
+        return [*self.blocks, {"type": "text", "text": self.text}]
 
 
 class ToolRegistry:
@@ -64,7 +75,8 @@ class ToolRegistry:
             known = ", ".join(self._tools) or "none"
             return ToolOutcome(f"Unknown tool {name!r}. Available tools: {known}.", is_error=True)
         try:
-            return ToolOutcome(await tool.handler(tool_input))
+            result = await tool.handler(tool_input)
+            return result if isinstance(result, ToolOutcome) else ToolOutcome(result)
         except ToolError as exc:
             logger.info("tool %s reported an error: %s", name, exc)
             return ToolOutcome(f"Tool {name} failed: {exc}", is_error=True)

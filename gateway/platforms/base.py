@@ -47,6 +47,33 @@ class Author:
 
 MediaKind = Literal["photo", "sticker", "voice", "audio", "video", "document", "animation", "other"]
 
+Fetch = Callable[[], Awaitable[bytes]]
+"""Downloads an attachment's bytes; raises `gateway.errors.MediaFetchError` when it cannot."""
+
+
+@dataclass(frozen=True, slots=True)
+class Attachment:
+    """One file that came with a message, described by the platform; the bytes come later.
+
+    The adapter supplies `fetch` (a download through its library); the gateway calls it only for
+    authorized senders and only when the declared size is within the limit, and keeps the result in
+    `data` (so a message spooled during a database outage keeps its files).
+    """
+
+    kind: MediaKind
+    filename: str | None = None
+    mime_type: str | None = None
+    size: int | None = None
+    """Bytes, when the platform says so before downloading."""
+    width: int | None = None
+    height: int | None = None
+    label: str | None = None
+    """What stands for the file when it cannot be shown (a sticker's emoji, a voice note's length)."""
+    fetch: Fetch | None = field(default=None, compare=False, repr=False)
+    data: bytes | None = field(default=None, repr=False)
+    error: str | None = None
+    """Why the bytes could not be fetched, worded for the sender (set by the gateway)."""
+
 
 @dataclass(frozen=True, slots=True)
 class IncomingMessage:
@@ -70,6 +97,9 @@ class IncomingMessage:
     forward_origin: str | None = None
     media: tuple[MediaKind, ...] = ()
     caption: str | None = None
+    attachments: tuple[Attachment, ...] = ()
+    """Files the gateway can download and read (photos, images, PDFs, text files...); kinds it cannot
+    read are listed here too, so it can say so, and also in `media`."""
     is_interaction: bool = False
     """Discord slash-command interaction: replies go through the interaction response."""
     reply_handle: object | None = field(default=None, compare=False, repr=False)

@@ -1,26 +1,34 @@
 """A local terminal chat: one private chat, the local user is admin. Try the product with only an API key.
 
 Each line on stdin is one message (`/cmd args` lines are commands); replies go to stdout. Lines up to
-8 MiB are accepted so a pasted log arrives whole.
+8 MiB are accepted so a pasted log arrives whole. `/file PATH [question]` sends a local file (an image,
+a PDF or a text file) with an optional question, as a photo or document would arrive from a platform.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import itertools
 import logging
+import mimetypes
+import shlex
 import sys
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import IO
 
 from gateway.auth import CONSOLE_USER_ID
+from gateway.errors import MediaFetchError
 from gateway.platforms.base import (
+    Attachment,
     Author,
     Capabilities,
     ChatKind,
     ChatRef,
     CommandSpec,
+    Fetch,
     IncomingMessage,
     MessageHandler,
     OutgoingMessage,
@@ -38,6 +46,41 @@ def parse_command(text: str) -> tuple[str, str] | None:
         return None
     head, _, rest = text[1:].partition(" ")
     return head.split("@", 1)[0].lower(), rest.strip()
+
+
+def parse_file_command(text: str) -> tuple[str, str] | None:
+    """(path, question) for `/file PATH [question]`; a path with spaces goes in quotes."""
+    command = parse_command(text)
+    if command is None or command[0] != "file":
+        return None
+    try:
+        parts = shlex.split(command[1])
+    except ValueError:
+        parts = command[1].split()
+    if not parts:
+        return "", ""
+    return parts[0], " ".join(parts[1:])
+
+
+def _locate(path_text: str) -> tuple[Path, int | None]:
+    """The path (with ~ expanded) and its size, if it can be seen (the fetch reports why not)."""
+    path = Path(path_text).expanduser()
+    try:
+        return path, path.stat().st_size
+    except OSError:
+        return path, None
+
+
+def _file_reader(path: Path) -> Fetch:
+    async def fetch() -> bytes:
+        if not str(path) or str(path) == ".":
+            raise MediaFetchError("no file was named (use /file PATH [question])")
+        try:
+            return await asyncio.to_thread(path.read_bytes)
+        except OSError as exc:
+            raise MediaFetchError(f"{path} could not be read ({exc.strerror or type(exc).__name__})") from exc
+
+    return fetch
 
 
 class _Typing:
@@ -78,7 +121,7 @@ class ConsoleAdapter:
             reader = asyncio.StreamReader(limit=LINE_LIMIT)
             await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
             self._reader = reader
-        names = ", ".join("/" + c.name for c in commands)
+        names = ", ".join(["/" + c.name for c in commands] + ["/file PATH [question]"])
         self._print(f"Console chat ready. Type a message and press Enter; commands: {names}. Ctrl-D quits.")
         self._task = asyncio.create_task(self._read_loop(handler), name="console-reader")
 
@@ -98,6 +141,10 @@ class ConsoleAdapter:
                 text = raw.decode("utf-8", "replace").rstrip("\n")
                 if not text.strip():
                     continue
+                file_command = parse_file_command(text)
+                if file_command is not None:
+                    await handler(await self._file_message(*file_command))
+                    continue
                 await handler(self._incoming(text))
         finally:
             self.finished.set()
@@ -114,6 +161,18 @@ class ConsoleAdapter:
             command=command[0] if command else None,
             command_args=command[1] if command else "",
         )
+
+    async def _file_message(self, path_text: str, question: str) -> IncomingMessage:
+        path, size = await asyncio.to_thread(_locate, path_text)
+        attachment = Attachment(
+            kind="document",
+            filename=path.name,
+            mime_type=mimetypes.guess_type(path.name)[0],
+            size=size,
+            fetch=_file_reader(path),
+        )
+        message = self._incoming(question)
+        return dataclasses.replace(message, media=("document",), attachments=(attachment,))
 
     async def stop(self) -> None:
         if self._task is not None:

@@ -1,15 +1,16 @@
 """Discord adapter on discord.py: gateway events in as `IncomingMessage`, replies out under 2000 chars.
 
 DMs are private chats, guild text channels are group chats and a thread is its own chat (chat id =
-parent channel, thread id = the thread). Slash commands are registered from the command specs and
-deferred at once; the reply to one goes out as the interaction's followup. Every send forbids
-@everyone/@here and role pings. discord.py types never leave this module.
+parent channel, thread id = the thread). `start` returns once the gateway is READY; the slash commands
+are synced afterwards in the background with their own retries, so a rate-limited sync never keeps
+the bot deaf. Each chat's messages reach the gateway one at a time in arrival order (`lanes`).
+Slash commands are deferred at once; the reply to one goes out as the interaction's followup. Every
+send forbids @everyone/@here and role pings. discord.py types never leave this module.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import re
 import warnings
@@ -24,7 +25,7 @@ with warnings.catch_warnings():
     import discord
 from discord import app_commands
 
-from gateway.errors import PlatformStartError, SendError, SendRejected, SendRetryLater
+from gateway.errors import PlatformConfigError, PlatformStartError, SendError, SendRejected, SendRetryLater
 from gateway.platforms.base import (
     Author,
     Capabilities,
@@ -37,6 +38,9 @@ from gateway.platforms.base import (
     OutgoingMessage,
     SentMessage,
 )
+from gateway.platforms.discord_media import attachments_of
+from gateway.platforms.discord_startup import TOKEN_HELP, start_error, sync_commands
+from gateway.platforms.lanes import ChatLanes, hand_over
 from gateway.platforms.split import split_text
 
 logger = logging.getLogger(__name__)
@@ -45,6 +49,8 @@ PLATFORM = "discord"
 MAX_LENGTH = 2000
 FALLBACK_LENGTH = 1000
 """Chunk size for the second attempt after Discord rejects a chunk (400, e.g. code 50035)."""
+CLOSE_WAIT_S = 2.0
+"""After closing the client, how long the gateway task may take to end before it is cancelled."""
 _COMMAND_RE = re.compile(r"^/([\w-]{1,32})(?:\s+(.*))?$", re.DOTALL)
 _OWN_IDS_KEPT = 2000
 
@@ -86,6 +92,8 @@ class DiscordAdapter:
         guild_ready_timeout: float = 2.0,
         ready_timeout: float = 30.0,
         max_ratelimit_timeout: float | None = None,
+        drain_timeout: float = 2.0,
+        store_retry_s: float = 60.0,
     ) -> None:
         self._token = token
         self._api_base_url = api_base_url.rstrip("/") if api_base_url else None
@@ -99,11 +107,15 @@ class DiscordAdapter:
         self._ready = asyncio.Event()
         self._own_message_ids: dict[int, None] = {}
         self._saved_urls: tuple[str, yarl.URL] | None = None
+        self._sync_task: asyncio.Task[None] | None = None
+        self._lanes = ChatLanes("discord")
+        self._drain_timeout = drain_timeout
+        self._store_retry_s = store_retry_s
 
     # ---- lifecycle -------------------------------------------------------------------------------
 
     async def start(self, handler: MessageHandler, commands: list[CommandSpec]) -> None:
-        """Log in, register slash commands, connect the gateway; return once READY."""
+        """Log in and connect the gateway; return once READY. Commands are synced in the background."""
         self._handler = handler
         self._ready.clear()
         self._point_library_at_urls()
@@ -123,38 +135,72 @@ class DiscordAdapter:
         for spec in commands:
             tree.add_command(self._slash_command(spec))
         try:
+            await self._connect(client)
+        except BaseException:  # a start error, or cancelled because a stop was requested
+            await self.stop()
+            raise
+        self._sync_task = asyncio.create_task(sync_commands(tree, len(commands)), name="discord-sync")
+        logger.info(
+            "discord: connected as %s; syncing %d slash commands in the background",
+            client.user,
+            len(commands),
+        )
+
+    async def _connect(self, client: _Client) -> None:
+        try:
             await client.login(self._token)
-            await tree.sync()
-        except discord.LoginFailure as exc:
-            await self.stop()
-            raise PlatformStartError("discord rejected the bot token") from exc
+        except discord.LoginFailure:
+            raise PlatformConfigError(TOKEN_HELP) from None
         except (discord.HTTPException, aiohttp.ClientError, OSError) as exc:
-            await self.stop()
             raise PlatformStartError(f"discord login failed: {type(exc).__name__}") from exc
         self._connect_task = asyncio.create_task(client.connect(reconnect=True), name="discord-gateway")
-        self._connect_task.add_done_callback(_log_connect_end)
+        self._connect_task.add_done_callback(self._connection_ended)
         ready = asyncio.create_task(self._ready.wait())
-        done, _ = await asyncio.wait(
-            {ready, self._connect_task}, timeout=self._ready_timeout, return_when="FIRST_COMPLETED"
-        )
-        if ready not in done:
+        try:
+            done, _ = await asyncio.wait(
+                {ready, self._connect_task}, timeout=self._ready_timeout, return_when="FIRST_COMPLETED"
+            )
+        finally:
             ready.cancel()
-            failure = self._connect_task.exception() if self._connect_task in done else None
-            await self.stop()
+        if ready in done:
+            return
+        if self._connect_task in done and not self._connect_task.cancelled():
+            failure = self._connect_task.exception()
             if failure is not None:
-                raise PlatformStartError(f"discord gateway connection failed: {failure!r}") from failure
-            raise PlatformStartError(f"discord gateway not READY within {self._ready_timeout:.0f}s")
-        logger.info("discord: connected as %s, %d slash commands synced", client.user, len(commands))
+                raise start_error(failure) from failure
+        raise PlatformStartError(f"discord gateway not READY within {self._ready_timeout:.0f}s")
 
     async def stop(self) -> None:
+        """Stop syncing and receiving and close the connection, while messages being stored get a
+        moment (`drain_timeout`) to finish."""
+        sync, self._sync_task = self._sync_task, None
+        if sync is not None:
+            sync.cancel()
+            await asyncio.gather(sync, return_exceptions=True)
+        cancelled, _ = await asyncio.gather(self._lanes.drain(self._drain_timeout), self._disconnect())
+        if cancelled:
+            logger.warning("discord: %d message(s) were still being stored at shutdown", cancelled)
+        self._restore_library_urls()
+
+    async def _disconnect(self) -> None:
         client, self._client = self._client, None
         task, self._connect_task = self._connect_task, None
         if client is not None:
             await client.close()
         if task is not None:
-            with contextlib.suppress(asyncio.CancelledError):
-                await asyncio.gather(task, return_exceptions=True)
-        self._restore_library_urls()
+            # close() ends a connected gateway; one stuck before READY (no HELLO, a hung socket) is
+            # only ended by cancelling it.
+            _, pending = await asyncio.wait({task}, timeout=CLOSE_WAIT_S)
+            for stuck in pending:
+                stuck.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+
+    def _connection_ended(self, task: asyncio.Task[None]) -> None:
+        if task.cancelled() or not self._ready.is_set():
+            return  # a failure before READY is reported by start()
+        exc = task.exception()
+        if exc is not None:
+            logger.error("discord: the gateway connection ended: %s", start_error(exc))
 
     def _point_library_at_urls(self) -> None:
         # The only two library settings touched; they are module-level, so restore them on stop.
@@ -208,16 +254,24 @@ class DiscordAdapter:
         await self._deliver(message)
 
     async def _deliver(self, message: IncomingMessage) -> None:
-        if self._handler is None:
+        """Hand the message over on its chat's lane (arrival order per chat) and wait until it is kept.
+
+        Discord does not deliver a message again outside a RESUME, so a failing hand-over is retried
+        for `store_retry_s`; after that the chat's later messages must not wait any longer.
+        """
+        handler = self._handler
+        if handler is None:
             return
-        try:
-            await self._handler(message)
-        except Exception:
-            # The top of a discord.py event task: log with the chat, keep the gateway running.
-            logger.exception(
-                "discord: handler failed for chat %s message %s",
-                message.chat.key,
+        stored = await self._lanes.submit(
+            message.chat.key,
+            lambda: hand_over(handler, message, platform=PLATFORM, give_up_after_s=self._store_retry_s),
+        )
+        if not stored:
+            logger.error(
+                "discord: message %s in chat %s could not be stored within %.0fs; it is lost",
                 message.platform_message_id,
+                message.chat.chat_id,
+                self._store_retry_s,
             )
 
     def _chat_ref(self, channel: Any, channel_id: int | None, guild_id: int | None) -> ChatRef:
@@ -270,7 +324,8 @@ class DiscordAdapter:
             is_edit=is_edit,
             is_forwarded=is_forwarded,
             media=media,
-            caption=text if media and text else None,
+            # Discord has no captions: the text is the message's text, next to its attachments.
+            attachments=attachments_of(message),
         )
 
     def _replies_to_me(self, reference: discord.MessageReference | None, my_id: int | None) -> bool:
@@ -422,11 +477,3 @@ def _websocket_url(url: str) -> str:
     parsed = yarl.URL(url)
     scheme = {"http": "ws", "https": "wss"}.get(parsed.scheme, parsed.scheme)
     return str(parsed.with_scheme(scheme))
-
-
-def _log_connect_end(task: asyncio.Task[None]) -> None:
-    if task.cancelled():
-        return
-    exc = task.exception()
-    if exc is not None:
-        logger.error("discord: gateway connection ended: %r", exc)

@@ -29,6 +29,8 @@ def _telegram(settings: Settings) -> PlatformAdapter:
     return TelegramAdapter(
         token=settings.telegram_bot_token.get_secret_value(),
         base_url=str(settings.telegram_base_url),
+        base_file_url=str(settings.telegram_base_file_url) if settings.telegram_base_file_url else None,
+        max_file_bytes=settings.media.max_file_mb * 1024 * 1024,
         webhook_url=str(settings.telegram_webhook_url) if settings.telegram_webhook_url else None,
         webhook_listen=settings.telegram_webhook_listen,
         webhook_port=settings.telegram_webhook_port,

@@ -1,9 +1,10 @@
 """The Telegram adapter: python-telegram-bot in, `IncomingMessage` out; replies as Telegram HTML.
 
-Long polling by default, a webhook server when `webhook_url` is set. Each update is converted where it
-arrives and handed to the gateway in its own task, in arrival order, so one slow chat never holds up
-another (the gateway orders turns per chat). Replies are split on the markdown, rendered to HTML and
-re-sent as plain text if Telegram still rejects the markup; flood control waits and retries.
+Long polling by default (`telegram_polling`), a webhook server when `webhook_url` is set
+(`telegram_webhook`). Either way an update is acknowledged to Telegram only once the gateway has
+stored its message. Each chat's updates reach the gateway one at a time in arrival order, different
+chats concurrently (`lanes`). Replies are split on the markdown, rendered to HTML and re-sent as
+plain text if Telegram still rejects the markup; flood control waits and retries.
 """
 
 from __future__ import annotations
@@ -12,17 +13,14 @@ import asyncio
 import contextlib
 import logging
 import re
-import warnings
-from datetime import timedelta
 from typing import Any
 
-from telegram import BotCommand, Message, ReplyParameters, Update
+from telegram import Bot, BotCommand, Message, ReplyParameters, Update
 from telegram.constants import ChatAction, ParseMode
 from telegram.error import BadRequest, InvalidToken, RetryAfter, TelegramError
-from telegram.ext import Application, ApplicationBuilder, ContextTypes, MessageHandler, filters
-from telegram.warnings import PTBDeprecationWarning
+from telegram.request import HTTPXRequest
 
-from gateway.errors import PlatformStartError, SendError, SendRejected, SendRetryLater
+from gateway.errors import PlatformConfigError, PlatformStartError, SendError, SendRejected, SendRetryLater
 from gateway.platforms.base import (
     Capabilities,
     ChatRef,
@@ -35,9 +33,13 @@ from gateway.platforms.base import (
 from gateway.platforms.base import (
     MessageHandler as GatewayHandler,
 )
+from gateway.platforms.lanes import ChatLanes, hand_over
 from gateway.platforms.split import measure, split_text
 from gateway.platforms.telegram_convert import BotIdentity, convert_update
 from gateway.platforms.telegram_html import markdown_to_telegram_html
+from gateway.platforms.telegram_media import BOT_API_DOWNLOAD_LIMIT, AlbumCollector, with_attachments
+from gateway.platforms.telegram_polling import LongPoller, retry_after_seconds
+from gateway.platforms.telegram_webhook import WebhookServer
 
 logger = logging.getLogger(__name__)
 
@@ -48,9 +50,12 @@ MIN_SPLIT = 512
 TYPING_INTERVAL = 4.0
 """Telegram shows a chat action for about 5 s; refresh a little earlier."""
 ALLOWED_UPDATES = ["message", "edited_message", "channel_post", "edited_channel_post"]
+SEND_POOL_SIZE = 256
+"""Concurrent Bot API connections for sends (python-telegram-bot's ApplicationBuilder default)."""
+WEBHOOK_STORE_LIMIT_S = 20.0
+"""A webhook request waits this long for its message to be stored before answering 500 (Telegram
+retries); long polling waits as long as it takes, since nothing is confirmed meanwhile."""
 _COMMAND_NAME = re.compile(r"^[a-z0-9_]{1,32}$")
-
-AnyApplication = Application[Any, Any, Any, Any, Any, Any]
 
 
 class TelegramAdapter:
@@ -72,6 +77,9 @@ class TelegramAdapter:
         poll_timeout: float = 10.0,
         max_send_attempts: int = 3,
         max_retry_wait: float = 30.0,
+        drain_timeout: float = 2.0,
+        webhook_store_limit_s: float = WEBHOOK_STORE_LIMIT_S,
+        max_file_bytes: int = BOT_API_DOWNLOAD_LIMIT,
     ) -> None:
         self._token = token
         self._base_url = base_url
@@ -83,12 +91,16 @@ class TelegramAdapter:
         self._poll_timeout = poll_timeout
         self._max_send_attempts = max_send_attempts
         self._max_retry_wait = max_retry_wait
-        self._app: AnyApplication | None = None
+        self._drain_timeout = drain_timeout
+        self._webhook_store_limit_s = webhook_store_limit_s
+        self._max_file_bytes = max_file_bytes
+        self._albums = AlbumCollector()
+        self._api: Bot | None = None
         self._handler: GatewayHandler | None = None
         self._bot: BotIdentity | None = None
-        self._tasks: set[asyncio.Task[None]] = set()
-        self._chat_order: dict[tuple[str, str, str], asyncio.Lock] = {}
-        """One FIFO lock per chat: a chat's updates reach the gateway (and the store) in arrival order."""
+        self._lanes = ChatLanes("telegram")
+        self._poller: LongPoller | None = None
+        self._webhook: WebhookServer | None = None
 
     @property
     def bot_username(self) -> str | None:
@@ -98,130 +110,170 @@ class TelegramAdapter:
 
     async def start(self, handler: GatewayHandler, commands: list[CommandSpec]) -> None:
         self._handler = handler
-        app: AnyApplication = (
-            ApplicationBuilder()
-            .token(self._token)
-            .base_url(self._base_url)
-            .base_file_url(self._base_file_url)
-            .job_queue(None)
-            .build()
+        api = Bot(
+            self._token,
+            base_url=self._base_url,
+            base_file_url=self._base_file_url,
+            request=HTTPXRequest(connection_pool_size=SEND_POOL_SIZE),
+            get_updates_request=HTTPXRequest(connection_pool_size=1),
         )
-        app.add_handler(
-            MessageHandler(filters.UpdateType.MESSAGES | filters.UpdateType.CHANNEL_POSTS, self._on_update)
-        )
-        app.add_error_handler(self._on_error)
+        self._api = api  # from here on, stop() releases it whatever happens below
         try:
-            await app.initialize()
-            self._bot = BotIdentity(user_id=app.bot.id, username=app.bot.username)
-            await app.bot.set_my_commands(_bot_commands(commands))
-            await app.start()
-            updater = app.updater
-            if updater is None:  # pragma: no cover - the builder always creates one unless told not to
-                raise PlatformStartError("telegram: the application has no updater")
+            await api.initialize()
+            self._bot = BotIdentity(user_id=api.id, username=api.username)
+            await api.set_my_commands(_bot_commands(commands))
             if self._webhook_url:
-                await updater.start_webhook(
-                    listen=self._webhook_listen,
-                    port=self._webhook_port,
-                    url_path=_url_path(self._webhook_url),
-                    webhook_url=self._webhook_url,
-                    secret_token=self._webhook_secret,
-                    allowed_updates=ALLOWED_UPDATES,
-                )
+                await self._start_webhook(api, self._webhook_url)
             else:
-                await updater.start_polling(
-                    timeout=timedelta(seconds=self._poll_timeout), allowed_updates=ALLOWED_UPDATES
+                await api.delete_webhook(drop_pending_updates=False)
+                self._poller = LongPoller(
+                    api,
+                    self._dispatch,
+                    timeout=self._poll_timeout,
+                    allowed_updates=ALLOWED_UPDATES,
+                    redact=self._redact,
                 )
+                self._poller.start()
         except InvalidToken:
-            await _quiet_shutdown(app)
+            await self._quiet_stop()
             # PTB's message quotes the token itself; keep it out of logs and tracebacks.
-            raise PlatformStartError(
+            raise PlatformConfigError(
                 "telegram: the bot token was rejected (check TELEGRAM_BOT_TOKEN)"
             ) from None
         except TelegramError as exc:
-            await _quiet_shutdown(app)
+            await self._quiet_stop()
             raise PlatformStartError(f"telegram: could not start: {self._redact(exc.message)}") from exc
         except OSError as exc:  # the webhook port cannot be bound
-            await _quiet_shutdown(app)
+            await self._quiet_stop()
             raise PlatformStartError(f"telegram: could not start the webhook server: {exc}") from exc
-        self._app = app
+        except BaseException:  # cancelled while starting (a stop was requested)
+            await self._quiet_stop()
+            raise
         mode = f"webhook {self._webhook_url}" if self._webhook_url else "long polling"
         logger.info(
             "telegram: connected as @%s (%s), %d commands registered", self._bot.username, mode, len(commands)
         )
 
-    async def stop(self, *, drain_timeout: float = 10.0) -> None:
-        """Stop receiving, let in-flight turns finish and reply (up to `drain_timeout`), then shut down."""
-        app = self._app
-        if app is None:
-            return
-        if app.updater is not None and app.updater.running:
-            await app.updater.stop()
-        if app.running:
-            await app.stop()  # hands updates already fetched to _on_update before returning
-        if self._tasks:
-            _, pending = await asyncio.wait(set(self._tasks), timeout=drain_timeout)
-            for task in pending:
-                task.cancel()
-            if pending:
-                logger.warning("telegram: cancelled %d turns still running at shutdown", len(pending))
-                await asyncio.gather(*pending, return_exceptions=True)
-        self._app = None
-        await app.shutdown()
+    async def _start_webhook(self, api: Bot, url: str) -> None:
+        # Bind first: a busy port fails the start before Telegram is told to send updates here.
+        self._webhook = WebhookServer(
+            listen=self._webhook_listen,
+            port=self._webhook_port,
+            path=_url_path(url),
+            secret=self._webhook_secret,
+            receive=self._receive_webhook,
+            shutdown_timeout=self._drain_timeout,
+        )
+        await self._webhook.start()
+        await api.set_webhook(url=url, allowed_updates=ALLOWED_UPDATES, secret_token=self._webhook_secret)
+
+    async def stop(self) -> None:
+        """Stop receiving, give updates being stored up to `drain_timeout`, confirm them, shut down.
+
+        Updates whose storing was cut off stay unconfirmed, so Telegram delivers them again.
+        """
+        if self._poller is not None:
+            await self._poller.stop()
+        if self._webhook is not None:
+            await self._webhook.stop()  # waits for requests in flight, up to drain_timeout
+            self._webhook = None
+        self._albums.close_all()  # an album still settling is handed over now, with what arrived
+        cancelled = await self._lanes.drain(self._drain_timeout)
+        if cancelled:
+            logger.warning(
+                "telegram: %d update(s) not stored before shutdown; Telegram delivers them again", cancelled
+            )
+        if self._poller is not None:
+            await self._poller.confirm()
+            self._poller = None
+        api, self._api = self._api, None
+        if api is not None:
+            await api.shutdown()
+
+    async def _quiet_stop(self) -> None:
+        """Release what a failed start acquired; the start error is what the caller needs to see."""
+        try:
+            await self.stop()
+        except Exception:
+            logger.warning("telegram: cleanup after a failed start also failed", exc_info=True)
 
     # Incoming ------------------------------------------------------------------------------------
 
-    @staticmethod
-    async def _on_error(update: object, context: ContextTypes.DEFAULT_TYPE) -> None:
-        """Updates that could not be handled are logged with their chat, never dropped silently."""
-        chat = update.effective_chat if isinstance(update, Update) else None
-        logger.error(
-            "telegram update %s in chat %s could not be handled",
-            update.update_id if isinstance(update, Update) else "?",
-            chat.id if chat is not None else "?",
-            exc_info=context.error,
-        )
+    def _dispatch(self, update: Update) -> asyncio.Task[bool] | None:
+        """Queue the update's hand-over on its chat's lane (long polling); None if nothing to store."""
+        incoming = self._convert(update)
+        handler = self._handler
+        if incoming is None or handler is None:
+            return None
+        return self._submit(handler, incoming, update)
 
-    async def _on_update(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
-        if self._bot is None or self._handler is None:  # pragma: no cover - handler registered after getMe
-            return
-        incoming = convert_update(update, self._bot)
+    async def _receive_webhook(self, data: dict[str, Any]) -> bool:
+        """One webhook update: True once its message is stored (or there is nothing to store)."""
+        api, handler = self._api, self._handler
+        if api is None or handler is None:
+            return False
+        try:
+            update = Update.de_json(data, api)
+        except Exception:
+            logger.exception("telegram webhook: update %s could not be read", data.get("update_id"))
+            return True  # Telegram would resend the same bytes forever
+        incoming = self._convert(update)
         if incoming is None:
-            return
-        key = incoming.chat.key
-        order = self._chat_order.setdefault(key, asyncio.Lock())
-        task = asyncio.create_task(
-            self._deliver(self._handler, incoming, order), name=f"telegram:{incoming.chat.chat_id}"
-        )
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-        task.add_done_callback(lambda _t: self._forget_order(key, order))
+            return True
+        task = self._submit(handler, incoming, update, give_up_after_s=self._webhook_store_limit_s)
+        # Shielded: if Telegram hangs up, the message is still stored (its resend is a duplicate).
+        return await asyncio.shield(task)
 
-    def _forget_order(self, key: tuple[str, str, str], order: asyncio.Lock) -> None:
-        if (
-            not order.locked()
-            and self._chat_order.get(key) is order
-            and not any(t.get_name() == f"telegram:{key[1]}" for t in self._tasks)
-        ):
-            del self._chat_order[key]
+    def _submit(
+        self,
+        handler: GatewayHandler,
+        incoming: IncomingMessage,
+        update: Update,
+        *,
+        give_up_after_s: float | None = None,
+    ) -> asyncio.Task[bool]:
+        """Queue the hand-over on the chat's lane; the photos of one album are handed over together
+        (their updates share the album's task, so each is acknowledged once the album is stored)."""
+        message = update.effective_message
+        group = message.media_group_id if message is not None else None
+        if group is None or incoming.is_edit:
+            return self._lanes.submit(
+                incoming.chat.key,
+                lambda: hand_over(handler, incoming, platform="telegram", give_up_after_s=give_up_after_s),
+            )
+        album = self._albums.add(f"{incoming.chat.chat_id}:{group}", incoming)
+        if album.task is None:
 
-    @staticmethod
-    async def _deliver(handler: GatewayHandler, incoming: IncomingMessage, order: asyncio.Lock) -> None:
-        # Tasks start in update order and queue on the chat's lock first thing (asyncio locks are FIFO),
-        # so different chats run concurrently while one chat's messages are stored in platform order.
-        async with order:
-            try:
-                await handler(incoming)
-            except Exception:
-                logger.exception(
-                    "telegram: handling message %s in chat %s failed",
-                    incoming.platform_message_id,
-                    incoming.chat.chat_id,
-                )
+            async def hand_over_album() -> bool:
+                merged = await album.future
+                return await hand_over(handler, merged, platform="telegram", give_up_after_s=give_up_after_s)
+
+            album.task = self._lanes.submit(incoming.chat.key, hand_over_album)
+        return album.task
+
+    def _convert(self, update: Update) -> IncomingMessage | None:
+        if self._bot is None:  # pragma: no cover - updates flow only after getMe
+            return None
+        try:
+            incoming = convert_update(update, self._bot)
+            if incoming is None or self._api is None:
+                return incoming
+            return with_attachments(incoming, update, self._api, max_bytes=self._max_file_bytes)
+        except Exception:
+            # A bug, not a transient fault: retrying cannot help, so it is logged with its chat and
+            # acknowledged rather than holding up every later update.
+            chat = update.effective_chat
+            logger.exception(
+                "telegram update %s in chat %s could not be handled",
+                update.update_id,
+                chat.id if chat is not None else "?",
+            )
+            return None
 
     # Outgoing ------------------------------------------------------------------------------------
 
     async def send(self, message: OutgoingMessage) -> SentMessage:
-        bot = self._require_app().bot
+        bot = self._require_bot()
         chat_id = int(message.chat.chat_id)
         thread_id = int(message.chat.thread_id) if message.chat.thread_id else None
         reply = (
@@ -286,7 +338,7 @@ class TelegramAdapter:
         return _Typing(self, chat)
 
     async def _send_typing(self, chat: ChatRef) -> None:
-        bot = self._require_app().bot
+        bot = self._require_bot()
         thread_id = int(chat.thread_id) if chat.thread_id else None
         await bot.send_chat_action(
             chat_id=int(chat.chat_id), action=ChatAction.TYPING, message_thread_id=thread_id
@@ -295,10 +347,10 @@ class TelegramAdapter:
     def _redact(self, text: str) -> str:
         return text.replace(self._token, "<token>")
 
-    def _require_app(self) -> AnyApplication:
-        if self._app is None:
+    def _require_bot(self) -> Bot:
+        if self._api is None:
             raise SendError("telegram adapter is not started")
-        return self._app
+        return self._api
 
 
 class _Typing:
@@ -354,14 +406,6 @@ def _well_formed(text: str) -> str:
     return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
 
 
-def retry_after_seconds(exc: RetryAfter) -> float:
-    """`RetryAfter.retry_after` as seconds; PTB 22 warns on int access while it migrates to timedelta."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", PTBDeprecationWarning)
-        value = exc.retry_after
-    return value.total_seconds() if isinstance(value, timedelta) else float(value)
-
-
 def _bot_commands(commands: list[CommandSpec]) -> list[BotCommand]:
     menu: list[BotCommand] = []
     for spec in commands:
@@ -385,16 +429,3 @@ def _file_url(base_url: str) -> str:
 def _url_path(webhook_url: str) -> str:
     path = webhook_url.split("://", 1)[-1]
     return path.split("/", 1)[1] if "/" in path else ""
-
-
-async def _quiet_shutdown(app: AnyApplication) -> None:
-    """Release what a failed start acquired; the start error is what the caller needs to see."""
-    try:
-        if app.updater is not None and app.updater.running:
-            await app.updater.stop()
-        if app.running:
-            await app.stop()
-        await app.shutdown()
-        await app.bot.shutdown()  # a failed initialize() leaves the bot's HTTP clients open
-    except Exception:
-        logger.warning("telegram: cleanup after a failed start also failed", exc_info=True)

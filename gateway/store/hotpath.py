@@ -15,6 +15,7 @@ from sqlalchemy import Row, bindparam, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway.store.appends import counter_values
+from gateway.store.media import link_rows, message_media
 from gateway.store.records import NewMessage, SessionRecord, StoredMessage, TurnSnapshot
 from gateway.store.rows import messages, sessions, to_message, to_session
 from gateway.store.window import SEQ_STEP, WINDOW_STATES
@@ -88,6 +89,8 @@ async def store_incoming(
     inserted = (await conn.execute(_insert_message(insert), row_values)).one_or_none()
     if inserted is None:
         raise DuplicateDelivery(message.platform_message_id)
+    if message.media_ids:
+        await conn.execute(message_media.insert(), link_rows(inserted.id, message.media_ids))
     return session, to_message(inserted)
 
 

@@ -14,6 +14,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from gateway.store.media import delete_unreferenced_in
 from gateway.store.models import UsageDaily
 from gateway.store.records import SessionRecord
 from gateway.store.rows import compactions, llm_calls, messages, sessions, to_session
@@ -55,7 +56,8 @@ async def idle_sessions(
 
 
 async def delete_archived_before(conn: AsyncConnection, cutoff: datetime) -> int:
-    """Delete up to DELETE_BATCH archived messages created before `cutoff`; returns how many."""
+    """Delete up to DELETE_BATCH archived messages created before `cutoff` (and a batch of media left
+    unreferenced and unused since then); returns how many messages."""
     ids = (
         select(messages.c.id)
         .where(messages.c.state == "archived", messages.c.created_at < cutoff)
@@ -63,6 +65,8 @@ async def delete_archived_before(conn: AsyncConnection, cutoff: datetime) -> int
         .scalar_subquery()
     )
     result = await conn.execute(delete(messages).where(messages.c.id.in_(ids)))
+    # Media no remaining message refers to, unused for as long, go with them (links cascade).
+    await delete_unreferenced_in(conn, cutoff)
     return int(result.rowcount or 0)
 
 

@@ -252,6 +252,45 @@ class CommandReceipt(Base):
     created_at: Mapped[datetime]
 
 
+class Media(Base):
+    """One image or PDF a chat received, stored once per chat by content (sha256 of the stored bytes).
+
+    Messages refer to it through `message_media`; rows no message refers to any more are deleted by
+    archive retention once unused for as long as archived messages are kept.
+    """
+
+    __tablename__ = "media"
+    __table_args__ = (UniqueConstraint("chat_pk", "sha256"),)
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    chat_pk: Mapped[int] = mapped_column(ForeignKey("chats.id", ondelete="CASCADE"))
+    sha256: Mapped[str] = mapped_column(String(64))
+    kind: Mapped[str] = mapped_column(String(16))
+    media_type: Mapped[str] = mapped_column(String(64))
+    data: Mapped[bytes] = mapped_column(LargeBinary)
+    byte_size: Mapped[int] = mapped_column(Integer)
+    width: Mapped[int | None] = mapped_column(Integer)
+    height: Mapped[int | None] = mapped_column(Integer)
+    pages: Mapped[int | None] = mapped_column(Integer)
+    tokens: Mapped[int] = mapped_column(Integer)
+    filename: Mapped[str | None] = mapped_column(String(256))
+    created_at: Mapped[datetime]
+    last_used_at: Mapped[datetime]
+
+
+class MessageMedia(Base):
+    """Which media a message carries (in order); deleting the message deletes its links."""
+
+    __tablename__ = "message_media"
+    __table_args__ = (Index("ix_message_media_media_id", "media_id"),)
+
+    message_id: Mapped[int] = mapped_column(
+        BigId, ForeignKey("messages.id", ondelete="CASCADE"), primary_key=True
+    )
+    position: Mapped[int] = mapped_column(Integer, primary_key=True)
+    media_id: Mapped[int] = mapped_column(BigId, ForeignKey("media.id", ondelete="CASCADE"))
+
+
 class MessageVector(Base):
     """A stored message's embedding (float32, unit length) for semantic recall; one per message."""
 

@@ -79,6 +79,8 @@ class NewMessage:
     platform_message_id: str | None = None
     needs_reply: bool = False
     created_at: datetime | None = None
+    media_ids: tuple[int, ...] = ()
+    """Stored media (`gateway.store.media`) the content refers to, linked in the same transaction."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,7 +18,7 @@ Both: `search_authors` lists the names that have written in each chat, so a quer
 author from "melanie" the word.
 
 Revision ID: 0005
-Revises: 0004
+Revises: 0006
 Create Date: 2026-11-25 09:00:00
 """
 
@@ -34,7 +34,7 @@ from sqlalchemy.dialects import postgresql
 # ruff: noqa: S608 - the DDL interpolates this module's constants only
 
 revision: str = "0005"
-down_revision: str | None = "0004"
+down_revision: str | None = "0006"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

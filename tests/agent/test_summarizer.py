@@ -196,3 +196,21 @@ async def test_an_empty_summary_is_an_error() -> None:
 def test_unknown_mode_is_rejected() -> None:
     with pytest.raises(ValueError):
         LLMSummarizer(Scripted(), model="m", mode="both")  # type: ignore[arg-type]
+
+
+async def test_standalone_summary_looks_at_the_images_it_summarizes() -> None:
+    from agent.media import media_ref
+
+    refs = [media_ref(media_id=i, kind="image", media_type="image/png", tokens=500) for i in range(1, 26)]
+    messages: list[Message] = [
+        {"role": "user", "content": [ref, {"type": "text", "text": f"[photo m{ref['media_id']}]"}]}
+        for ref in refs
+    ]
+    client = Scripted(text_response("## Goal\nsummary"))
+    summarizer = LLMSummarizer(client, model="claude-haiku-4-5")
+    await summarizer(summary_request(messages, start=0, end=25))
+    content = client.requests[0].messages[0]["content"]
+    assert isinstance(content, list)
+    shown = [b["media_id"] for b in content if b["type"] == "media_ref"]
+    assert shown == list(range(6, 26))  # the newest 20, oldest first, before the instructions
+    assert content[-1]["type"] == "text"

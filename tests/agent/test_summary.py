@@ -162,3 +162,25 @@ def test_extractive_summary_respects_a_tight_budget() -> None:
     text = extractive_summary(history, previous_summary="PREV " * 100, budget_tokens=1_000, count=_count)
     assert "PREV" in text  # a huge latest ask does not crowd out the previous summary
     assert "ConnectionRefusedError" in text
+
+
+def test_the_prompt_asks_to_name_images_and_pdfs_by_their_ids() -> None:
+    prompt = build_instructions(
+        conversation="[user] [photo m12]\nthe deploy failed with this", previous_summary=None, focus=None,
+        max_tokens=2_000,
+    )  # fmt: skip
+    assert "[image m12: the error dialog from the deploy]" in prompt
+    assert "[photo m12]" in prompt
+
+
+def test_media_labels_survive_summaries_without_an_llm() -> None:
+    from agent.media import media_ref
+
+    ref = media_ref(media_id=12, kind="image", media_type="image/png", tokens=900)
+    messages = [
+        {"role": "user", "content": [ref, {"type": "text", "text": "[photo m12]\nthe deploy failed"}]},
+        {"role": "assistant", "content": "That dialog says the disk is full."},
+    ]
+    assert "[user] [media_ref]" not in serialize_conversation(messages)  # type: ignore[arg-type]
+    summary = extractive_summary(messages, previous_summary=None, budget_tokens=2_000, count=len)  # type: ignore[arg-type]
+    assert "[photo m12]" in summary.split("Images and PDFs (look again by id):")[1]

@@ -268,3 +268,17 @@ def test_calibrated_counter_scales_message_estimates() -> None:
     assert counter(message) == math.ceil(estimate_message(message) * 1.5)
     calibration.observe(estimated=10_000, reported=10_000)
     assert counter(message) == math.ceil(estimate_message(message) * (0.8 * 1.5 + 0.2))
+
+
+def test_stored_media_count_their_own_cost_never_their_bytes() -> None:
+    from agent.media import image_tokens, media_ref, page_image_tokens
+
+    assert image_tokens(800, 600) == 640
+    assert image_tokens(4000, 3000) == image_tokens(1568, 1176) == 2459  # the API fits it first
+    assert page_image_tokens(612, 792) == 2534
+    ref = media_ref(media_id=3, kind="image", media_type="image/png", tokens=640, width=800, height=600)
+    message = {"role": "user", "content": [ref, {"type": "text", "text": "hi"}]}
+    assert estimate_message(message) == 640 + estimate_text("hi") + 4  # type: ignore[arg-type]
+    assert rough_estimate_message(message) == 640 + rough_estimate_text("hi") + 4  # type: ignore[arg-type]
+    damaged = {**ref, "tokens": "lots"}
+    assert estimate_block(damaged) == 0

@@ -103,6 +103,7 @@ def telegram_world(tmp_path: Path, db_url: str) -> WorldFactory:
                 tmp=tmp_path,
                 TELEGRAM_BOT_TOKEN=TELEGRAM_TOKEN,
                 TELEGRAM_BASE_URL=tg.base_url,
+                TELEGRAM_BASE_FILE_URL=tg.base_file_url,
                 **extra,
             )
             if context_window:

@@ -139,6 +139,7 @@ def _is_gateway_setting(name: str) -> bool:
         "GATEWAY_ALLOW_ALL_USERS",
         "LOG_LEVEL",
         "SPOOL_DIR",
+        "SHUTDOWN_TIMEOUT_S",
     }
 
 

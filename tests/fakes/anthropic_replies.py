@@ -117,6 +117,9 @@ def _tool_result_texts(message: Mapping[str, Any]) -> list[str]:
     return texts
 
 
+_MEDIA_LABEL = re.compile(r"\[(?:photo|image|sticker|PDF) (m\d+)[^\]\n]*\]")
+
+
 def newest_user_text(body: Mapping[str, Any]) -> str:
     """Text of the newest user message, leaving out blocks that are a single tagged metadata element."""
     for message in reversed(body.get("messages") or []):
@@ -177,13 +180,24 @@ def _render_summary(goal: str, files: list[str], others: list[str]) -> str:
     )
 
 
+def media_labels(body: Mapping[str, Any]) -> list[str]:
+    """Ids of the images/PDFs labelled in the conversation ([photo m12], [PDF m3: ...]), first seen first."""
+    seen: dict[str, None] = {}
+    for text in _all_texts(body):
+        for match in _MEDIA_LABEL.finditer(text):
+            seen.setdefault(match.group(1), None)
+    return list(seen)
+
+
 def summary_reply(body: Mapping[str, Any], *, max_tokens: int) -> str:
-    """A structured summary naming the conversation's identifiers (earliest first), within ``max_tokens``."""
+    """A structured summary naming the conversation's images and PDFs by id (as the prompt asks) and its
+    identifiers (earliest first), within ``max_tokens``."""
     names = [n for n in conversation_identifiers(body) if n not in SUMMARY_HEADINGS]
     goal = "Continue the conversation with everything above preserved."
     budget = int(max_tokens * BYTES_PER_TOKEN) - len(_render_summary(goal, [], []).encode("utf-8"))
     files: list[str] = []
-    others: list[str] = []
+    others: list[str] = [f"[image {m}: a picture shared in the chat]" for m in media_labels(body)]
+    budget -= sum(len(o) + 3 for o in others)
     for name in names:
         cost = len(name.encode("utf-8")) + 3
         if cost > budget:

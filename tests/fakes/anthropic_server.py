@@ -25,6 +25,7 @@ from aiohttp import web
 from agent.usage import Usage
 from tests.fakes.anthropic_cache import DEFAULT_LOOKBACK, PrefixCache, serialize_prefix
 from tests.fakes.anthropic_control_api import add_control_routes
+from tests.fakes.anthropic_media import MediaError, check_request_size
 from tests.fakes.anthropic_replies import (
     FAULT_KINDS,
     Fault,
@@ -228,6 +229,10 @@ class FakeAnthropic:
 
     async def _read_json(self, request: web.Request) -> Any:
         raw = await request.read()
+        try:
+            check_request_size(len(raw))
+        except MediaError as exc:
+            raise InvalidRequest(exc.message, status=exc.status, error_type=exc.error_type) from None
         try:
             return json.loads(raw)
         except ValueError as exc:

@@ -7,8 +7,9 @@ Costs (all documented, all deterministic):
 - text: ``ceil(utf8_bytes / 3.5)`` + ``BLOCK_OVERHEAD``; the first block of each message also carries
   ``MESSAGE_OVERHEAD``;
 - tool definition: ``ceil(bytes of its canonical JSON without cache_control / 3.5)`` + ``TOOL_OVERHEAD``;
-- tool_use: name and canonical JSON input as text; tool_result: its content's text (images inside it cost
-  ``IMAGE_TOKENS``); image and document blocks: ``IMAGE_TOKENS`` / their JSON as text.
+- tool_use: name and canonical JSON input as text; tool_result: its content's text and images;
+- image: ceil(w x h / 750) after fitting to 1568 px (``IMAGE_TOKENS`` when it cannot be decoded); PDF
+  document: each page's text plus its page image (``anthropic_media``); other blocks: their JSON as text.
 The prompt is the sum of its blocks, so the cache model can split it exactly at block boundaries.
 """
 
@@ -19,6 +20,8 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
+
+from tests.fakes.anthropic_media import MediaError, document_tokens, image_tokens
 
 BYTES_PER_TOKEN = 3.5
 BLOCK_OVERHEAD = 3
@@ -106,12 +109,23 @@ def _tool_result_tokens(content: Any) -> int:
     if isinstance(content, list):
         for inner in content:
             if isinstance(inner, Mapping) and inner.get("type") == "image":
-                total += IMAGE_TOKENS
+                total += _image_block_tokens(inner)
             elif isinstance(inner, Mapping) and inner.get("type") == "text":
                 total += text_tokens(str(inner.get("text", "")))
             else:
                 total += text_tokens(canonical_json(inner))
     return total
+
+
+def _image_block_tokens(block: Mapping[str, Any]) -> int:
+    """Real images cost their pixels (see `anthropic_media`); an undecodable one the flat estimate."""
+    source = block.get("source")
+    if isinstance(source, Mapping) and source.get("type") == "base64":
+        try:
+            return image_tokens(block)
+        except MediaError:
+            return IMAGE_TOKENS
+    return IMAGE_TOKENS
 
 
 def content_block_tokens(block: Mapping[str, Any]) -> int:
@@ -120,7 +134,9 @@ def content_block_tokens(block: Mapping[str, Any]) -> int:
     if kind == "text":
         body = text_tokens(str(block.get("text", "")))
     elif kind == "image":
-        body = IMAGE_TOKENS
+        body = _image_block_tokens(block)
+    elif kind == "document" and (pdf := document_tokens(block)) is not None:
+        body = pdf
     elif kind == "tool_use":
         body = text_tokens(str(block.get("name", ""))) + text_tokens(canonical_json(block.get("input", {})))
     elif kind == "tool_result":

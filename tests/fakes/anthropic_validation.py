@@ -10,6 +10,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from tests.fakes.anthropic_media import MediaError, validate_media
 from tests.fakes.anthropic_tokens import ModelSpec
 
 MAX_CACHE_BREAKPOINTS = 4
@@ -82,6 +83,10 @@ def validate_request(
         raise InvalidRequest("messages: at least one message is required")
     _check_messages(messages, tool_names, strict=strict)
     _check_cache_markers(body)
+    try:
+        validate_media(body, context_window=spec.context_window)
+    except MediaError as exc:
+        raise InvalidRequest(exc.message, status=exc.status, error_type=exc.error_type) from None
     return spec
 
 

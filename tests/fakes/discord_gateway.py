@@ -23,6 +23,8 @@ logger = logging.getLogger(__name__)
 
 HEARTBEAT_INTERVAL_MS = 41_250
 AUTHENTICATION_FAILED = 4004
+DISALLOWED_INTENTS = 4014
+"""Discord closes with this when IDENTIFY asks for a privileged intent the application may not use."""
 
 
 @dataclass
@@ -64,6 +66,10 @@ class FakeGateway:
         self._sessions: dict[str, _Session] = {}
         self._conns: set[_Conn] = set()
         self._closing: set[asyncio.Task[bool]] = set()
+        self.close_on_identify: int | None = None
+        """Close the socket with this code instead of answering IDENTIFY (e.g. `DISALLOWED_INTENTS`)."""
+        self.withhold_ready = False
+        """Accept IDENTIFY but never send READY (a gateway that hangs during start-up)."""
 
     @property
     def has_sessions(self) -> bool:
@@ -135,6 +141,11 @@ class FakeGateway:
         self.identifies.append(data)
         if data.get("token") != self._token:
             await conn.ws.close(code=AUTHENTICATION_FAILED, message=b"Authentication failed.")
+            return
+        if self.close_on_identify is not None:
+            await conn.ws.close(code=self.close_on_identify, message=b"Disallowed intent(s).")
+            return
+        if self.withhold_ready:
             return
         session = _Session(id=secrets.token_hex(16), conn=conn)
         conn.session = session

@@ -158,10 +158,18 @@ def guild_create(g: Guild, bot_user: Json) -> Json:
     }
 
 
-def attachment(filename: str, content_type: str, *, size: int = 1024) -> Json:
+def attachment(
+    filename: str,
+    content_type: str,
+    *,
+    size: int = 1024,
+    cdn: str = "https://cdn.invalid",
+    width: int | None = None,
+    height: int | None = None,
+) -> Json:
     att_id = snowflake()
-    url = f"https://cdn.invalid/attachments/{att_id}/{filename}"
-    return {
+    url = f"{cdn}/attachments/{att_id}/{filename}"
+    data: Json = {
         "id": str(att_id),
         "filename": filename,
         "content_type": content_type,
@@ -169,6 +177,9 @@ def attachment(filename: str, content_type: str, *, size: int = 1024) -> Json:
         "url": url,
         "proxy_url": url,
     }
+    if width is not None and height is not None:
+        data["width"], data["height"] = width, height
+    return data
 
 
 def message(

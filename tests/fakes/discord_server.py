@@ -88,6 +88,9 @@ class FakeDiscord:
         self.guild_commands: dict[int, list[Json]] = {}
         self.unexpected: list[str] = []
         self.faults_served: list[FaultSpec] = []
+        self.files: dict[str, bytes] = {}
+        """Attachment bytes by attachment id, served at the attachment's CDN URL on this server."""
+        self.downloads: list[str] = []
 
         self._faults: list[FaultSpec] = []
         self._sent_cond = asyncio.Condition()
@@ -100,6 +103,7 @@ class FakeDiscord:
     async def __aenter__(self) -> FakeDiscord:
         app = web.Application(middlewares=[self._middleware])
         app.router.add_get("/gateway", self.gateway.handler)
+        app.router.add_get("/attachments/{att_id}/{filename}", self._serve_attachment)
         app.router.add_route("*", API_PREFIX + "/{tail:.*}", self._rest)
         self._runner = web.AppRunner(app, handle_signals=False)
         await self._runner.setup()
@@ -226,6 +230,21 @@ class FakeDiscord:
         self.messages[int(msg["id"])] = msg
         self.gateway.dispatch("MESSAGE_CREATE", msg)
         return int(msg["id"])
+
+    def attachment(self, filename: str, content_type: str, data: bytes, **dims: int) -> Json:
+        """An attachment payload whose URL this server answers with `data` (as Discord's CDN does)."""
+        payload = p.attachment(
+            filename, content_type, size=len(data), cdn=f"http://127.0.0.1:{self.port}", **dims
+        )
+        self.files[payload["id"]] = data
+        return payload
+
+    async def _serve_attachment(self, request: web.Request) -> web.Response:
+        data = self.files.get(request.match_info["att_id"])
+        if data is None:
+            return web.Response(status=404, text="Not Found")
+        self.downloads.append(request.match_info["filename"])
+        return web.Response(body=data, content_type="application/octet-stream")
 
     def push_edit(self, message_id: int, content: str) -> None:
         """Dispatch MESSAGE_UPDATE for a message pushed earlier, with new content."""

@@ -7,8 +7,8 @@
 
 It answers the methods a gateway uses with Telegram's status codes and descriptions: long polling with
 offsets, strict HTML validation (see `telegram_html_parser`), the 4096 UTF-16 unit limit, flood control
-and webhook delivery. Tests inject updates with `push_message`/`push_update` and read `sent`, `actions`,
-`commands` and `requests`.
+webhook delivery, and files (`getFile` and downloads, see `telegram_files`). Tests inject updates with
+`push_message`/`push_update`/`push_photo`/`push_album`... and read `sent`, `actions`, `commands`, `requests`.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
+from tests.fakes.telegram_files import TelegramFiles
 from tests.fakes.telegram_html_parser import HtmlParseError, parse_html, utf16_len
 from tests.fakes.telegram_updates import UpdateBuilder
 from tests.fakes.telegram_wire import (
@@ -36,7 +37,7 @@ from tests.fakes.telegram_wire import (
 )
 
 
-class FakeTelegram(UpdateBuilder):
+class FakeTelegram(TelegramFiles, UpdateBuilder):
     def __init__(
         self,
         *,
@@ -62,12 +63,19 @@ class FakeTelegram(UpdateBuilder):
         self._closing = False
         self._next_message_id = 1000
         self.port = 0
+        self._init_files()
+        self.update_answers: list[tuple[float, list[int]]] = []
+        """(monotonic time, update ids) of every getUpdates answer that carried updates, once sent."""
+        self.on_updates_sent: Callable[[list[int]], None] | None = None
+        """Called right after a getUpdates answer carrying updates was written to the client (a test
+        can kill the gateway at that moment: it has the updates, nothing is confirmed yet)."""
 
     # Lifecycle -----------------------------------------------------------------------------------
 
     async def __aenter__(self) -> FakeTelegram:
         app = web.Application()
         app.router.add_route("*", "/bot{token}/{method}", self._handle)
+        app.router.add_get("/file/bot{token}/{path:.+}", self._serve_file)
         self._runner = web.AppRunner(app, shutdown_timeout=1.0)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
@@ -161,7 +169,15 @@ class FakeTelegram(UpdateBuilder):
             return error_response(exc)
         finally:
             self._wake()
-        return web.json_response({"ok": True, "result": result})
+        response = web.json_response({"ok": True, "result": result})
+        if method.lower() == "getupdates" and result:
+            await response.prepare(request)
+            await response.write_eof()
+            ids = [u["update_id"] for u in result]
+            self.update_answers.append((time.monotonic(), ids))
+            if self.on_updates_sent is not None:
+                self.on_updates_sent(ids)
+        return response
 
     def _maybe_fail(self, method: str, params: Params) -> None:
         queue = self._faults.get(method)
@@ -186,6 +202,8 @@ class FakeTelegram(UpdateBuilder):
         }
 
     async def _m_getupdates(self, params: Params) -> list[dict[str, Any]]:
+        """Like Telegram: every update at or above `offset` is returned (again) until a later call
+        passes an offset above its id, which confirms it for good."""
         if self.webhook.get("url"):
             raise ApiError(
                 409, "Conflict: can't use getUpdates method while webhook is active; use deleteWebhook first"

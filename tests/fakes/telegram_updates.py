@@ -78,6 +78,10 @@ class UpdateBuilder:
     def push_update(self, update: dict[str, Any]) -> dict[str, Any]:  # pragma: no cover - overridden
         raise NotImplementedError
 
+    def default_media(self, kind: str) -> Any:
+        """The payload `kind=True` stands for (the server replaces it with files it can serve)."""
+        return _MEDIA_DEFAULTS[kind]
+
     def push_message(
         self,
         chat_id: int,
@@ -107,6 +111,7 @@ class UpdateBuilder:
         edited: bool = False,
         message_id: int | None = None,
         update_id: int | None = None,
+        extra: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         """Build a message Update as Telegram would send it and queue it; returns the Update dict."""
         now = int(time.time())
@@ -136,7 +141,7 @@ class UpdateBuilder:
         has_media = False
         for kind, value in media.items():
             if value:
-                message[kind] = _MEDIA_DEFAULTS[kind] if value is True else value
+                message[kind] = self.default_media(kind) if value is True else value
                 has_media = True
         if has_media:
             if caption:
@@ -159,6 +164,8 @@ class UpdateBuilder:
             )
         if edited:
             message["edit_date"] = now
+        if extra:
+            message.update(extra)
         key = ("edited_" if edited else "") + ("channel_post" if chat_type == "channel" else "message")
         if update_id is None:
             update_id = self._next_update_id

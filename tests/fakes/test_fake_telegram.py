@@ -70,6 +70,25 @@ async def test_long_poll_waits_for_an_update_and_offsets_acknowledge(tg: FakeTel
     assert after["result"] == []
 
 
+async def test_unconfirmed_updates_come_back_until_a_higher_offset(tg: FakeTelegram) -> None:
+    answered: list[list[int]] = []
+    tg.on_updates_sent = answered.append
+    first = tg.push_message(7, "one", user_id=7)["update_id"]
+    second = tg.push_message(8, "two", user_id=8)["update_id"]
+    for _ in range(2):  # no offset: nothing is confirmed, both come back every time
+        _, body = await call(tg, "getUpdates")
+        assert [u["update_id"] for u in body["result"]] == [first, second]
+    _, body = await call(tg, "getUpdates", offset=second)  # confirms `first` only
+    assert [u["update_id"] for u in body["result"]] == [second]
+    _, body = await call(tg, "getUpdates")
+    assert [u["update_id"] for u in body["result"]] == [second]
+    _, body = await call(tg, "getUpdates", offset=second + 1, timeout=0)
+    assert body["result"] == []
+    # The hook and the record see every answer that carried updates, after it was sent.
+    assert answered == [[first, second], [first, second], [second], [second]]
+    assert [ids for _, ids in tg.update_answers] == answered
+
+
 async def test_send_message_validates_length_in_utf16_units(tg: FakeTelegram) -> None:
     ok, _ = await call(tg, "sendMessage", chat_id=1, text="😀" * 2048)
     too_long, body = await call(tg, "sendMessage", chat_id=1, text="😀" * 2048 + "x")

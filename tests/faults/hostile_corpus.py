@@ -17,7 +17,7 @@ BOT_ID = 123456
 ADMIN = 1
 USER = 42
 STRANGER = 666
-UNSUPPORTED = "not supported yet"
+UNSUPPORTED = "I can't read voice messages yet"
 ECHO = "echo: "
 TOOL_RECALL = "<recall the chat's 4,096-char message, then answer 'done reading'>"
 
@@ -58,9 +58,9 @@ CASES: tuple[Case, ...] = (
     Case(
         "long caption on a photo",
         {"photo": True, "caption": "c" * 1024},
-        UNSUPPORTED,
-        "[sent a photo: " + "c" * 1024,
-        "caption kept with a photo note; 'not supported yet' reply; no model call",
+        ECHO + "[photo m",
+        "]\n" + "c" * 1024,
+        "photo stored once and shown to the model as an image; the caption answered with it",
     ),
     Case("empty text", {"text": ""}, None, None, "ignored: nothing to store or answer"),
     Case("whitespace only", {"text": " \n\t  \u3000 "}, None, None, "ignored: nothing to store or answer"),
@@ -187,16 +187,34 @@ CASES: tuple[Case, ...] = (
         "edit stored as a new row marked edited; original kept; no second answer",
         extra_updates=({"text": "original text", "message_id": 5},),
     ),
-    Case("sticker", {"sticker": True}, UNSUPPORTED, "[sent a sticker]", "noted in history; polite reply"),
-    Case("photo", {"photo": True}, UNSUPPORTED, "[sent a photo]", "noted in history; polite reply"),
-    Case("voice message", {"voice": True}, UNSUPPORTED, "[sent a voice]", "noted in history; polite reply"),
-    Case("document", {"document": True}, UNSUPPORTED, "[sent a document]", "noted; polite reply"),
+    Case(
+        "sticker",
+        {"sticker": True},
+        ECHO + "[sticker m",
+        "[sticker m",
+        "a still sticker is an image; answered",
+    ),
+    Case("photo", {"photo": True}, ECHO + "[photo m", "[photo m", "shown to the model as an image; answered"),
+    Case(
+        "voice message",
+        {"voice": True},
+        UNSUPPORTED,
+        "[sent a voice message; the bot cannot read this kind of message]",
+        "noted in history; one reply naming what can be read; no model call",
+    ),
+    Case(
+        "document",
+        {"document": True},
+        ECHO + "[PDF m",
+        "[PDF m",
+        "a PDF goes to the model as a document; answered",
+    ),
     Case(
         "sticker in a group, not addressed",
         _group("", sticker=True),
         None,
-        "[sent a sticker]",
-        "kept as context; silent",
+        "[sticker m",
+        "kept as context (as an image); silent",
     ),
     Case(
         "channel post",

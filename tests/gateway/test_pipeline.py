@@ -160,9 +160,9 @@ async def test_llm_outage_keeps_the_message_and_the_next_turn_includes_it(
 
 
 async def test_unsupported_media_gets_a_clear_reply_and_no_turn(bot: Bot) -> None:
-    replies = await bot.adapter.say("", media=("photo",))
+    replies = await bot.adapter.say("", media=("other",))
     assert len(replies) == 1
-    assert "Photos" in replies[0].text
+    assert "I can't read this kind of message yet" in replies[0].text
     assert bot.replies() == []
 
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from gateway.platforms.base import Author, ChatKind, ChatRef, IncomingMessage
-from gateway.rendering import clean_name, clean_text, render_incoming, unsupported_media_reply
+from gateway.media.notes import Problem, problem_reply
+from gateway.platforms.base import Attachment, Author, ChatKind, ChatRef, IncomingMessage
+from gateway.rendering import clean_name, clean_text, render_incoming
 
 PRIVATE = ChatRef("telegram", "1", kind=ChatKind.PRIVATE)
 GROUP = ChatRef("telegram", "-5", kind=ChatKind.GROUP, title="Team")
@@ -45,11 +46,23 @@ def test_forwarded_content_is_tagged_data_and_cannot_close_its_tag() -> None:
     assert text.count("</forwarded>") == 1
 
 
-def test_media_is_noted_and_gets_a_not_supported_reply() -> None:
-    rendered = render_incoming(msg("", media=("photo",), caption="look"))
-    assert rendered.text == "[sent a photo: look]"
-    assert rendered.unsupported_media == ("photo",)
-    assert "Photos are not supported yet" in unsupported_media_reply(rendered.unsupported_media)
+def test_media_without_an_attachment_is_noted_and_named_in_the_reply() -> None:
+    rendered = render_incoming(msg("", media=("other",), caption="look"))
+    assert rendered.text == "[sent a other]\nlook"
+    assert rendered.unsupported_media == ("other",)
+    reply = problem_reply([Problem(k, None) for k in rendered.unsupported_media], answering_text=True)
+    assert "I can't read this kind of message yet" in reply
+    assert "PDFs and text files" in reply
+    assert "I'll answer the text of your message." in reply
+
+
+def test_attachments_are_stood_for_by_their_labels_and_the_caption_follows() -> None:
+    photo = Attachment(kind="photo", width=800, height=600)
+    rendered = render_incoming(
+        msg("", media=("photo",), caption="what is this?", attachments=(photo,)), ["[photo m7]"]
+    )
+    assert rendered.text == "[photo m7]\nwhat is this?"
+    assert rendered.unsupported_media == ()
 
 
 def test_nul_and_lone_surrogates_become_replacement_characters() -> None:

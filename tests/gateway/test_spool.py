@@ -207,3 +207,45 @@ async def test_gateway_spools_during_an_outage_and_answers_after_recovery(
         # Answered in order (together, or one turn each, depending on when the first turn starts).
         assert [r.text for r in rows if r.role == "assistant"][-1] == "echo: second while down"
         assert all(r.replied for r in rows if r.needs_reply)
+
+
+async def test_an_unexpected_storage_error_spools_the_message_instead_of_dropping_it(
+    tmp_path: Path, sqlite_url: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    async with FakeAnthropic() as fake, running_bot(fake, sqlite_url, spool_dir=tmp_path / "spool") as bot:
+        real = bot.store.store_incoming
+        failures = [StoreError("deadlock detected")]
+
+        async def fails_once(*args: object, **kwargs: object) -> object:
+            if failures:
+                raise failures.pop()
+            return await real(*args, **kwargs)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(bot.store, "store_incoming", fails_once)
+        await bot.adapter.post("kept despite the error", user=ALICE)
+        assert "could not be stored; spooling it" in caplog.text
+        async with asyncio.timeout(10):
+            while bot.gateway.spool.depth or not bot.adapter.sent:  # noqa: ASYNC110 - polls the gateway
+                await asyncio.sleep(0.05)
+        await bot.adapter.wait_idle()
+        rows = await bot.window()
+        assert [r.text for r in rows if r.role == "user"] == ["kept despite the error"]
+        assert bot.adapter.texts() == ["echo: kept despite the error"]
+
+
+async def test_a_message_neither_stored_nor_spooled_is_not_acknowledged(
+    tmp_path: Path, sqlite_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with FakeAnthropic() as fake, running_bot(fake, sqlite_url, spool_dir=tmp_path / "spool") as bot:
+
+        async def down(*args: object, **kwargs: object) -> object:
+            raise DatabaseUnavailableError("connection refused")
+
+        async def disk_full(msg: IncomingMessage) -> None:
+            raise OSError(28, "No space left on device")
+
+        monkeypatch.setattr(bot.store, "store_incoming", down)
+        monkeypatch.setattr(bot.gateway.spool, "put", disk_full)
+        # The handler raises, so an adapter does not confirm the update and the platform resends it.
+        with pytest.raises(OSError, match="No space left"):
+            await bot.adapter.post("nowhere to keep this", user=ALICE)

@@ -11,6 +11,7 @@ import pytest
 from gateway.errors import PlatformStartError, SendError, SendRejected, SendRetryLater
 from gateway.platforms.base import ChatKind, ChatRef, CommandSpec, IncomingMessage, OutgoingMessage
 from gateway.platforms.discord_adapter import DiscordAdapter
+from gateway.rendering import render_incoming
 from tests.fakes.discord_payloads import attachment
 from tests.fakes.discord_server import FakeDiscord
 
@@ -92,6 +93,7 @@ async def test_start_reaches_ready_and_syncs_the_command_specs(
     intents = dc.identifies[0]["intents"]
     for bit in (GUILDS_INTENT, DIRECT_MESSAGES_INTENT, MESSAGE_CONTENT_INTENT):
         assert intents & bit == bit
+    await dc.wait_for(lambda: bool(dc.commands))  # synced in the background after READY
     synced = {c["name"]: c for c in dc.commands}
     assert set(synced) == {"stats", "compact", "help"}
     assert synced["compact"]["description"] == "Compact the session now"
@@ -402,6 +404,12 @@ async def test_attachments_become_media_kinds_and_edits_are_flagged(
     mid = dc.push_message(DM, "look", author_id=ANN, username="ann", attachments=files)
     msg = await inbox.message(mid)
     assert msg.media == ("photo", "voice", "document")
+    # The text reaches the model once: as the message's text, not again as a caption per attachment
+    # (each attachment is stood for by the label the media intake gives it).
+    assert [a.kind for a in msg.attachments] == ["photo", "voice", "document"]
+    assert render_incoming(
+        msg, ["[photo m1]", "[sent a voice message]", "[PDF m2: report.pdf, 1 page]"]
+    ).text == ("[photo m1]\n[sent a voice message]\n[PDF m2: report.pdf, 1 page]\nlook")
     dc.push_edit(mid, "look again")
     edited = await inbox.wait_for(lambda m: m.is_edit and m.platform_message_id == str(mid))
     assert edited[0].text == "look again"
@@ -447,7 +455,7 @@ async def test_a_failing_handler_is_logged_and_later_messages_still_arrive(
             raise RuntimeError("handler bug")
         await inbox.handler(message)
 
-    adapter = DiscordAdapter(dc.token, dc.api_base, dc.gateway_url, guild_ready_timeout=0.05)
+    adapter = DiscordAdapter(dc.token, dc.api_base, dc.gateway_url, guild_ready_timeout=0.05, store_retry_s=0)
     await adapter.start(flaky, [])
     try:
         with caplog.at_level(logging.ERROR, logger="gateway.platforms.discord_adapter"):

@@ -5,15 +5,18 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
+from alembic.script import ScriptDirectory
 from sqlalchemy import insert
 
 from gateway.store import Store
 from gateway.store.db import create_engine
-from gateway.store.migrate import upgrade_async
+from gateway.store.migrate import alembic_config, upgrade_async
 from gateway.store.recall_records import SearchRequest
 from gateway.store.rows import chats, compactions, messages, sessions
 
 NOW = datetime(2026, 2, 1, 8, 0, tzinfo=UTC)
+_BEFORE_INDEX = str(ScriptDirectory.from_config(alembic_config()).get_revision("0005").down_revision)
+"""The revision just before the one that creates the recall index."""
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
@@ -45,7 +48,7 @@ def _message(i: int, text: str, state: str, **extra: object) -> dict[str, object
 
 
 async def test_existing_messages_are_indexed_by_the_migration(empty_url: str) -> None:
-    await upgrade_async(empty_url, "0004")
+    await upgrade_async(empty_url, _BEFORE_INDEX)
     engine = create_engine(empty_url)
     try:
         async with engine.begin() as conn:

@@ -1,0 +1,1 @@
+"""Photos, images, PDFs and text files: from a platform attachment to stored session content."""

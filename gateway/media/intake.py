@@ -1,0 +1,206 @@
+"""From a message's attachments to stored media and session content, for the pipeline.
+
+Two steps, because the first needs no database: `fetch_attachments` downloads what can be read (only
+for authorized senders, never past the size limit, errors kept on the attachment), so a message
+spooled during a database outage already holds its bytes; `MediaIntake.take` prepares them (Pillow,
+pypdf, text decoding, in a worker thread), stores images and PDFs for the chat and returns the
+content blocks, the labels for the message text and the problems to tell the sender about.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+from dataclasses import dataclass, field
+
+from agent.media import media_ref
+from agent.types import Block
+from gateway.errors import MediaFetchError
+from gateway.media import notes
+from gateway.media.kinds import Route, declared_route
+from gateway.media.notes import Problem
+from gateway.media.prepare import (
+    MB,
+    MediaLimits,
+    PreparedImage,
+    PreparedPdf,
+    PreparedText,
+    Refused,
+    prepare,
+)
+from gateway.media.presence import MediaPresence
+from gateway.platforms.base import Attachment, IncomingMessage
+from gateway.store.media import MediaStore, NewMedia
+
+logger = logging.getLogger(__name__)
+
+READABLE_KINDS = frozenset({"photo", "sticker", "document"})
+"""Kinds whose bytes are fetched; everything else is named as unsupported without downloading."""
+
+
+@dataclass(slots=True)
+class Intake:
+    """What a message's attachments became."""
+
+    blocks: list[Block] = field(default_factory=list)
+    """`media_ref` blocks, in the order the files were sent (they go before the text)."""
+    labels: list[str] = field(default_factory=list)
+    """Short text for each item (`[photo m12]`, a text file's content, `[sent a voice message...]`)."""
+    media_ids: tuple[int, ...] = ()
+    problems: list[Problem] = field(default_factory=list)
+    text_chars: int = 0
+    """Characters of text files included (large ones are counted off the event loop)."""
+    answerable: bool = False
+    """Something the model can look at or read came with the message (worth a reply on its own)."""
+
+
+def wants_bytes(attachment: Attachment) -> bool:
+    if attachment.kind not in READABLE_KINDS or attachment.fetch is None:
+        return False
+    if attachment.kind != "document":
+        return True
+    mime = (attachment.mime_type or "").lower()
+    declared = declared_route(mime, attachment.filename)
+    # An unknown type is fetched only when it might still be text (no type, or a generic one).
+    return declared is not Route.UNSUPPORTED or not mime or mime == "application/octet-stream"
+
+
+async def fetch_attachments(msg: IncomingMessage, *, max_bytes: int) -> IncomingMessage:
+    """The message with the bytes of every readable attachment downloaded (or the reason why not)."""
+    if not msg.attachments:
+        return msg
+    fetched = await asyncio.gather(*(_fetch_one(a, max_bytes) for a in msg.attachments))
+    return dataclasses.replace(msg, attachments=tuple(fetched))
+
+
+async def _fetch_one(attachment: Attachment, max_bytes: int) -> Attachment:
+    if attachment.data is not None or attachment.error is not None or not wants_bytes(attachment):
+        return attachment
+    assert attachment.fetch is not None
+    if attachment.size is not None and attachment.size > max_bytes:
+        return dataclasses.replace(attachment, error=_too_big(attachment.size, max_bytes))
+    try:
+        data = await attachment.fetch()
+    except MediaFetchError as exc:
+        logger.warning(
+            "attachment %s could not be downloaded: %s", attachment.filename or attachment.kind, exc
+        )
+        return dataclasses.replace(attachment, error=exc.reason)
+    if len(data) > max_bytes:
+        return dataclasses.replace(attachment, error=_too_big(len(data), max_bytes))
+    return dataclasses.replace(attachment, data=bytes(data))
+
+
+def _too_big(size: int, max_bytes: int) -> str:
+    return f"it is {size / MB:.1f} MB and the limit is {max_bytes // MB} MB"
+
+
+class MediaIntake:
+    """Prepares and stores a message's attachments for one chat at a time."""
+
+    def __init__(
+        self,
+        store: MediaStore,
+        *,
+        limits: MediaLimits,
+        max_bytes: int = 20 * MB,
+        presence: MediaPresence | None = None,
+    ) -> None:
+        self.store = store
+        self.limits = limits
+        self.max_bytes = max_bytes
+        self.presence = presence
+
+    async def fetch(self, msg: IncomingMessage) -> IncomingMessage:
+        return await fetch_attachments(msg, max_bytes=self.max_bytes)
+
+    async def take(self, msg: IncomingMessage, chat_pk: int) -> Intake:
+        """Prepare and store the (already fetched) attachments of `msg` for chat `chat_pk`."""
+        result = Intake()
+        ids: list[int] = []
+        for attachment in msg.attachments:
+            await self._take_one(attachment, chat_pk, result, ids)
+        result.media_ids = tuple(ids)
+        if ids and self.presence is not None:
+            self.presence.note(chat_pk)
+        return result
+
+    async def _take_one(self, att: Attachment, chat_pk: int, out: Intake, ids: list[int]) -> None:
+        if att.kind == "sticker" and att.fetch is None and att.data is None and att.error is None:
+            # An animated sticker without a still thumbnail: its emoji says what it meant.
+            out.labels.append(f"[sticker {att.label}]" if att.label else "[sticker]")
+            out.answerable = True
+            return
+        if att.kind not in READABLE_KINDS:
+            out.labels.append(notes.unreadable_label(att.kind, att.filename, None, att.label))
+            out.problems.append(Problem(att.kind, att.filename))
+            return
+        if att.data is None:
+            reason = att.error or "this type of file is not supported"
+            out.labels.append(notes.unreadable_label(att.kind, att.filename, reason))
+            out.problems.append(Problem(att.kind, att.filename, reason))
+            return
+        prepared = await asyncio.to_thread(
+            prepare, att.data, mime_type=att.mime_type, filename=att.filename, limits=self.limits
+        )
+        if isinstance(prepared, Refused):
+            out.labels.append(notes.unreadable_label(att.kind, att.filename, prepared.reason))
+            out.problems.append(Problem(att.kind, att.filename, prepared.reason))
+        elif isinstance(prepared, PreparedText):
+            text = notes.text_document(att.filename, prepared.text, prepared.note)
+            out.labels.append(text)
+            out.text_chars += len(text)
+            out.answerable = True
+        elif isinstance(prepared, PreparedImage):
+            info = await self.store.put(
+                chat_pk,
+                NewMedia(
+                    kind="image",
+                    media_type=prepared.media_type,
+                    data=prepared.data,
+                    tokens=prepared.tokens,
+                    width=prepared.width,
+                    height=prepared.height,
+                    filename=att.filename,
+                ),
+            )
+            ids.append(info.id)
+            out.blocks.append(
+                media_ref(
+                    media_id=info.id,
+                    kind="image",
+                    media_type=info.media_type,
+                    tokens=info.tokens,
+                    name=att.filename,
+                    width=info.width,
+                    height=info.height,
+                )
+            )
+            out.labels.append(notes.image_label(info.id, att.kind, att.filename, att.label))
+            out.answerable = True
+        elif isinstance(prepared, PreparedPdf):
+            info = await self.store.put(
+                chat_pk,
+                NewMedia(
+                    kind="document",
+                    media_type="application/pdf",
+                    data=prepared.data,
+                    tokens=prepared.tokens,
+                    pages=prepared.pages,
+                    filename=att.filename,
+                ),
+            )
+            ids.append(info.id)
+            out.blocks.append(
+                media_ref(
+                    media_id=info.id,
+                    kind="document",
+                    media_type="application/pdf",
+                    tokens=info.tokens,
+                    name=att.filename,
+                    pages=info.pages,
+                )
+            )
+            out.labels.append(notes.pdf_label(info.id, att.filename, prepared.pages))
+            out.answerable = True
