@@ -17,7 +17,8 @@ from agent.types import Block, Message, blocks_of
 SUMMARY_PREFIX = "[CONTEXT COMPACTION]"
 FRAMING = (
     f"{SUMMARY_PREFIX} Earlier turns were compacted into the summary below. It is reference material "
-    "only: do not resume or repeat tasks it lists as done; respond to the latest user message."
+    "only: do not resume or repeat tasks it lists as done; respond to the latest user message. "
+    "The original messages are kept: recall searches them, or lists them with originals=true."
 )
 SYSTEM_NOTE = (
     "[Note: Some earlier conversation turns have been compacted into a summary to save context space.]"

@@ -21,6 +21,7 @@ from bench import (
     bench_media,
     bench_morning,
     bench_overhead,
+    bench_recall,
     bench_summary_mode,
     bench_throughput,
 )
@@ -36,6 +37,7 @@ async def _async_part(pg_url: str) -> None:
     await bench_throughput.run(pg_url=pg_url)
     await bench_morning.run(pg_url=pg_url)
     await bench_cost.run(sizes=COST_SIZES, pg_url=pg_url)
+    await bench_recall.run(pg_url=pg_url)
     await bench_media.run(pg_url=pg_url)
 
 

@@ -10,7 +10,8 @@ GatewayError
 ├── PlatformStartError            an adapter could not connect at start-up
 │   └── PlatformConfigError       the platform refused the token or a permission: fix the configuration
 ├── MediaFetchError               an attachment could not be downloaded (too big, gone, unreachable)
-└── ChatLockTimeout               another turn holds the chat for too long
+├── ChatLockTimeout               another turn holds the chat for too long
+└── EmbeddingsError               the embeddings endpoint failed; carries status and retry_after
 """
 
 from __future__ import annotations
@@ -66,3 +67,18 @@ class MediaFetchError(GatewayError):
 
 class ChatLockTimeout(GatewayError):
     pass
+
+
+class EmbeddingsError(GatewayError):
+    """The embeddings endpoint failed or answered something unusable (recall falls back to keywords)."""
+
+    def __init__(self, message: str, *, status: int | None = None, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.retry_after = retry_after
+
+    @property
+    def permanent(self) -> bool:
+        """The request itself was refused (4xx other than auth and rate limits): retrying cannot help."""
+        status = self.status
+        return status is not None and 400 <= status < 500 and status not in (401, 403, 408, 429)

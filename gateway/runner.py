@@ -34,6 +34,7 @@ from gateway.auth import AccessPolicy, Authorizer, policy_from_ids
 from gateway.compaction import Compactor
 from gateway.compaction_policy import CompactionPolicy
 from gateway.config import Settings
+from gateway.embeddings.wiring import Embeddings, embeddings_from
 from gateway.errors import SendError
 from gateway.history import ChatHistorySearch
 from gateway.jobs import standard_jobs
@@ -153,7 +154,8 @@ class Gateway:
         self.locks = ChatLocks(store)
         self.spool = Spool(settings.spool_dir)
         self.metrics = Metrics()
-        store.on_stored = self.metrics.message_stored
+        self.embeddings: Embeddings | None = embeddings_from(settings.embeddings, store)
+        store.on_stored = self._on_stored
         self.metrics.track_spool(lambda: self.spool.depth)
         self.scheduler: JobScheduler | None = None
         self.metrics_server: MetricsServer | None = None
@@ -260,9 +262,21 @@ class Gateway:
             aux_client=self.summary_llm,
         )
 
+    def _on_stored(self, role: str, count: int) -> None:
+        self.metrics.message_stored(role, count)
+        if self.embeddings is not None:
+            self.embeddings.worker.notify()
+
     def make_tools(self, chat_pk: int) -> ToolRegistry:
+        history = ChatHistorySearch(
+            self.store,
+            chat_pk,
+            semantic=self.embeddings.ranker.rank if self.embeddings is not None else None,
+            # Shorter messages are shown whole (longer ones may be cut to head and tail).
+            shown_whole_below=int(self.model.context_window * self.turns.settings.loop.oversize_fraction),
+        )
         tools = [
-            recall_tool(ChatHistorySearch(self.store, chat_pk)),
+            recall_tool(history),
             current_time_tool(lambda: datetime.now(UTC)),
         ]
         if chat_pk in self.media_presence:  # only where there is something to look at again
@@ -304,6 +318,9 @@ class Gateway:
         self._spool_task = asyncio.create_task(self.spool.run(self.pipeline.replay), name="spool-drain")
         await self.recover_unanswered()
         self._start_scheduler()
+        if self.embeddings is not None:
+            self.embeddings.worker.start()
+            logger.info("%s", self.embeddings.status)
         # Everything imported and built so far lives as long as the process: keep it out of the garbage
         # collector's full passes, which otherwise show up as the slowest per-message latencies.
         gc.collect()
@@ -413,6 +430,8 @@ class Gateway:
             self._spool_task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._spool_task
+        if self.embeddings is not None:
+            await self.embeddings.close()
         if self.metrics_server is not None:
             await self.metrics_server.stop()
 

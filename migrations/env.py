@@ -16,6 +16,7 @@ from sqlalchemy.engine import Connection
 from gateway.config import load_settings
 from gateway.store.db import create_engine
 from gateway.store.models import Base
+from gateway.store.search_schema import include_name
 
 config = context.config
 if config.config_file_name is not None and config.attributes.get("configure_logging", True):
@@ -34,6 +35,7 @@ def _configure(connection: Connection) -> None:
         target_metadata=target_metadata,
         render_as_batch=connection.dialect.name == "sqlite",
         compare_type=True,
+        include_name=include_name,
     )
 
 

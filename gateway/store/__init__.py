@@ -7,7 +7,6 @@ this package.
 from gateway.store.lock import ChatLocks
 from gateway.store.records import (
     AppendResult,
-    ArchiveHit,
     BusyChat,
     CallRecord,
     ChatRecord,
@@ -27,7 +26,6 @@ from gateway.store.repository import Store
 
 __all__ = [
     "AppendResult",
-    "ArchiveHit",
     "BusyChat",
     "CallRecord",
     "ChatLocks",

@@ -289,3 +289,19 @@ class MessageMedia(Base):
     )
     position: Mapped[int] = mapped_column(Integer, primary_key=True)
     media_id: Mapped[int] = mapped_column(BigId, ForeignKey("media.id", ondelete="CASCADE"))
+
+
+class MessageVector(Base):
+    """A stored message's embedding (float32, unit length) for semantic recall; one per message."""
+
+    __tablename__ = "message_vectors"
+    __table_args__ = (Index("ix_message_vectors_chat_pk_message_id", "chat_pk", "message_id"),)
+
+    message_id: Mapped[int] = mapped_column(
+        BigId, ForeignKey("messages.id", ondelete="CASCADE"), primary_key=True, autoincrement=False
+    )
+    chat_pk: Mapped[int] = mapped_column(ForeignKey("chats.id", ondelete="CASCADE"))
+    model: Mapped[str] = mapped_column(String(128))
+    dims: Mapped[int] = mapped_column(Integer)
+    vector: Mapped[bytes] = mapped_column(LargeBinary)
+    created_at: Mapped[datetime]

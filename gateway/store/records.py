@@ -193,15 +193,6 @@ class CompactionRecord:
 
 
 @dataclass(frozen=True, slots=True)
-class ArchiveHit:
-    message_id: int
-    role: Role
-    author_name: str | None
-    created_at: datetime
-    excerpt: str
-
-
-@dataclass(frozen=True, slots=True)
 class UsageTotals:
     calls: int = 0
     input_tokens: int = 0

@@ -28,9 +28,9 @@ from gateway.store import receipts as _receipts
 from gateway.store import stats as _stats
 from gateway.store import usage as _usage
 from gateway.store.db import create_engine, dialect_of, translate_errors
+from gateway.store.recall_store import RecallMethods
 from gateway.store.records import (
     AppendResult,
-    ArchiveHit,
     CallRecord,
     ChatRecord,
     ChatStats,
@@ -55,12 +55,10 @@ from gateway.store.rows import (
     to_message,
     to_session,
 )
-from gateway.store.search import search_archive
 from gateway.store.window import SEQ_STEP, window_query
 
 __all__ = [
     "AppendResult",
-    "ArchiveHit",
     "CallRecord",
     "ChatRecord",
     "CompactionApply",
@@ -81,7 +79,7 @@ def utc_now() -> datetime:
     return datetime.now(UTC)
 
 
-class Store:
+class Store(RecallMethods):
     """Async access to chats, sessions, messages, compactions and LLM usage."""
 
     def __init__(self, engine: AsyncEngine, *, clock: Clock = utc_now) -> None:
@@ -455,11 +453,6 @@ class Store:
         """Restore the window as it was before the last compaction still in effect."""
         async with self._tx("undo_last_compaction") as conn:
             return await _compaction.undo_last(conn, session_pk)
-
-    async def search_archive(self, chat_pk: int, query: str, *, limit: int = 5) -> list[ArchiveHit]:
-        """Archived messages of this chat (only) containing every word of `query`, newest first."""
-        async with self._tx("search_archive") as conn:
-            return await search_archive(conn, chat_pk, query, limit=limit)
 
     async def chat_stats(self, chat_pk: int, *, recent_calls: int = 10) -> ChatStats:
         async with self._tx("chat_stats") as conn:

@@ -1,58 +1,95 @@
-"""Search in one chat's archive: what compactions removed from the window, never another chat's rows.
+"""Recall search over one chat's whole history, never another chat's.
 
-Matching is case-insensitive on every word of the query (LIKE on lower(text)); SQLite's own lower()
-only folds ASCII, so `gateway.store.db` replaces it with Python's on each connection.
+Scope: every message of the chat that people or the assistant wrote (tool results and compaction
+summaries are not indexed), in all its sessions: archived by compaction, left behind by `/new`, and
+in the current window when the model may see it shortened; messages the model sees whole right now
+are skipped. Ranking: BM25 on the database's full-text index (`search_sqlite`, `search_pg`), fused by
+reciprocal rank with any semantic ranking the caller brings (message ids by vector similarity).
 """
 
 from __future__ import annotations
 
-from typing import cast
+from collections import defaultdict
+from collections.abc import Sequence
 
-from sqlalchemy import func, select
+from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from gateway.store.records import ArchiveHit, Role
-from gateway.store.rows import messages
+from gateway.store import search_pg, search_sqlite
+from gateway.store.recall_records import SearchRequest, SearchResult
+from gateway.store.search_hits import assemble
+from gateway.store.search_terms import analyze, split_authors
 
-MAX_WORDS = 8
-EXCERPT_CHARS = 240
-
-
-def _like_pattern(word: str) -> str:
-    escaped = word.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-    return f"%{escaped}%"
+RRF_K = 60
+"""Reciprocal rank fusion constant: a list's rank r adds weight / (RRF_K + r)."""
+MIN_DEPTH = 50
 
 
-def excerpt(text: str, words: list[str], width: int = EXCERPT_CHARS) -> str:
-    """About `width` characters of `text` around the first matching word, with ellipses where cut."""
-    flat = " ".join(text.split())
-    if len(flat) <= width:
-        return flat
-    lowered = flat.lower()
-    hits = [i for i in (lowered.find(w) for w in words) if i >= 0]
-    centre = min(hits) if hits else 0
-    start = max(0, min(centre - width // 3, len(flat) - width))
-    end = start + width
-    return ("…" if start else "") + flat[start:end].strip() + ("…" if end < len(flat) else "")
+def fuse(lists: Sequence[tuple[Sequence[int], float]], *, k: int = RRF_K) -> list[tuple[int, float]]:
+    """(id, score) ordered by weighted reciprocal rank fusion of several best-first lists."""
+    scores: dict[int, float] = defaultdict(float)
+    for ids, weight in lists:
+        for rank, message_id in enumerate(ids, start=1):
+            scores[message_id] += weight / (k + rank)
+    return sorted(scores.items(), key=lambda item: item[1], reverse=True)
 
 
-async def search_archive(conn: AsyncConnection, chat_pk: int, query: str, *, limit: int) -> list[ArchiveHit]:
-    words = [w for w in query.lower().split() if w][:MAX_WORDS]
-    if not words or limit <= 0:
+async def keyword_lists(
+    conn: AsyncConnection, dialect: str, chat_pk: int, request: SearchRequest
+) -> list[tuple[list[int], float]]:
+    """Best-first message ids from the full-text index, with their fusion weights."""
+    query = analyze(request.query)
+    if query.empty:
         return []
-    statement = select(
-        messages.c.id, messages.c.role, messages.c.author_name, messages.c.created_at, messages.c.text
-    ).where(messages.c.chat_pk == chat_pk, messages.c.state == "archived")
-    for word in words:
-        statement = statement.where(func.lower(messages.c.text).like(_like_pattern(word), escape="\\"))
-    rows = await conn.execute(statement.order_by(messages.c.id.desc()).limit(limit))
-    return [
-        ArchiveHit(
-            message_id=row.id,
-            role=cast(Role, row.role),
-            author_name=row.author_name,
-            created_at=row.created_at,
-            excerpt=excerpt(row.text, words),
+    depth = max(MIN_DEPTH, request.limit * 5)
+    if dialect == "postgresql":
+        known = await search_pg.prelude(conn, chat_pk, query)
+        terms, authors = split_authors(query, known.participants)
+        ranked = await search_pg.ranked_list(
+            conn,
+            terms,
+            chat_pk=chat_pk,
+            after=request.after,
+            before=request.before,
+            shown_below=request.shown_whole_below,
+            depth=depth,
+            authors=authors,
+            known=known,
         )
-        for row in rows
-    ]
+        return [(ranked, 1.0)]
+    terms, authors = split_authors(query, await participants(conn, chat_pk))
+    return await search_sqlite.ranked_lists(
+        conn,
+        terms,
+        chat_pk=chat_pk,
+        after=request.after,
+        before=request.before,
+        shown_below=request.shown_whole_below,
+        depth=depth,
+        authors=authors,
+    )
+
+
+async def participants(conn: AsyncConnection, chat_pk: int) -> list[str]:
+    """Names that have written in the chat (kept by the index's insert trigger)."""
+    rows = await conn.execute(
+        text("SELECT name FROM search_authors WHERE chat_pk = :chat"), {"chat": chat_pk}
+    )
+    return [str(r.name) for r in rows]
+
+
+async def search_history(
+    conn: AsyncConnection,
+    dialect: str,
+    chat_pk: int,
+    request: SearchRequest,
+    *,
+    semantic: Sequence[int] = (),
+) -> SearchResult:
+    """The chat's best-matching messages for `request`; `semantic` adds a vector-similarity ranking."""
+    if request.limit <= 0:
+        return SearchResult()
+    lists = await keyword_lists(conn, dialect, chat_pk, request)
+    if semantic:
+        lists.append((list(semantic), 1.0))
+    return await assemble(conn, chat_pk, fuse(lists), request, analyze(request.query))

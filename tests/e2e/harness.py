@@ -130,6 +130,7 @@ def _is_gateway_setting(name: str) -> bool:
         "LIMITS__",
         "SCHEDULER__",
         "OBSERVABILITY__",
+        "EMBEDDINGS__",
     )
     return upper.startswith(prefixes) or upper in {
         "DATABASE_URL",

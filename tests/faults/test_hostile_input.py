@@ -148,7 +148,7 @@ async def test_hostile_corpus_through_telegram(tmp_path: Path, pg_url: str) -> N
     ]
     assert tool_results, "the recall tool ran"
     result_text = str(tool_results[0]["content"])
-    assert "<archived_excerpt" in result_text
+    assert "<recalled" in result_text
     assert len(result_text) < 6000
     # Every user message that needed an answer got one; nothing was left pending.
     assert [r.text[:40] for r in rows if r.needs_reply and not r.replied] == []

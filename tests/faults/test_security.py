@@ -135,7 +135,7 @@ async def test_admin_isolation_injection_and_secrets(tmp_path: Path, pg_url: str
         for block in m["content"]
         if block.get("type") == "tool_result"
     ]
-    assert any("<archived_excerpt" in r and PLANTED in r for r in results)
+    assert any("<recalled" in r and PLANTED in r for r in results)
     every_body = [s.record.body for s in llm.spans]
     assert all(PLANTED not in json.dumps(b.get("system", "")) for b in every_body)
     forwarded = [json.dumps(b["messages"]) for b in every_body if "ignore all previous" in json.dumps(b)]

@@ -23,6 +23,10 @@ KEYS = [
     "PROMPT_CACHING__CACHE_TTL",
     "AUXILIARY__COMPRESSION__MODEL",
     "CONTEXT__ENGINE",
+    "EMBEDDINGS__PROVIDER",
+    "EMBEDDINGS__API_KEY",
+    "EMBEDDINGS__BASE_URL",
+    "EMBEDDINGS__MODEL",
 ]
 
 
@@ -161,3 +165,23 @@ def test_settings_are_immutable() -> None:
     settings = Settings()
     with pytest.raises(ValueError, match="frozen"):
         settings.model = "other"  # type: ignore[misc]
+
+
+def test_embeddings_are_off_by_default_and_checked_when_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert load_settings().embeddings.provider == "off"
+    monkeypatch.setenv("EMBEDDINGS__PROVIDER", "voyage")
+    with pytest.raises(ConfigError, match=r"voyage needs embeddings\.api_key"):
+        load_settings()
+    monkeypatch.setenv("EMBEDDINGS__API_KEY", "pa-secret")
+    voyage = load_settings().embeddings
+    assert voyage.api_key is not None
+    assert "pa-secret" not in repr(voyage)
+    monkeypatch.setenv("EMBEDDINGS__PROVIDER", "openai")
+    with pytest.raises(ConfigError, match=r"needs embeddings\.base_url and embeddings\.model"):
+        load_settings()
+    monkeypatch.setenv("EMBEDDINGS__BASE_URL", "http://127.0.0.1:8080/v1")
+    monkeypatch.setenv("EMBEDDINGS__MODEL", "bge-m3")
+    assert load_settings().embeddings.model == "bge-m3"
+    monkeypatch.setenv("EMBEDDINGS__PROVIDER", "cohere")
+    with pytest.raises(ConfigError, match=r"embeddings\.provider"):
+        load_settings()
