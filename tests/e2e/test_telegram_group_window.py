@@ -83,7 +83,8 @@ async def test_a_busy_group_never_overflows_the_window(telegram_world: WorldFact
 async def _assert_within_the_window(world: TelegramWorld) -> None:
     replies = world.replies()
     assert len(replies) >= MENTIONS
-    assert all(r.status == 200 for r in world.llm.requests), [r.status for r in world.llm.requests]
+    failed = [(r.kind, r.status, r.body.get("max_tokens")) for r in world.llm.requests if r.status != 200]
+    assert not failed, failed
     for request in replies:
         assert request.usage is not None
         assert prompt_tokens(request.usage) + request.body["max_tokens"] <= WINDOW

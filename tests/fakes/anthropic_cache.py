@@ -22,6 +22,7 @@ from typing import Any
 
 from tests.fakes.anthropic_tokens import (
     MESSAGE_OVERHEAD,
+    TOOL_USE_SYSTEM_PROMPT,
     canonical_json,
     content_block_tokens,
     tool_definition_tokens,
@@ -68,11 +69,12 @@ def _ttl_of(cache_control: Any) -> str | None:
 def serialize_prefix(body: Mapping[str, Any]) -> list[PrefixBlock]:
     """The request's prompt as prefix blocks, in the order the cache sees them: tools, system, messages."""
     blocks: list[PrefixBlock] = []
-    for tool in body.get("tools") or []:
+    for position, tool in enumerate(body.get("tools") or []):
         blocks.append(
             PrefixBlock(
                 canonical_json(["tool", without_cache_control(tool)]),
-                tool_definition_tokens(tool),
+                # A request with tools also carries the API's tool-use system prompt (counted once).
+                tool_definition_tokens(tool) + (TOOL_USE_SYSTEM_PROMPT if position == 0 else 0),
                 _ttl_of(tool.get("cache_control")),
             )
         )

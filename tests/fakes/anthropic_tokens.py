@@ -7,6 +7,7 @@ Costs (all documented, all deterministic):
 - text: ``ceil(utf8_bytes / 3.5)`` + ``BLOCK_OVERHEAD``; the first block of each message also carries
   ``MESSAGE_OVERHEAD``;
 - tool definition: ``ceil(bytes of its canonical JSON without cache_control / 3.5)`` + ``TOOL_OVERHEAD``;
+  a request with tools also pays ``TOOL_USE_SYSTEM_PROMPT`` once (the API's tool-use system prompt);
 - tool_use: name and canonical JSON input as text; tool_result: its content's text and images;
 - image: ceil(w x h / 750) after fitting to 1568 px (``IMAGE_TOKENS`` when it cannot be decoded); PDF
   document: each page's text plus its page image (``anthropic_media``); other blocks: their JSON as text.
@@ -27,6 +28,8 @@ BYTES_PER_TOKEN = 3.5
 BLOCK_OVERHEAD = 3
 MESSAGE_OVERHEAD = 4
 TOOL_OVERHEAD = 12
+TOOL_USE_SYSTEM_PROMPT = 346
+"""The system prompt the API adds to a request that carries tools (tool_choice auto), in tokens."""
 IMAGE_TOKENS = 1600
 
 

@@ -85,7 +85,7 @@ async def test_in_loop_compression_records_trigger_agent(fake: FakeAnthropic, sq
         assert await compactions(bot) == []
         fake.script_reply(tool_uses=[{"name": "current_time", "input": {}}])
         fake.script_reply("It is late.")
-        replies = await bot.adapter.say(filler("topic5", 600))
+        replies = await bot.adapter.say(filler("topic5", 400))
         assert len(replies) == 1
         assert replies[0].text.endswith("It is late.")
         assert "Context compacted" in replies[0].text
@@ -137,7 +137,7 @@ async def test_recall_reads_this_chats_archive_only(fake: FakeAnthropic, sqlite_
         fake.script_reply(tool_uses=[{"name": "recall", "input": {"query": "zebrafish1"}}])
         fake.script_reply("Found it.")
         replies = await bot.adapter.say("what was the first secret?", user=ADMIN)
-        assert replies[-1].text == "Found it."
+        assert replies[-1].text.endswith("Found it.")  # (a compaction notice may come first)
         request = bot.replies()[-1].body
         results = [
             b
