@@ -91,7 +91,7 @@ async def _compressor_fires_within_a_turn(world: TelegramWorld) -> None:
     world.llm.script_reply(tool_uses=[{"id": "toolu_grow01", "name": "current_time", "input": {}}])
     world.llm.script_reply("Done after compaction.")
     requests_before = len(world.llm.requests)
-    reply = await _say(world, chat, filler("newest", 6000), 3)
+    reply = await _say(world, chat, filler("newest", 4000), 3)
 
     assert reply.startswith("(Context compacted:"), reply
     assert reply.endswith("Done after compaction.")
@@ -106,7 +106,7 @@ async def _compressor_fires_within_a_turn(world: TelegramWorld) -> None:
     )
     final = body_text(turn[2])
     assert "toolu_grow01" in final
-    assert filler("newest", 6000) in final
+    assert filler("newest", 4000) in final
     assert filler("middle", 5000) not in final
     assert filler("middle", 5000) in body_text(turn[1])
 

@@ -16,7 +16,7 @@ from tests.support.memory_adapter import ADMIN, ALICE, group_chat
 
 GROUP = group_chat("-300", "Ops")
 SMALL: dict[str, Any] = {
-    "model_context_length": 4096,
+    "model_context_length": 5120,  # room for the chatter below without an automatic compaction
     "compression": {"protect_last_n": 2},
     "prompt_caching": {"cache_ttl": "5m"},  # these scenarios rely on a warm fixed-TTL cache
 }
