@@ -39,6 +39,16 @@ DEFAULT_TTL: Final[CacheTTL] = "5m"
 """Used until a chat has enough gaps to measure: the API's and the seed's default."""
 
 
+def cheapest(*, five_minutes: float, one_hour: float, none: float) -> CacheTTL | None:
+    """The cheapest choice; ties go to 5m, then 1h (shorter entries' misses cost less)."""
+    options: list[tuple[float, int, CacheTTL | None]] = [
+        (five_minutes, 0, "5m"),
+        (one_hour, 1, "1h"),
+        (none, 2, None),
+    ]
+    return min(options, key=lambda o: (o[0], o[1]))[2]
+
+
 @dataclass(frozen=True, slots=True)
 class TtlCosts:
     """Expected prefix cost per request (x base input price) under each choice."""
@@ -51,12 +61,7 @@ class TtlCosts:
 
     @property
     def best(self) -> CacheTTL | None:
-        options: list[tuple[float, int, CacheTTL | None]] = [
-            (self.five_minutes, 0, "5m"),
-            (self.one_hour, 1, "1h"),
-            (self.none, 2, None),
-        ]
-        return min(options, key=lambda o: (o[0], o[1]))[2]
+        return cheapest(five_minutes=self.five_minutes, one_hour=self.one_hour, none=self.none)
 
 
 def stationary_costs(p5: float, p60: float) -> TtlCosts:
@@ -140,12 +145,7 @@ class MarkerCosts:
 
     @property
     def best(self) -> CacheTTL | None:
-        options: list[tuple[float, int, CacheTTL | None]] = [
-            (self.five_minutes, 0, "5m"),
-            (self.one_hour, 1, "1h"),
-            (self.none, 2, None),
-        ]
-        return min(options, key=lambda o: (o[0], o[1]))[2]
+        return cheapest(five_minutes=self.five_minutes, one_hour=self.one_hour, none=self.none)
 
 
 # --- per request, with the read of a live prefix separate from the write of the new tail -----------------

@@ -17,7 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from gateway.errors import NothingToUndoError, StoreError
 from gateway.store.records import OUTCOMES, TRIGGERS, CompactionApply, CompactionRecord
 from gateway.store.rows import clean_json, clean_text, compactions, messages, sessions, to_compaction
-from gateway.store.window import SEQ_STEP, WINDOW_STATES, recount, seq_before
+from gateway.store.window import SEQ_STEP, WINDOW_STATES, mark_pruned, recount, seq_before
 
 logger = logging.getLogger(__name__)
 
@@ -59,7 +59,7 @@ async def apply(
     removed = sorted(set(change.removed_ids))
     compaction_id = await _insert_compaction(conn, _compaction_values(session, change, now, len(removed)))
     await _archive(conn, session_pk, compaction_id, removed)
-    pruned = await _prune(conn, session_pk, change.pruned_ids)
+    pruned = await mark_pruned(conn, session_pk, change.pruned_ids)
     summary_id = await _insert_summary(conn, session, change, now)
     count, tokens = await _recount_session(conn, session, change)
     await conn.execute(
@@ -124,23 +124,6 @@ async def _archive(conn: AsyncConnection, session_pk: int, compaction_id: int, r
             f"compaction of session {session_pk}: {len(removed) - archived.rowcount} of "
             f"{len(removed)} messages are no longer in the window"
         )
-
-
-async def _prune(conn: AsyncConnection, session_pk: int, pruned_ids: list[int]) -> list[int]:
-    if not pruned_ids:
-        return []
-    result = await conn.execute(
-        update(messages)
-        .where(
-            messages.c.id.in_(sorted(set(pruned_ids))),
-            messages.c.session_pk == session_pk,
-            messages.c.state.in_(WINDOW_STATES),
-            ~messages.c.pruned,
-        )
-        .values(pruned=True)
-        .returning(messages.c.id)
-    )
-    return sorted(int(i) for i in result.scalars())
 
 
 async def _insert_summary(

@@ -23,8 +23,8 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from gateway.store.db import translate_errors
 from gateway.store.models import Media, MessageMedia
-from gateway.store.rows import messages
-from gateway.store.window import WINDOW_STATES
+from gateway.store.rows import sessions
+from gateway.store.window import mark_pruned, recount
 
 media = cast(Table, Media.__table__)
 message_media = cast(Table, MessageMedia.__table__)
@@ -239,21 +239,13 @@ async def delete_unreferenced_in(conn: AsyncConnection, unused_since: datetime) 
 
 
 async def demote_in(conn: AsyncConnection, session_pk: int, message_ids: Sequence[int]) -> list[int]:
-    """Mark window rows so their media no longer travel with requests (`pruned`); returns those changed."""
-    if not message_ids:
-        return []
-    result = await conn.execute(
-        update(messages)
-        .where(
-            messages.c.id.in_(sorted(set(message_ids))),
-            messages.c.session_pk == session_pk,
-            messages.c.state.in_(WINDOW_STATES),
-            ~messages.c.pruned,
-        )
-        .values(pruned=True)
-        .returning(messages.c.id)
-    )
-    return sorted(int(i) for i in result.scalars())
+    """Mark window rows so their media no longer travel with requests; the session's window estimate
+    follows (a pruned row weighs its short stand-in). Returns the ids that changed."""
+    changed = await mark_pruned(conn, session_pk, message_ids)
+    if changed:
+        _, tokens = await recount(conn, session_pk)
+        await conn.execute(update(sessions).where(sessions.c.id == session_pk).values(active_tokens=tokens))
+    return changed
 
 
 def link_rows(message_id: int, media_ids: Sequence[int]) -> list[dict[str, int]]:

@@ -8,6 +8,8 @@ the same boundary) are the tail rows shifted up by one step, inside the same tra
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from sqlalchemy import case, func, select, tuple_, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -91,3 +93,22 @@ async def seqs_between(conn: AsyncConnection, session_pk: int, low: int, high: i
         high += shift
     gap = high - low
     return [low + (gap * (k + 1)) // (count + 1) for k in range(count)]
+
+
+async def mark_pruned(conn: AsyncConnection, session_pk: int, message_ids: Sequence[int]) -> list[int]:
+    """Mark window rows `pruned` (old tool output cleared, old media no longer attached); returns the
+    ids that changed. The row stays whole in the database; requests show a short stand-in."""
+    if not message_ids:
+        return []
+    result = await conn.execute(
+        update(messages)
+        .where(
+            messages.c.id.in_(sorted(set(message_ids))),
+            messages.c.session_pk == session_pk,
+            messages.c.state.in_(WINDOW_STATES),
+            ~messages.c.pruned,
+        )
+        .values(pruned=True)
+        .returning(messages.c.id)
+    )
+    return sorted(int(i) for i in result.scalars())
