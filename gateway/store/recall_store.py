@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -23,16 +23,17 @@ EMBED_MAX_CHARS = 8_000
 
 
 class RecallMethods:
+    """Mixed into `Store`, which provides the transaction, the dialect's insert and the clock."""
+
     dialect: str
 
-    def _tx(self, operation: str) -> AbstractAsyncContextManager[AsyncConnection]:
-        raise NotImplementedError
+    if TYPE_CHECKING:
 
-    def _insert(self, table: Any) -> Any:
-        raise NotImplementedError
+        def _tx(self, operation: str) -> AbstractAsyncContextManager[AsyncConnection]: ...
 
-    def now(self) -> datetime:
-        raise NotImplementedError
+        def _insert(self, table: Any) -> Any: ...
+
+        def now(self) -> datetime: ...
 
     async def search_history(
         self, chat_pk: int, request: SearchRequest, *, semantic: Sequence[int] = ()
