@@ -18,8 +18,7 @@ from agent.caching.plan import CacheState
 from agent.context_engine import CompressionConfig, ContextEngine, EngineState, Summarizer
 from agent.engines import resolve_engine
 from agent.llm import AnthropicClient, LLMClient
-from agent.loop import LoopConfig
-from agent.models import CacheTTL, ModelInfo, lookup_model
+from agent.models import lookup_model
 from agent.summarizer import PrefixContext
 from agent.summary import system_prompt
 from agent.summary_mode import CostAwareSummarizer
@@ -30,9 +29,8 @@ from agent.tools.registry import ToolRegistry
 from agent.tools.view_media import view_media_tool
 from gateway import commands
 from gateway.admin import AdminHandlers
-from gateway.auth import AccessPolicy, Authorizer, policy_from_ids
+from gateway.auth import Authorizer
 from gateway.compaction import Compactor
-from gateway.compaction_policy import CompactionPolicy
 from gateway.config import Settings
 from gateway.embeddings.wiring import Embeddings, embeddings_from
 from gateway.errors import SendError
@@ -62,6 +60,13 @@ from gateway.store import ChatLocks, SessionRecord, Store
 from gateway.store.job_lock import JobLocks
 from gateway.store.media import MediaStore
 from gateway.turns import TurnRunner, TurnSettings
+from gateway.wiring import (
+    authorization_policy,
+    cache_ttl_of,
+    compaction_policy,
+    loop_config,
+    model_status_line,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -70,63 +75,6 @@ NO_PLATFORM_HELP = (
     "or run `python -m gateway chat` to talk to the bot in this terminal."
 )
 NO_KEY_HELP = "ANTHROPIC_API_KEY is not set; the bot cannot answer without it (see .env.example)."
-
-
-def cache_ttl_of(settings: Settings) -> CacheTTL | None:
-    if not settings.prompt_caching.enabled:
-        return None
-    ttl = settings.prompt_caching.cache_ttl
-    return "5m" if ttl == "auto" else ttl
-
-
-def model_status_line(settings: Settings, model: ModelInfo) -> str:
-    ttl: str | None = cache_ttl_of(settings)
-    if ttl and settings.prompt_caching.cache_ttl == "auto":
-        ttl = "auto: 5m/1h/none per chat"
-    caching = f"ENABLED ({ttl} TTL)" if ttl else "disabled"
-    comp = settings.compression
-    compression = (
-        f"compression at {comp.threshold:.0%}, hygiene at {comp.hygiene_threshold:.0%}, engine "
-        f"{settings.context.engine}"
-        if comp.enabled
-        else "compression disabled"
-    )
-    return (
-        f"model: {model.name} (window {model.context_window:,} tokens); prompt caching: {caching}; "
-        f"{compression}; "
-        f"summaries by {settings.summary_model}"
-    )
-
-
-def loop_config(settings: Settings, model: ModelInfo, calibration: Calibration) -> LoopConfig:
-    """The agent loop's limits (the turn's cache plan is set per turn)."""
-    return LoopConfig(
-        model=model,
-        max_tokens=min(settings.agent.max_output_tokens, model.max_output),
-        max_iterations=settings.agent.max_iterations,
-        tool_output_max_chars=settings.agent.tool_output_max_chars,
-        calibration=calibration,
-    )
-
-
-def compaction_policy(settings: Settings, model: ModelInfo) -> CompactionPolicy:
-    sched = settings.scheduler
-    return CompactionPolicy(
-        enabled=settings.compression.enabled,
-        context_length=model.context_window,
-        hygiene_threshold=settings.compression.hygiene_threshold,
-        cache_aware_share=sched.cache_aware_share,
-        proactive_share=sched.proactive_share,
-        idle=timedelta(minutes=sched.idle_minutes),
-    )
-
-
-def authorization_policy(settings: Settings) -> AccessPolicy:
-    return policy_from_ids(
-        admins={"telegram": settings.telegram_admin_ids, "discord": settings.discord_admin_ids},
-        allowed={"telegram": settings.telegram_allowed_users, "discord": settings.discord_allowed_users},
-        allow_all=settings.gateway_allow_all_users,
-    )
 
 
 class Gateway:
