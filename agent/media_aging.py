@@ -16,26 +16,16 @@ A demoted item stays stored and labelled (`[photo m12]`); the model can look at 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Final, Protocol
+from typing import Any, Final
 
 from agent.media import is_media_ref, media_ref_tokens
+from agent.messages import StoredRow
 
 KEEP_TURNS: Final = 4
 """Media sent within the last this many user turns always travel as images."""
 BUDGET: Final = 5_000
 """Demote once the demotable media reach this many tokens (about three 1280x960 photos): in the media
 benchmark, budgets from 3,000 to 6,000 tokens cost within 3% of each other and 12,000 costs 15% more."""
-
-
-class AgingRow(Protocol):
-    @property
-    def id(self) -> int: ...
-    @property
-    def role(self) -> str: ...
-    @property
-    def content(self) -> Any: ...
-    @property
-    def pruned(self) -> bool: ...
 
 
 def media_tokens(content: Any) -> int:
@@ -55,7 +45,7 @@ def media_tokens(content: Any) -> int:
     return total
 
 
-def _opens_turn(row: AgingRow) -> bool:
+def _opens_turn(row: StoredRow) -> bool:
     content = row.content
     if row.role != "user":
         return False
@@ -65,7 +55,7 @@ def _opens_turn(row: AgingRow) -> bool:
 
 
 def rows_to_demote(
-    rows: Sequence[AgingRow], *, cache_cold: bool, keep_turns: int = KEEP_TURNS, budget: int = BUDGET
+    rows: Sequence[StoredRow], *, cache_cold: bool, keep_turns: int = KEEP_TURNS, budget: int = BUDGET
 ) -> list[int]:
     """Ids of the window rows whose media should stop travelling now (empty: leave everything)."""
     turn_starts = [i for i, row in enumerate(rows) if _opens_turn(row)]

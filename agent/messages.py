@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, Protocol
 
 from agent.types import Block, Message, blocks_of, tool_result_ids, tool_use_ids
 
@@ -22,6 +23,19 @@ INTERRUPTED_RESULT = "[tool call interrupted before it returned a result]"
 """Stub for a call whose result was never stored (the process stopped mid-tool)."""
 ORPHAN_PREFIX = "[orphaned tool output]"
 ORPHAN_CLIP = 2_000
+
+
+class StoredRow(Protocol):
+    """What the message-shape rules read of a stored message (the gateway's rows satisfy it)."""
+
+    @property
+    def id(self) -> int: ...
+    @property
+    def role(self) -> str: ...
+    @property
+    def content(self) -> Any: ...
+    @property
+    def pruned(self) -> bool: ...
 
 
 def tool_result_text(block: Block) -> str:

@@ -11,24 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from typing import TypeVar
 
 from agent.media import demoted_note, is_media_ref
-from agent.messages import INTERRUPTED_RESULT, PRUNED_MARKER, repair_tool_pairs
+from agent.messages import INTERRUPTED_RESULT, PRUNED_MARKER, StoredRow, repair_tool_pairs
 from agent.types import Block, Message, Role
 
 CONVERSATION_START = "(earlier conversation continues)"
-
-
-class RowLike(Protocol):
-    @property
-    def id(self) -> int: ...
-    @property
-    def role(self) -> str: ...
-    @property
-    def content(self) -> Any: ...
-    @property
-    def pruned(self) -> bool: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,7 +26,7 @@ class WindowItem:
     ids: tuple[int, ...]
 
 
-def _blocks(row: RowLike) -> list[Block]:
+def _blocks(row: StoredRow) -> list[Block]:
     content = row.content
     blocks = [{"type": "text", "text": content}] if isinstance(content, str) else [dict(b) for b in content]
     if row.pruned:
@@ -53,7 +42,7 @@ def _prune(block: Block) -> Block:
     return block
 
 
-RowT = TypeVar("RowT", bound=RowLike)
+RowT = TypeVar("RowT", bound=StoredRow)
 
 
 def rows_through(rows: Sequence[RowT], last_id: int | None) -> Sequence[RowT]:
@@ -66,7 +55,7 @@ def rows_through(rows: Sequence[RowT], last_id: int | None) -> Sequence[RowT]:
     return rows
 
 
-def build_window(rows: Sequence[RowLike], *, merge: bool = True) -> list[WindowItem]:
+def build_window(rows: Sequence[StoredRow], *, merge: bool = True) -> list[WindowItem]:
     """The rows as agent messages, merged for a request or one per row (`merge=False`) for compaction."""
     merged: list[tuple[Role, list[Block], list[int]]] = []
     for row in rows:
