@@ -97,9 +97,10 @@ async def test_kill_during_compaction_leaves_the_session_as_before(tmp_path: Pat
         gw = GatewayProcess(env, cwd=tmp_path)
         await gw.start()
         try:
-            for n in range(6):
+            for n in range(6):  # one turn each (a burst would be answered in fewer turns under load,
+                # leaving a middle too small for a summary to be smaller than it)
                 tg.push_message(CHAT, f"fact number {n}: " + "detail " * 120, user_id=USER)
-            await eventually(lambda: _all_answered(sqlite_url, 6))
+                await eventually(lambda n=n: _all_answered(sqlite_url, n + 1))
             sent_before = len(tg.sent)
             before = await snapshot(sqlite_url)
             llm.summary_delay = 60.0
@@ -114,7 +115,10 @@ async def test_kill_during_compaction_leaves_the_session_as_before(tmp_path: Pat
         async with gateway_process(env, tmp_path) as gw:
             tg.push_message(CHAT, "/compact", user_id=USER)
             await eventually(lambda: any("compact" in s.visible_text.lower() for s in tg.sent[sent_before:]))
-            await eventually(lambda: _compactions(sqlite_url))
+            try:
+                await eventually(lambda: _compactions(sqlite_url))
+            except TimeoutError:
+                raise AssertionError([s.visible_text for s in tg.sent[sent_before:]]) from None
         after = await snapshot(sqlite_url)
         assert after != before
         assert after["compactions"] >= 1
