@@ -31,6 +31,7 @@ TABLES = {
     "message_vectors",
     "media",
     "message_media",
+    "pins",
 }
 
 

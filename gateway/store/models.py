@@ -88,6 +88,21 @@ class Chat(Base):
     created_at: Mapped[datetime]
 
 
+class Pin(Base):
+    """A fact pinned in a chat (`/pin`): carried word for word in every request, whatever the session."""
+
+    __tablename__ = "pins"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    chat_pk: Mapped[int] = mapped_column(ForeignKey("chats.id", ondelete="CASCADE"), index=True)
+    text: Mapped[str] = mapped_column(Text)
+    author_id: Mapped[str | None] = mapped_column(String(128))
+    author_name: Mapped[str | None] = mapped_column(String(256))
+    source_message_id: Mapped[str | None] = mapped_column(String(128))
+    token_estimate: Mapped[int] = mapped_column(Integer)
+    created_at: Mapped[datetime]
+
+
 class ChatSession(Base):
     __tablename__ = "sessions"
     __table_args__ = (
