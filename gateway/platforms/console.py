@@ -187,6 +187,9 @@ class ConsoleAdapter:
     def typing(self, chat: ChatRef) -> _Typing:
         return _Typing()
 
+    async def react(self, chat: ChatRef, platform_message_id: str, emoji: str) -> None:
+        return None  # the terminal shows the reply itself; there is nothing to react on
+
     def _print(self, text: str) -> None:
         self._out.write(text + "\n")
         self._out.flush()
