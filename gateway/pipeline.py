@@ -447,6 +447,8 @@ class Pipeline:
 
     async def cancel_turns(self) -> int:
         """Cancel the turns still running (their messages stay unanswered, for the restart)."""
+        for ack in self._acks:
+            ack.cancel()  # a reaction not made by now is not worth holding the shutdown for
         tasks = [t for t in self._tasks.values() if not t.done()]
         for task in tasks:
             task.cancel()
