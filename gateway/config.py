@@ -86,6 +86,9 @@ class PromptCachingSettings(_Section):
 
 class ContextSettings(_Section):
     engine: str = Field("compressor", min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")
+    plugins_dir: Path = Field(
+        Path("plugins"), description="engine plugins are looked up in <plugins_dir>/context_engine/<name>/"
+    )
 
 
 class AgentSettings(_Section):

@@ -16,7 +16,6 @@ from typing import Any
 
 from agent.caching.plan import CacheState
 from agent.context_engine import CompressionConfig, ContextEngine, EngineState, Summarizer
-from agent.engines import resolve_engine
 from agent.llm import AnthropicClient, LLMClient
 from agent.models import lookup_model
 from agent.summarizer import PrefixContext
@@ -64,6 +63,7 @@ from gateway.wiring import (
     authorization_policy,
     cache_ttl_of,
     compaction_policy,
+    context_engine,
     loop_config,
     model_status_line,
 )
@@ -109,6 +109,7 @@ class Gateway:
         self.metrics_server: MetricsServer | None = None
         # Claude's tokenizer is not tiktoken's: one calibration per process, learned from every reply call.
         self.calibration = Calibration(self.model.name)
+        self.engine_factory = context_engine(settings)
         self.loop_config = loop_config(settings, self.model, self.calibration)
         self.policy = compaction_policy(settings, self.model)
         self.compactor = Compactor(store=store, loop=self.loop_config, metrics=self.metrics)
@@ -174,8 +175,7 @@ class Gateway:
     def make_engine(self, session: SessionRecord) -> ContextEngine:
         """The session's context engine, with its stored state and a summarizer priced for it."""
         comp = self.settings.compression
-        engine_cls = resolve_engine(self.settings.context.engine)
-        return engine_cls(
+        return self.engine_factory(
             context_length=self.model.context_window,
             config=CompressionConfig(
                 enabled=comp.enabled,
@@ -467,6 +467,7 @@ def run(settings: Settings) -> int:
     if settings.anthropic_api_key is None:
         print(NO_KEY_HELP, file=sys.stderr)
         return 2
+    context_engine(settings)  # an unknown engine stops here, before any connection is made
     adapters = build_adapters(settings)
     if not adapters:
         print(NO_PLATFORM_HELP, file=sys.stderr)
@@ -480,6 +481,7 @@ def chat(settings: Settings) -> int:
     if settings.anthropic_api_key is None:
         print(NO_KEY_HELP, file=sys.stderr)
         return 2
+    context_engine(settings)
     from gateway.platforms.console import ConsoleAdapter
 
     async def main() -> int:
