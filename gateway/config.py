@@ -91,6 +91,11 @@ class ContextSettings(_Section):
     )
 
 
+class PinsSettings(_Section):
+    max_count: int = Field(20, ge=1, le=200, description="pinned facts one chat may keep")
+    max_tokens: int = Field(2_000, ge=50, description="tokens all of a chat's pins may use together")
+
+
 class AgentSettings(_Section):
     max_iterations: int = Field(8, ge=1, le=100)
     llm_timeout_s: float = Field(60.0, gt=0, description="one attempt of a model call")
@@ -245,6 +250,7 @@ class Settings(BaseSettings):
     auxiliary: AuxiliarySettings = AuxiliarySettings()
     prompt_caching: PromptCachingSettings = PromptCachingSettings()
     context: ContextSettings = ContextSettings()
+    pins: PinsSettings = PinsSettings()
     agent: AgentSettings = AgentSettings()
     limits: LimitsSettings = LimitsSettings()
     scheduler: SchedulerSettings = SchedulerSettings()

@@ -92,7 +92,7 @@ class TurnRunner:
                 snapshot = await self.store.turn_snapshot(chat_pk)
                 pending = [r for r in snapshot.rows if r.needs_reply and not r.replied]
                 if not pending:
-                    if arrived is not None and await self._compact_after_reply(snapshot.session, arrived):
+                    if arrived is not None and await self._compact_after_reply(snapshot, arrived):
                         arrived = None
                         continue  # what arrived during the compaction is answered now
                     return turns
@@ -107,7 +107,7 @@ class TurnRunner:
     async def _turn(self, chat: ChatRef, snapshot: TurnSnapshot, pending: Sequence[StoredMessage]) -> bool:
         """Answer `pending`; True when the turn compacted the session (before or during the loop)."""
         session = snapshot.session
-        engine = self.make_engine(session)
+        engine = self.make_engine(session, snapshot.pins)
         cache = CacheState.from_json(session.cache_state)
         calibration = self.settings.loop.calibration
         if calibration is not None:
@@ -132,13 +132,14 @@ class TurnRunner:
             engine=engine,
             model=self.settings.model,
             base_prompt=self.settings.system_prompt,
+            pins=snapshot.pins,
             cache=cache,
             calibration=calibration,
             after_id=snapshot.rows[-1].id if snapshot.rows else None,
         )
         result: TurnResult[Ref] | None = None
         try:
-            result = await self._run_agent(chat, session, engine, window, recorder, cache, snapshot.rows)
+            result = await self._run_agent(chat, snapshot, session, engine, window, recorder, cache)
             text = result.reply_text.strip() or "(no reply)"
         except LLMError as exc:
             logger.warning(
@@ -173,11 +174,12 @@ class TurnRunner:
         )
         return await self.compactor.compact(session, engine, trigger=decision.trigger)
 
-    async def _compact_after_reply(self, session: SessionRecord, arrived: int) -> bool:
+    async def _compact_after_reply(self, snapshot: TurnSnapshot, arrived: int) -> bool:
         """Compact right after the replies were delivered when the next request would reach the
         engine's threshold: the cache is warm (a prefix summary call is cheap) and nobody waits. What
         arrived before this turn stands for what the next one will add. True when it compacted."""
-        engine = self.make_engine(session)
+        session = snapshot.session
+        engine = self.make_engine(session, snapshot.pins)
         calibration = self.settings.loop.calibration
         scale = calibration.apply if calibration is not None else None
         next_tokens = scale(arrived) if scale is not None else arrived
@@ -195,14 +197,14 @@ class TurnRunner:
     async def _run_agent(
         self,
         chat: ChatRef,
+        snapshot: TurnSnapshot,
         session: SessionRecord,
         engine: ContextEngine,
         window: list[Entry[Ref]],
         recorder: TurnRecorder,
         cache: CacheState,
-        rows: Sequence[StoredMessage],
     ) -> TurnResult[Ref]:
-        plan = self._plan(session, cache, window, rows)
+        plan = self._plan(session, cache, window, snapshot.rows)
         calibration = self.settings.loop.calibration
         # the size the compressor judges the first call on: last reported prompt + what came since
         engine.expect_prompt(session.context_tokens(calibration.apply if calibration is not None else None))
@@ -212,7 +214,9 @@ class TurnRunner:
                 llm=TimedLLM.for_chat(self.llm, self.metrics, chat),
                 engine=engine,
                 window=window,
-                system=system_prompt(self.settings.system_prompt, compacted=session.compaction_count > 0),
+                system=system_prompt(
+                    self.settings.system_prompt, compacted=session.compaction_count > 0, pins=snapshot.pins
+                ),
                 tools=self.make_tools(session.chat_pk),
                 config=replace(self.settings.loop, cache_plan=plan),
                 hooks=recorder,

@@ -109,6 +109,8 @@ class TurnSnapshot:
 
     session: SessionRecord
     rows: list[StoredMessage]
+    pins: tuple[str, ...] = ()
+    """The chat's pinned facts, in order (they travel in the system prompt)."""
 
 
 @dataclass(frozen=True, slots=True)
