@@ -174,6 +174,9 @@ class Gateway:
             daily_budget_usd=settings.limits.chat_daily_budget_usd,
             spool=self.spool,
             media=self.media,
+            react=self.react,
+            ack_reaction=settings.reply.ack_reaction,
+            reply_quote_chars=settings.reply.quote_max_chars,
         )
 
     # -- factories -----------------------------------------------------------------------------------
@@ -249,6 +252,13 @@ class Gateway:
         if adapter is None:
             raise SendError(f"no adapter for platform {message.chat.platform} (chat {message.chat.chat_id})")
         return await adapter.send(message)
+
+    async def react(self, chat: ChatRef, platform_message_id: str, emoji: str) -> None:
+        """Put a reaction on a received message through the chat's adapter; raises `SendError`."""
+        adapter = self.adapters.get(chat.platform)
+        if adapter is None:
+            raise SendError(f"no adapter for platform {chat.platform} (chat {chat.chat_id})")
+        await adapter.react(chat, platform_message_id, emoji)
 
     @contextlib.asynccontextmanager
     async def typing(self, chat: ChatRef) -> AsyncIterator[None]:

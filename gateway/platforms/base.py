@@ -76,6 +76,25 @@ class Attachment:
 
 
 @dataclass(frozen=True, slots=True)
+class ReplyTo:
+    """The message an incoming message replies to, as the platform showed it.
+
+    The gateway prefers its own stored copy (looked up by `platform_message_id` within the same chat)
+    and falls back to `text`, the platform's copy; a partial `quote` replaces the text either way.
+    """
+
+    platform_message_id: str | None
+    """The replied-to message's id in the same chat; None when it lives in another chat."""
+    author_name: str | None = None
+    text: str = ""
+    """The platform's copy of the replied-to text (may be shortened, empty, or a media note)."""
+    quote: str | None = None
+    """Only the part of the message the user quoted, when they quoted a part."""
+    to_bot: bool = False
+    """The replied-to message was written by this bot."""
+
+
+@dataclass(frozen=True, slots=True)
 class IncomingMessage:
     """One message (or slash-command invocation) from a platform, already converted."""
 
@@ -100,6 +119,8 @@ class IncomingMessage:
     attachments: tuple[Attachment, ...] = ()
     """Files the gateway can download and read (photos, images, PDFs, text files...); kinds it cannot
     read are listed here too, so it can say so, and also in `media`."""
+    reply_to: ReplyTo | None = None
+    """What this message replies to (a reply, a quote); None for a plain message."""
     is_interaction: bool = False
     """Discord slash-command interaction: replies go through the interaction response."""
     reply_handle: object | None = field(default=None, compare=False, repr=False)
@@ -159,6 +180,11 @@ class PlatformAdapter(Protocol):
 
     def typing(self, chat: ChatRef) -> TypingContext:
         """An async context manager that keeps the typing indicator alive while a turn runs."""
+        ...
+
+    async def react(self, chat: ChatRef, platform_message_id: str, emoji: str) -> None:
+        """Put `emoji` on a received message (a no-op where the platform has no reactions); raise
+        `gateway.errors.SendError` when the platform refuses."""
         ...
 
 

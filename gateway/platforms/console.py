@@ -1,8 +1,10 @@
 """A local terminal chat: one private chat, the local user is admin. Try the product with only an API key.
 
-Each line on stdin is one message (`/cmd args` lines are commands); replies go to stdout. Lines up to
-8 MiB are accepted so a pasted log arrives whole. `/file PATH [question]` sends a local file (an image,
-a PDF or a text file) with an optional question, as a photo or document would arrive from a platform.
+Each line on stdin is one message (`/cmd args` lines are commands); replies go to stdout, rendered for
+the terminal (`terminal_render`: bold, indented code, wrapped prose on a TTY). Lines up to 8 MiB are
+accepted so a pasted log arrives whole. `/file PATH [question]` sends a local file (an image, a PDF or
+a text file) with an optional question, as a photo or document would arrive from a platform. Logs go
+to a file (`console.log_file`) so they do not interleave with the conversation.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import itertools
 import logging
 import mimetypes
 import shlex
+import shutil
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
@@ -34,6 +37,7 @@ from gateway.platforms.base import (
     OutgoingMessage,
     SentMessage,
 )
+from gateway.platforms.terminal_render import Style, render_reply
 
 logger = logging.getLogger(__name__)
 
@@ -181,11 +185,21 @@ class ConsoleAdapter:
                 await self._task
 
     async def send(self, message: OutgoingMessage) -> SentMessage:
-        self._print(f"bot> {message.text}")
+        self._print(render_reply(message.text, self._style()))
         return SentMessage(platform_message_ids=(f"console-out-{next(self._ids)}",))
 
     def typing(self, chat: ChatRef) -> _Typing:
         return _Typing()
+
+    async def react(self, chat: ChatRef, platform_message_id: str, emoji: str) -> None:
+        return None  # the terminal shows the reply itself; there is nothing to react on
+
+    def _style(self) -> Style:
+        """Colour and wrapping on a terminal; the text as written when output goes to a pipe or file."""
+        isatty = getattr(self._out, "isatty", None)
+        if not (callable(isatty) and isatty()):
+            return Style(color=False, width=None)
+        return Style(color=True, width=shutil.get_terminal_size().columns)
 
     def _print(self, text: str) -> None:
         self._out.write(text + "\n")

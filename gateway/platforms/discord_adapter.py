@@ -39,6 +39,7 @@ from gateway.platforms.base import (
     SentMessage,
 )
 from gateway.platforms.discord_media import attachments_of
+from gateway.platforms.discord_reply import reply_of
 from gateway.platforms.discord_startup import TOKEN_HELP, start_error, sync_commands
 from gateway.platforms.lanes import ChatLanes, hand_over
 from gateway.platforms.split import split_text
@@ -303,6 +304,7 @@ class DiscordAdapter:
         if is_forwarded and not text and message.message_snapshots:
             text = message.message_snapshots[0].content
         media = _media_kinds(message)
+        replies_to_me = not is_forwarded and self._replies_to_me(reference, my_id)
         return IncomingMessage(
             chat=self._chat_ref(
                 message.channel, message.channel.id, message.guild.id if message.guild else None
@@ -317,7 +319,7 @@ class DiscordAdapter:
             platform_message_id=str(message.id),
             sent_at=(message.edited_at or message.created_at) if is_edit else message.created_at,
             mentions_bot=mentions_bot,
-            reply_to_bot=not is_forwarded and self._replies_to_me(reference, my_id),
+            reply_to_bot=replies_to_me,
             is_command=command is not None,
             command=command,
             command_args=command_args or "",
@@ -326,6 +328,7 @@ class DiscordAdapter:
             media=media,
             # Discord has no captions: the text is the message's text, next to its attachments.
             attachments=attachments_of(message),
+            reply_to=reply_of(message, to_bot=replies_to_me),
         )
 
     def _replies_to_me(self, reference: discord.MessageReference | None, my_id: int | None) -> bool:
@@ -420,6 +423,17 @@ class DiscordAdapter:
 
     def typing(self, chat: ChatRef) -> _Typing:
         return _Typing(self._require_client(), int(chat.thread_id or chat.chat_id))
+
+    async def react(self, chat: ChatRef, platform_message_id: str, emoji: str) -> None:
+        """Add a reaction (PUT .../reactions/{emoji}/@me); needs the Add Reactions permission."""
+        channel = self._require_client().get_partial_messageable(int(chat.thread_id or chat.chat_id))
+        try:
+            await channel.get_partial_message(int(platform_message_id)).add_reaction(emoji)
+        except discord.HTTPException as exc:
+            detail = f"discord refused the reaction ({exc.status}, code {exc.code})"
+            raise SendError(detail, chat_id=chat.chat_id) from exc
+        except (aiohttp.ClientError, OSError, TimeoutError) as exc:
+            raise SendError(f"discord unreachable: {type(exc).__name__}", chat_id=chat.chat_id) from exc
 
     def _require_client(self) -> _Client:
         if self._client is None:

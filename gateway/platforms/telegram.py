@@ -337,6 +337,24 @@ class TelegramAdapter:
     def typing(self, chat: ChatRef) -> TypingContext:
         return _Typing(self, chat)
 
+    async def react(self, chat: ChatRef, platform_message_id: str, emoji: str) -> None:
+        """setMessageReaction with one emoji (Telegram accepts only its standard reaction emoji)."""
+        bot = self._require_bot()
+        try:
+            await bot.set_message_reaction(
+                chat_id=int(chat.chat_id), message_id=int(platform_message_id), reaction=emoji
+            )
+        except RetryAfter as exc:
+            raise SendRetryLater(
+                "telegram flood control on a reaction",
+                retry_after=retry_after_seconds(exc),
+                chat_id=chat.chat_id,
+            ) from exc
+        except TelegramError as exc:
+            raise SendError(
+                f"telegram refused the reaction: {self._redact(exc.message)}", chat_id=chat.chat_id
+            ) from exc
+
     async def _send_typing(self, chat: ChatRef) -> None:
         bot = self._require_bot()
         thread_id = int(chat.thread_id) if chat.thread_id else None

@@ -360,6 +360,22 @@ class Store(RecallMethods):
             ).one_or_none()
         return None if row is None else to_message(row)
 
+    async def original_message(self, chat_pk: int, platform_message_id: str) -> StoredMessage | None:
+        """The stored message with this platform id in this chat, in any session and any state
+        (active, archived by a compaction, or from before `/new`); never another chat's."""
+        async with self._tx("original_message") as conn:
+            row = (
+                await conn.execute(
+                    select(messages)
+                    .where(
+                        messages.c.chat_pk == chat_pk, messages.c.platform_message_id == platform_message_id
+                    )
+                    .order_by(messages.c.id.desc())
+                    .limit(1)
+                )
+            ).one_or_none()
+        return None if row is None else to_message(row)
+
     async def mark_replied(self, message_ids: Sequence[int]) -> None:
         if not message_ids:
             return

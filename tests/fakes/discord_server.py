@@ -84,6 +84,8 @@ class FakeDiscord:
         self.interactions: dict[str, InteractionRecord] = {}
         self.interaction_responses: list[Json] = []
         self.typing_calls: list[int] = []
+        self.reactions: list[tuple[int, int, str]] = []
+        """(channel id, message id, emoji) of every reaction the bot added."""
         self.commands: list[Json] = []
         self.guild_commands: dict[int, list[Json]] = {}
         self.unexpected: list[str] = []
@@ -191,6 +193,8 @@ class FakeDiscord:
         guild_id: int | None = None,
         mentions_bot: bool = False,
         reply_to_bot_message_id: int | None = None,
+        reply_to_message_id: int | None = None,
+        resolved: bool = True,
         author_bot: bool = False,
         message_id: int | None = None,
         attachments: list[Json] | None = None,
@@ -206,15 +210,17 @@ class FakeDiscord:
                 content = f"{token} {content}"
             mentions.append(self.bot_user)
         reference = referenced = None
-        if reply_to_bot_message_id is not None:
+        replied_id = reply_to_message_id if reply_to_message_id is not None else reply_to_bot_message_id
+        if replied_id is not None:
             reference = {
-                "message_id": str(reply_to_bot_message_id),
+                "message_id": str(replied_id),
                 "channel_id": str(channel_id),
                 "type": 0,
             }
             if guild_id is not None:
                 reference["guild_id"] = str(guild_id)
-            referenced = self.messages.get(reply_to_bot_message_id)
+            # Discord sends null when it could not load the message (deleted, or not resolved).
+            referenced = self.messages.get(replied_id) if resolved else None
         msg = p.message(
             message_id=message_id or p.snowflake(),
             channel_id=channel_id,
@@ -362,6 +368,8 @@ class FakeDiscord:
                 )
             case ("POST", "channels", cid, "messages"):
                 return await self._create_message(request, int(cid))
+            case ("PUT", "channels", cid, "messages", mid, "reactions", emoji, "@me"):
+                return await self._add_reaction(int(cid), int(mid), emoji)
             case ("POST", "channels", cid, "typing"):
                 if int(cid) not in self.channels:
                     return error_response(404, 10003, "Unknown Channel")
@@ -388,6 +396,16 @@ class FakeDiscord:
         logger.warning("fake discord: unexpected %s %s", method, request.path)
         self.unexpected.append(f"{method} {request.path}")
         return error_response(404, 0, "404: Not Found")
+
+    async def _add_reaction(self, channel_id: int, message_id: int, emoji: str) -> web.Response:
+        """Discord answers 204; an unknown message is 404 (10008), a custom emoji it does not know 400."""
+        msg = self.messages.get(message_id)
+        if channel_id not in self.channels or msg is None or int(msg["channel_id"]) != channel_id:
+            return error_response(404, 10008, "Unknown Message")
+        if not emoji or emoji.isascii():
+            return error_response(400, 10014, "Unknown Emoji")
+        await self._record(lambda: self.reactions.append((channel_id, message_id, emoji)))
+        return web.Response(status=204)
 
     async def _record(self, change: Any) -> None:
         async with self._sent_cond:

@@ -21,6 +21,7 @@ from typing import Any
 
 import aiohttp
 from aiohttp import web
+from telegram.constants import ReactionEmoji
 
 from tests.fakes.telegram_files import TelegramFiles
 from tests.fakes.telegram_html_parser import HtmlParseError, parse_html, utf16_len
@@ -35,6 +36,9 @@ from tests.fakes.telegram_wire import (
     error_response,
     scope_key,
 )
+
+REACTION_EMOJI = frozenset(e.value for e in ReactionEmoji)
+"""The emoji Telegram accepts as a bot's reaction (`ReactionTypeEmoji.emoji`); others are REACTION_INVALID."""
 
 
 class FakeTelegram(TelegramFiles, UpdateBuilder):
@@ -53,6 +57,8 @@ class FakeTelegram(TelegramFiles, UpdateBuilder):
         self.strict_chats = strict_chats
         self.sent: list[Sent] = []
         self.actions: list[dict[str, Any]] = []
+        self.reactions: list[dict[str, Any]] = []
+        """setMessageReaction calls that succeeded: chat_id, message_id, reaction (list of ReactionType)."""
         self.requests: list[tuple[str, dict[str, Any]]] = []
         self.webhook: dict[str, Any] = {}
         self._commands: dict[str, list[dict[str, str]]] = {}
@@ -258,6 +264,7 @@ class FakeTelegram(TelegramFiles, UpdateBuilder):
         message = self._bot_message(
             chat_id, self._next_message_id, visible, params.get_int("message_thread_id")
         )
+        self.messages[(chat_id, self._next_message_id)] = message
         self.sent.append(
             Sent(
                 chat_id=chat_id,
@@ -308,6 +315,26 @@ class FakeTelegram(TelegramFiles, UpdateBuilder):
             {"chat_id": chat_id, "action": action, "message_thread_id": params.get_int("message_thread_id"),
              "at": time.monotonic()}
         )  # fmt: skip
+        return True
+
+    async def _m_setmessagereaction(self, params: Params) -> bool:
+        chat_id = self._chat_id(params)
+        message_id = params.get_int("message_id")
+        if message_id is None or (chat_id, message_id) not in self.messages:
+            raise ApiError(400, "Bad Request: MESSAGE_ID_INVALID")
+        reaction = params.get_json("reaction") or []
+        if not isinstance(reaction, list) or len(reaction) > 1:
+            raise ApiError(400, "Bad Request: REACTIONS_TOO_MANY")
+        for item in reaction:
+            if (
+                not isinstance(item, dict)
+                or item.get("type") != "emoji"
+                or item.get("emoji") not in REACTION_EMOJI
+            ):
+                raise ApiError(400, "Bad Request: REACTION_INVALID")
+        self.reactions.append(
+            {"chat_id": chat_id, "message_id": message_id, "reaction": reaction, "at": time.monotonic()}
+        )
         return True
 
     async def _m_setmycommands(self, params: Params) -> bool:
