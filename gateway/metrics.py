@@ -17,7 +17,8 @@ from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 
-from agent.llm import LLMClient, LLMRequest, LLMResponse
+from agent.llm import LLMClient, LLMRequest, LLMResponse, ask
+from agent.streaming import TextSink
 from agent.usage import Usage
 from gateway.platforms.base import ChatRef
 
@@ -146,10 +147,16 @@ class TimedLLM:
         return cls(llm, metrics, (chat.platform, chat.chat_id, chat.thread_id))
 
     async def create(self, request: LLMRequest) -> LLMResponse:
+        return await self.stream_or_create(request, None)
+
+    async def stream(self, request: LLMRequest, on_text: TextSink) -> LLMResponse:
+        return await self.stream_or_create(request, on_text)
+
+    async def stream_or_create(self, request: LLMRequest, on_text: TextSink | None) -> LLMResponse:
         if self._key is not None:
             self._metrics.observe_overhead(self._key)
             self._key = None
-        return await self._llm.create(request)
+        return await ask(self._llm, request, on_text)
 
 
 class MetricsServer:
