@@ -82,6 +82,14 @@ class Metrics:
         self.job_runs = Counter(
             "gateway_job_runs", "Scheduled job runs by result", ["job", "result"], registry=r
         )
+        self.reply_parts = Counter(
+            "gateway_reply_parts",
+            "Reply parts by delivery outcome (sent, retried: a transient failure, failed: given up)",
+            ["outcome"],
+            registry=r,
+        )
+        for outcome in ("sent", "retried", "failed"):
+            self.reply_parts.labels(outcome=outcome)
         self.arrivals = _Arrivals()
         self._prompt_tokens = (0, 0)
         """(cache-read, all prompt) tokens since start, for the hit ratio."""
@@ -117,6 +125,9 @@ class Metrics:
 
     def message_stored(self, role: str, count: int = 1) -> None:
         self.messages_stored.labels(role=role).inc(count)
+
+    def observe_delivery(self, outcome: str) -> None:
+        self.reply_parts.labels(outcome=outcome).inc()
 
     def observe_job(self, job: str, result: str) -> None:
         self.job_runs.labels(job=job, result=result).inc()

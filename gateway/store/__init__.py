@@ -4,6 +4,7 @@ Callers use `Store` and the plain records in `gateway.store.records`; nothing SQ
 this package.
 """
 
+from gateway.store.deliveries import DeliveryRecord, NewReply
 from gateway.store.lock import ChatLocks
 from gateway.store.records import (
     AppendResult,
@@ -33,8 +34,10 @@ __all__ = [
     "ChatStats",
     "CompactionApply",
     "CompactionRecord",
+    "DeliveryRecord",
     "GlobalStats",
     "NewMessage",
+    "NewReply",
     "NewSummary",
     "Role",
     "SessionRecord",
