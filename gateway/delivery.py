@@ -138,6 +138,8 @@ class Outbox:
                 wait = self.retry_delays[attempt - 1]
                 if isinstance(exc, SendRetryLater):
                     wait = max(wait, min(exc.retry_after, MAX_RETRY_AFTER_S))
+                # Open again while waiting: a process that dies now leaves it for the restart.
+                await self.store.delivery_failed(record.id, str(exc), lasting=False)
                 self._observe("retried")
                 logger.warning(
                     "reply to %s (part %d) failed (%s); attempt %d in %.1fs",
@@ -148,6 +150,8 @@ class Outbox:
                     wait,
                 )
                 await asyncio.sleep(wait)
+                if not await self.store.claim_delivery(record.id):
+                    return None  # taken over by another worker
                 continue
             await self.store.delivery_sent(record.id, message_id)
             self._observe("sent")
