@@ -173,7 +173,8 @@ class AdminHandlers:
                     f"{record.archived_count:,} messages restored from the archive "
                     f"({time.perf_counter() - started:.1f} s)."
                 )
+            pins = [p.text for p in await self.store.pins(ctx.chat_pk)]
             report = await self.compactor.compact(
-                session, self.make_engine(session), trigger="manual", focus=args or None
+                session, self.make_engine(session, pins), trigger="manual", focus=args or None
             )
         return compaction_result(report)

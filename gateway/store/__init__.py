@@ -6,6 +6,7 @@ this package.
 
 from gateway.store.deliveries import DeliveryRecord, NewReply
 from gateway.store.lock import ChatLocks
+from gateway.store.pins import PinLimitError, PinLimits, PinRecord
 from gateway.store.records import (
     AppendResult,
     BusyChat,
@@ -39,6 +40,9 @@ __all__ = [
     "NewMessage",
     "NewReply",
     "NewSummary",
+    "PinLimitError",
+    "PinLimits",
+    "PinRecord",
     "Role",
     "SessionRecord",
     "Store",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,8 +17,9 @@ from tests.support.memory_adapter import ADMIN, ALICE, group_chat
 
 GROUP = group_chat("-300", "Ops")
 SMALL: dict[str, Any] = {
-    "model_context_length": 5120,  # room for the chatter below without an automatic compaction
-    "compression": {"protect_last_n": 2},
+    "model_context_length": 5120,
+    # room for the chatter below without an automatic compaction: these scenarios compact by hand
+    "compression": {"protect_last_n": 2, "enabled": False},
     "prompt_caching": {"cache_ttl": "5m"},  # these scenarios rely on a warm fixed-TTL cache
 }
 
@@ -163,3 +165,24 @@ async def test_the_summary_call_of_a_compaction_is_accounted(bot: Bot) -> None:
     cost = await bot.scalar("SELECT SUM(cost_usd) FROM llm_calls WHERE purpose = 'summary'")
     assert summaries == 1
     assert cost > 0
+
+
+PLUGINS = Path(__file__).resolve().parents[1] / "plugins"
+
+
+async def test_compact_works_with_a_plugin_engine(fake: FakeAnthropic, sqlite_url: str) -> None:
+    """`context.engine: keeper` comes from plugins/context_engine/keeper/ (it never calls a summarizer)."""
+    settings = {**SMALL, "context": {"engine": "keeper", "plugins_dir": str(PLUGINS)}}
+    async with running_bot(fake, sqlite_url, **settings) as bot:
+        await chatter(bot, n=5)
+        text = await only(bot, "/compact", user=ADMIN)
+        assert text.startswith("Compaction ok: 10→"), text
+        assert not [r for r in fake.requests if r.kind == "summary"]
+        window = await bot.window("telegram", ADMIN.user_id)
+        assert window[0].text.startswith("fact0:")
+        assert "earlier messages are archived; search them with the recall tool" in window[1].text
+        assert window[-1].text.startswith("echo: fact4")
+        assert await bot.scalar("SELECT count(*) FROM messages WHERE state = 'archived'") > 0
+        reply = await only(bot, "what was fact2?", user=ADMIN)
+        assert reply.startswith("echo: ")
+        assert "earlier messages are archived" in json.dumps(fake.requests[-1].body)
