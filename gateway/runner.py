@@ -21,7 +21,7 @@ from agent.models import lookup_model
 from agent.summarizer import PrefixContext
 from agent.summary import system_prompt
 from agent.summary_mode import CostAwareSummarizer
-from agent.tokens import CalibratedCounter, Calibration, estimate_text
+from agent.tokens import CalibratedCounter, Calibration, estimate_text, estimate_tools
 from agent.tools.current_time import current_time_tool
 from agent.tools.recall import recall_tool
 from agent.tools.registry import ToolRegistry
@@ -157,6 +157,9 @@ class Gateway:
             hygiene_threshold=settings.compression.hygiene_threshold,
             make_engine=self.make_engine,
             compactor=self.compactor,
+            base_prompt=settings.agent.system_prompt,
+            tool_tokens=lambda chat_pk: estimate_tools(self.make_tools(chat_pk).schemas()),
+            protect_last_n=settings.compression.protect_last_n,
         )
         pins = PinHandlers(
             store=self.store,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -186,3 +187,25 @@ async def test_compact_works_with_a_plugin_engine(fake: FakeAnthropic, sqlite_ur
         reply = await only(bot, "what was fact2?", user=ADMIN)
         assert reply.startswith("echo: ")
         assert "earlier messages are archived" in json.dumps(fake.requests[-1].body)
+
+
+async def test_stats_shows_what_fills_the_window(bot: Bot) -> None:
+    await only(bot, "/pin Deploys happen on Tuesdays", user=ADMIN)
+    await chatter(bot, n=3)
+    stats = await only(bot, "/stats", user=ADMIN)
+    line = next(x for x in stats.splitlines() if x.startswith("Window by part"))
+    assert re.search(r"system prompt [\d,]+", line), line
+    assert re.search(r"tool definitions [\d,]+", line), line
+    assert re.search(r"pins \(1\) [1-9][\d,]*", line), line
+    assert re.search(r"user messages [1-9][\d,]*", line), line
+    assert re.search(r"assistant replies [1-9][\d,]*", line), line
+    assert "Largest items:" in stats
+    assert re.search(r"#\d+ user messages from Admin: [\d,]+ tokens — “fact\d: item0", stats), stats
+
+
+async def test_compact_on_a_short_conversation_says_why_and_what_to_do(bot: Bot) -> None:
+    await bot.adapter.say("just one question", user=ADMIN)
+    text = await only(bot, "/compact", user=ADMIN)
+    assert text.startswith("Nothing to compact yet: this conversation has 2 messages"), text
+    assert "last 2 messages are always kept word for word" in text
+    assert "compression.protect_last_n" in text
