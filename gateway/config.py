@@ -191,6 +191,21 @@ class ConsoleSettings(_Section):
         return None if isinstance(value, str) and value.strip().lower() in {"", "off", "none"} else value
 
 
+class StreamingSettings(_Section):
+    """Replies shown while the model writes them (Telegram drafts or edits, Discord edits, the console)."""
+
+    enabled: bool = Field(True, description="off: a reply appears only once it is complete")
+    interval_s: float = Field(
+        1.0, ge=0.2, le=30.0, description="least time between two updates of a reply in a private chat"
+    )
+    group_interval_s: float = Field(
+        3.0,
+        ge=0.5,
+        le=60.0,
+        description="the same in groups (Telegram allows about 20 messages a minute in a group)",
+    )
+
+
 class ObservabilitySettings(_Section):
     metrics_port: int | None = Field(None, ge=1, le=65535)
     metrics_host: str = "127.0.0.1"
@@ -255,6 +270,7 @@ class Settings(BaseSettings):
     limits: LimitsSettings = LimitsSettings()
     scheduler: SchedulerSettings = SchedulerSettings()
     media: MediaSettings = MediaSettings()
+    streaming: StreamingSettings = StreamingSettings()
     observability: ObservabilitySettings = ObservabilitySettings()
     reply: ReplySettings = ReplySettings()
     console: ConsoleSettings = ConsoleSettings()

@@ -31,6 +31,7 @@ from gateway.admin import AdminHandlers
 from gateway.auth import Authorizer
 from gateway.compaction import Compactor
 from gateway.config import Settings
+from gateway.delivery import Outbox
 from gateway.embeddings.wiring import Embeddings, embeddings_from
 from gateway.errors import SendError
 from gateway.history import ChatHistorySearch
@@ -114,6 +115,15 @@ class Gateway:
         self.loop_config = loop_config(settings, self.model, self.calibration)
         self.policy = compaction_policy(settings, self.model)
         self.compactor = Compactor(store=store, loop=self.loop_config, metrics=self.metrics)
+        self.outbox = Outbox(
+            store=store,
+            send=self.send,
+            adapters=self.adapters,
+            metrics=self.metrics,
+            streaming=settings.streaming.enabled,
+            interval_s=settings.streaming.interval_s,
+            group_interval_s=settings.streaming.group_interval_s,
+        )
         self.turns = TurnRunner(
             store=store,
             locks=self.locks,
@@ -129,7 +139,7 @@ class Gateway:
             compactor=self.compactor,
             make_engine=self.make_engine,
             make_tools=self.make_tools,
-            send=self.send,
+            outbox=self.outbox,
             typing=self.typing,
             metrics=self.metrics,
             media_aging=MediaAging(self.media_store, self.media_presence),
@@ -284,6 +294,9 @@ class Gateway:
             logger.info("spool: %d message(s) from before the restart to write through", self.spool.depth)
             await self.spool.drain(self.pipeline.replay)
         self._spool_task = asyncio.create_task(self.spool.run(self.pipeline.replay), name="spool-drain")
+        open_parts = await self.outbox.resume()
+        if open_parts:
+            logger.info("%d reply part(s) recorded before the restart were sent", open_parts)
         await self.recover_unanswered()
         self._start_scheduler()
         if self.embeddings is not None:
@@ -394,6 +407,7 @@ class Gateway:
         for adapter, result in zip(self.adapters.values(), results, strict=True):
             if isinstance(result, BaseException):
                 logger.error("error while stopping %s: %r", adapter.name, result)
+        await self.outbox.stop()
         if self._spool_task is not None:
             self._spool_task.cancel()
             with contextlib.suppress(asyncio.CancelledError):

@@ -192,3 +192,49 @@ class TypingContext(Protocol):
     async def __aenter__(self) -> None: ...
 
     async def __aexit__(self, *exc: object) -> None: ...
+
+
+class LiveSurface(Protocol):
+    """How a platform shows one reply while it is being written (see `gateway.streaming.LiveReply`).
+
+    Either drafts (ephemeral previews without a message id; each finished part is sent as a message)
+    or a message per part that is posted, then edited as it grows. Calls never wait out flood control:
+    they raise `SendRetryLater` and the caller skips updates until then.
+    """
+
+    drafts: bool
+    throttled: bool
+    """False where updates cost nothing (a terminal): every delta is shown at once."""
+
+    def parts(self, text: str) -> list[str]:
+        """`text` split as the final reply will be (each part one message)."""
+        ...
+
+    async def preview(self, index: int, text: str, message_id: str | None) -> str | None:
+        """Show part `index` as it is so far; returns its message id (None for a draft)."""
+        ...
+
+    async def complete(self, index: int, text: str, message_id: str | None) -> str:
+        """Part `index` is finished: show it formatted as final; returns its message id."""
+        ...
+
+    async def status(self, text: str) -> None:
+        """Show that the bot is working (e.g. a tool round) where the platform can."""
+        ...
+
+
+@runtime_checkable
+class StreamingAdapter(Protocol):
+    """The optional adapter abilities behind streamed replies and per-part delivery."""
+
+    def parts(self, text: str) -> list[str]:
+        """A reply split into the messages it is sent as (the same split `send` would make)."""
+        ...
+
+    def live(self, chat: ChatRef, *, reply_to: str | None) -> LiveSurface | None:
+        """A surface to stream a reply into `chat` (None when the chat cannot show one)."""
+        ...
+
+    async def edit(self, chat: ChatRef, message_id: str, text: str) -> None:
+        """Replace one of the bot's messages with `text`, formatted as a final reply."""
+        ...

@@ -17,6 +17,7 @@ import asyncio
 import json
 import logging
 import secrets
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -45,7 +46,8 @@ class SentMessage:
     message_id: int
     interaction_id: int | None = None
     kind: str = "message"
-    """"message", "interaction_reply" (callback type 4), "followup" or "original_edit"."""
+    """"message", "interaction_reply" (callback type 4), "followup", "original_edit" or "edit"."""
+    at: float = field(default_factory=time.monotonic)
 
 
 @dataclass
@@ -370,6 +372,8 @@ class FakeDiscord:
                 return await self._create_message(request, int(cid))
             case ("PUT", "channels", cid, "messages", mid, "reactions", emoji, "@me"):
                 return await self._add_reaction(int(cid), int(mid), emoji)
+            case ("PATCH", "channels", cid, "messages", mid):
+                return await self._edit_message(request, int(cid), int(mid))
             case ("POST", "channels", cid, "typing"):
                 if int(cid) not in self.channels:
                     return error_response(404, 10003, "Unknown Channel")
@@ -475,6 +479,38 @@ class FakeDiscord:
         if self.echo_sent:
             self.gateway.dispatch("MESSAGE_CREATE", msg)
         return msg
+
+    async def _edit_message(self, request: web.Request, channel_id: int, message_id: int) -> web.Response:
+        """PATCH /channels/{id}/messages/{id}: the bot edits its own message (Discord answers the message)."""
+        if channel_id not in self.channels:
+            return error_response(404, 10003, "Unknown Channel")
+        msg = self.messages.get(message_id)
+        if msg is None or int(msg["channel_id"]) != channel_id:
+            return error_response(404, 10008, "Unknown Message")
+        if msg["author"]["id"] != self.bot_user["id"]:
+            return error_response(403, 50005, "Cannot edit a message authored by another user")
+        payload = await self._payload(request)
+        invalid = self._invalid_content({**payload, "content": payload.get("content", msg["content"])})
+        if invalid is not None:
+            return invalid
+        msg = {**msg, "content": payload.get("content", msg["content"]), "edited_timestamp": p.iso_now()}
+        self.messages[message_id] = msg
+        sent = SentMessage(
+            channel_id=channel_id,
+            content=msg["content"],
+            allowed_mentions=payload.get("allowed_mentions"),
+            message_reference=msg.get("message_reference"),
+            message_id=message_id,
+            kind="edit",
+        )
+        await self._record(lambda: self.sent.append(sent))
+        headers = {
+            "X-RateLimit-Limit": "5",
+            "X-RateLimit-Remaining": "4",
+            "X-RateLimit-Reset-After": "1.000",
+            "X-RateLimit-Bucket": f"edits-{channel_id}",
+        }
+        return json_response(msg, 200, headers)
 
     async def _create_message(self, request: web.Request, channel_id: int) -> web.Response:
         if channel_id not in self.channels:

@@ -30,6 +30,7 @@ from tests.fakes.telegram_wire import (
     FAULTS,
     MAX_TEXT,
     ApiError,
+    Draft,
     Fault,
     Params,
     Sent,
@@ -56,6 +57,7 @@ class FakeTelegram(TelegramFiles, UpdateBuilder):
         self.token = token
         self.strict_chats = strict_chats
         self.sent: list[Sent] = []
+        self.drafts: list[Draft] = []
         self.actions: list[dict[str, Any]] = []
         self.reactions: list[dict[str, Any]] = []
         """setMessageReaction calls that succeeded: chat_id, message_id, reaction (list of ReactionType)."""
@@ -305,6 +307,22 @@ class FakeTelegram(TelegramFiles, UpdateBuilder):
             )
         )
         return message
+
+    async def _m_sendmessagedraft(self, params: Params) -> bool:
+        """Bot API 10.0: a private chat's ephemeral preview; empty text shows a "Thinking..." placeholder."""
+        chat_id = self._chat_id(params)
+        chat = self.chats.get(chat_id)
+        if (chat.get("type") if chat else ("private" if chat_id > 0 else "supergroup")) != "private":
+            raise ApiError(400, "Bad Request: message drafts can be sent only to private chats")
+        draft_id = params.get_int("draft_id")
+        if not draft_id:
+            raise ApiError(400, "Bad Request: draft_id must be non-zero")
+        text, parse_mode = params.get_str("text") or "", params.get_str("parse_mode")
+        visible = self._validate_text(text, parse_mode) if text else ""
+        self.drafts.append(
+            Draft(chat_id, draft_id, text, parse_mode, visible, params.get_int("message_thread_id"))
+        )
+        return True
 
     async def _m_sendchataction(self, params: Params) -> bool:
         chat_id = self._chat_id(params)
