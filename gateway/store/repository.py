@@ -363,7 +363,8 @@ class Store(RecallMethods, DeliveryMethods):
 
     async def original_message(self, chat_pk: int, platform_message_id: str) -> StoredMessage | None:
         """The stored message with this platform id in this chat, in any session and any state
-        (active, archived by a compaction, or from before `/new`); never another chat's."""
+        (active, archived by a compaction, or from before `/new`); for one of the bot's own platform
+        messages, the stored reply it carried (its delivery record); never another chat's."""
         async with self._tx("original_message") as conn:
             row = (
                 await conn.execute(
@@ -375,7 +376,9 @@ class Store(RecallMethods, DeliveryMethods):
                     .limit(1)
                 )
             ).one_or_none()
-        return None if row is None else to_message(row)
+        if row is not None:
+            return to_message(row)
+        return await self.reply_for_platform_message(chat_pk, platform_message_id)
 
     async def mark_replied(self, message_ids: Sequence[int]) -> None:
         if not message_ids:

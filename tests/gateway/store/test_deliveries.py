@@ -50,3 +50,26 @@ async def test_a_part_left_sending_by_a_dead_process_is_open_again_once_stale(st
     stale = now + timedelta(seconds=1)
     assert [p.id for p in await store.open_deliveries(stale_before=stale)] == [part.id]
     assert await store.claim_delivery(part.id, stale_before=stale)
+
+
+async def test_a_reply_to_one_of_the_bots_messages_finds_the_stored_reply(store: Store) -> None:
+    """`original_message` (what a reply shows of what it answers) also knows the bot's own messages."""
+    chat_pk, session_pk = await new_chat(store)
+    question = await append_one(store, session_pk, msg("when is the deploy?", pid="7", needs_reply=True))
+    answer = await append_one(
+        store, session_pk, msg("Thursday at 14:00, after the freeze.", role="assistant")
+    )
+    (part,) = await store.finish_turn(
+        session_pk,
+        [question.message.id],
+        {},
+        reply=NewReply(chat_pk, ["Thursday at 14:00…"], answer.message.id),
+    )
+    await store.claim_delivery(part.id)
+    await store.delivery_sent(part.id, "9001")
+    found = await store.original_message(chat_pk, "9001")
+    assert found is not None
+    assert (found.role, found.text) == ("assistant", "Thursday at 14:00, after the freeze.")
+    assert (await store.original_message(chat_pk, "7")) is not None  # a user's message, as before
+    other_chat, _ = await new_chat(store, "300")
+    assert await store.original_message(other_chat, "9001") is None
