@@ -69,11 +69,36 @@ def _first_token_at(world: World, marker: str) -> float:
     raise AssertionError(f"no model request for {marker}")
 
 
+def _squash(text: str) -> str:
+    return "".join(text.split())
+
+
+def _final_at(entries: list[tuple[int, str, float]], reply: str) -> float | None:
+    """When the chat first showed the whole reply: each message's latest text (edits replace it), in
+    the order the messages appeared, joined (a reply over the length limit spans messages)."""
+    latest: dict[int, str] = {}
+    want = _squash(reply)
+    for message_id, text, at in sorted(entries, key=lambda e: e[2]):
+        latest[message_id] = text
+        if _squash("".join(latest.values())) == want:
+            return at
+    return None
+
+
+def _telegram_entries(world: World, chat_id: int) -> list[tuple[int, str, float]]:
+    return [(s.message_id, s.visible_text, s.at) for s in world.tg.sent if s.chat_id == chat_id]
+
+
+def _discord_entries(world: World, channel_id: int) -> list[tuple[int, str, float]]:
+    return [(s.message_id, s.content, s.at) for s in world.dc.sent if s.channel_id == channel_id]
+
+
 def _telegram_sample(world: World, chat_id: int, marker: str) -> Sample:
     asked = world.asked[marker]
     drafts = [d.at for d in world.tg.drafts if d.chat_id == chat_id and d.visible_text]
     sent = [s for s in world.tg.sent if s.chat_id == chat_id]
-    final = next(s.at for s in sent if s.visible_text == world.reply)
+    final = _final_at(_telegram_entries(world, chat_id), world.reply)
+    assert final is not None
     first = min([*drafts, *(s.at for s in sent)])
     calls = sum(1 for _, params in world.tg.requests if str(params.get("chat_id")) == str(chat_id))
     return Sample(first - asked, first - _first_token_at(world, marker), final - asked, calls)
@@ -82,7 +107,8 @@ def _telegram_sample(world: World, chat_id: int, marker: str) -> Sample:
 def _discord_sample(world: World, channel_id: int, marker: str) -> Sample:
     asked = world.asked[marker]
     sent = [s for s in world.dc.sent if s.channel_id == channel_id]
-    final = next(s.at for s in sent if s.content == world.reply)
+    final = _final_at(_discord_entries(world, channel_id), world.reply)
+    assert final is not None
     typing = sum(1 for c in world.dc.typing_calls if c == channel_id)
     first = sent[0].at
     return Sample(first - asked, first - _first_token_at(world, marker), final - asked, len(sent) + typing)
@@ -105,9 +131,9 @@ async def _ask_everyone(world: World) -> None:
 
 
 def _done(world: World) -> bool:
-    tg_done = sum(1 for s in world.tg.sent if s.visible_text == world.reply)
-    dc_done = sum(1 for s in world.dc.sent if s.content == world.reply)
-    return tg_done >= 2 * CHATS_PER_PLATFORM and dc_done >= CHATS_PER_PLATFORM
+    telegram = [_final_at(_telegram_entries(world, c), world.reply) for c in (*TG_PRIVATE, *TG_GROUPS)]
+    discord = [_final_at(_discord_entries(world, c), world.reply) for c in DC_DMS]
+    return all(at is not None for at in (*telegram, *discord))
 
 
 async def run_mode(streaming: bool, tmp: Path) -> dict[str, list[Sample]]:
