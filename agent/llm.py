@@ -51,6 +51,9 @@ class LLMRequest:
     messages: Sequence[Message]
     max_tokens: int
     tools: Sequence[dict[str, Any]] = ()
+    automatic_cache: Mapping[str, str] | None = None
+    """Sent as the top-level `cache_control`: the API's automatic caching (it marks the last cacheable
+    block itself)."""
     # No temperature: the pinned SDK (API version 2026-10-21) no longer accepts one on messages.create.
 
 
@@ -239,6 +242,8 @@ class AnthropicClient:
             kwargs["system"] = list(request.system)
         if request.tools:
             kwargs["tools"] = list(request.tools)
+        if request.automatic_cache is not None:
+            kwargs["cache_control"] = dict(request.automatic_cache)
         started = time.monotonic()
         token = _DEADLINE.set(started + self._total_timeout_s)
         try:

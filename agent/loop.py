@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
+from agent.caching.markers import cache_marker
 from agent.caching.plan import CacheCursor, CachePoint, TurnCachePlan
 from agent.context_engine import ContextEngine
 from agent.errors import ContextOverflowError
@@ -168,6 +169,7 @@ class _Turn(Generic[R]):
             messages=cached.messages,
             tools=cached.tools or [],
             max_tokens=self.output_budget(estimate),
+            automatic_cache=None if cached.automatic is None else cache_marker(cached.automatic),
         )
         return request, estimate, ttl
 

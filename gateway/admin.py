@@ -14,6 +14,7 @@ from gateway.errors import NothingToUndoError
 from gateway.platforms.base import ChatKind
 from gateway.replies import compaction_result
 from gateway.store import ChatLocks, ChatStats, CompactionRecord, GlobalStats, Store, UsageTotals
+from gateway.waste_report import waste_line
 
 BAR_WIDTH = 20
 
@@ -131,19 +132,21 @@ class AdminHandlers:
         if ctx.args.strip().lower() == "all":
             if ctx.message.chat.kind is not ChatKind.PRIVATE:
                 return "/stats all shows every chat's numbers, so it only works in a private chat with me."
-            return format_global_stats(await self.store.global_stats(top=5))
+            text = format_global_stats(await self.store.global_stats(top=5))
+            return f"{text}\n{waste_line(await self.store.cache_waste())}"
         if ctx.args.strip():
             return "Usage: /stats or /stats all"
         await self.store.active_session(ctx.chat_pk)  # a chat seen only through commands has none yet
         stats = await self.store.chat_stats(ctx.chat_pk)
         today = await self.store.cost_since(ctx.chat_pk, datetime.now(UTC) - timedelta(days=1))
-        return format_chat_stats(
+        text = format_chat_stats(
             stats,
             model=self.model,
             compressor_threshold=self.compressor_threshold,
             hygiene_threshold=self.hygiene_threshold,
             today_cost=today,
         )
+        return f"{text}\n{waste_line(await self.store.cache_waste(ctx.chat_pk))}"
 
     async def compact(self, ctx: CommandContext) -> str:
         args = ctx.args.strip()

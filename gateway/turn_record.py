@@ -12,8 +12,10 @@ import logging
 from collections.abc import Callable, Sequence
 from datetime import datetime
 
+from agent.caching.forecast import TurnStart
 from agent.caching.health import CacheHealth
 from agent.caching.plan import CacheState, advance
+from agent.caching.waste import CacheCall, between
 from agent.context_engine import ContextEngine
 from agent.llm import LLMResponse
 from agent.loop import Compacted, Entry, TurnResult
@@ -75,6 +77,9 @@ class TurnRecorder:
         """The newest message of the turn so far: its new messages are stored right after it."""
         self.reports: list[CompactionReport] = []
         self.calls = 0
+        self._last_call: CacheCall | None = _last_call(self.health, model.name)
+        self.turn: TurnStart | None = None
+        """The turn's start as its cache plan saw it: joins the session's turn history."""
 
     async def persist(self, messages: list[Message]) -> list[Ref]:
         stored = await self.store.append_messages(
@@ -114,8 +119,19 @@ class TurnRecorder:
         opens_turn = self.calls == 0
         self.calls += 1
         usage = response.usage
+        call = CacheCall(
+            at=self.clock().timestamp(),
+            model=response.model or self.model.name,
+            input_tokens=usage.input_tokens,
+            cache_read_tokens=usage.cache_read_input_tokens,
+            cache_write_tokens=usage.cache_creation_input_tokens,
+            ttl=ttl,
+        )
         if self.metrics is not None:
             self.metrics.observe_usage(usage, purpose=purpose)
+            if self._last_call is not None:
+                self.metrics.observe_cache_waste(between(self._last_call, call, now=call.at))
+        self._last_call = call
         self.health.record(
             usage,
             cacheable_prefix_sent=ttl is not None and usage.prompt_tokens >= self.model.min_cacheable_tokens,
@@ -151,4 +167,26 @@ class TurnRecorder:
                 for p in result.cache_points
                 if (message_id := newest_id(p.ref)) is not None
             ]
-        return advance(self.cache, points, now=self.clock(), health=self.health, calibration=self.calibration)
+        return advance(
+            self.cache,
+            points,
+            now=self.clock(),
+            health=self.health,
+            calibration=self.calibration,
+            turn=self.turn,
+        )
+
+
+def _last_call(health: CacheHealth, model: str) -> CacheCall | None:
+    """The session's previous call as its cache health remembers it (for the waste it left)."""
+    if not health.recent:
+        return None
+    last = health.recent[-1]
+    return CacheCall(
+        at=last.at,
+        model=model,
+        input_tokens=last.input_tokens,
+        cache_read_tokens=last.cache_read_tokens,
+        cache_write_tokens=last.cache_write_tokens,
+        ttl="1h" if last.ttl_seconds >= 3600 else "5m" if last.cacheable_prefix_sent else None,
+    )

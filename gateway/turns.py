@@ -30,7 +30,7 @@ from gateway.compaction_policy import CompactionPolicy
 from gateway.errors import SendError
 from gateway.media.aging import MediaAging
 from gateway.metrics import Metrics, TimedLLM
-from gateway.platforms.base import ChatRef, OutgoingMessage
+from gateway.platforms.base import ChatKind, ChatRef, OutgoingMessage
 from gateway.replies import compaction_notice, human_error
 from gateway.store import ChatLocks, SessionRecord, Store, StoredMessage, TurnSnapshot
 from gateway.turn_record import Ref, TurnRecorder, newest_id, window_entries
@@ -175,7 +175,8 @@ class TurnRunner:
         cache: CacheState,
         rows: Sequence[StoredMessage],
     ) -> TurnResult[Ref]:
-        plan = self._plan(session, cache, window, rows)
+        plan = self._plan(chat, session, cache, window, rows)
+        recorder.turn = plan.turn
         started = time.perf_counter()
         async with self.typing(chat):
             result = await run_turn(
@@ -199,6 +200,7 @@ class TurnRunner:
 
     def _plan(
         self,
+        chat: ChatRef,
         session: SessionRecord,
         cache: CacheState,
         window: list[Entry[Ref]],
@@ -213,16 +215,18 @@ class TurnRunner:
             tokens = sum(r.token_estimate for r in rows[start:])
             return calibration.apply(tokens) if calibration is not None else tokens
 
+        since = session.last_call_message_id
         return plan_turn(
             self.settings.cache_mode,
             cache,
-            gaps_seconds=session.cache_gaps,
             window_ids=[newest_id(e.ref) for e in window],
             tokens_after=tokens_after,
             prompt_tokens=session.context_tokens(),
             model=self.settings.model,
             now=self.clock(),
             last_call_at=session.last_call_at,
+            chatter=sum(1 for r in rows if since is None or r.id > since),
+            kind="private" if chat.kind == ChatKind.PRIVATE else "group",
         )
 
     async def _reply(self, chat: ChatRef, text: str, reply_to: str | None) -> None:

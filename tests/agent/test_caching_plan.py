@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+from agent.caching.forecast import TurnStart
 from agent.caching.health import CacheHealth
 from agent.caching.plan import CachedPrefix, CacheState, TurnCachePlan, advance, plan_turn
 from agent.models import lookup_model
@@ -15,17 +16,28 @@ WINDOW = [1, 2, 4, 5, 8]
 """The newest stored message of each window message."""
 
 
+def history(gaps: list[float], *, last_at: datetime) -> tuple[TurnStart, ...]:
+    """Turn starts separated by `gaps` (seconds), the last one at `last_at`, each after the gap before it."""
+    starts = [last_at.timestamp()]
+    for gap in reversed(gaps):
+        starts.insert(0, starts[0] - gap)
+    elapsed: list[float | None] = [None, *gaps]
+    return tuple(TurnStart(at, e, 1) for at, e in zip(starts, elapsed, strict=True))
+
+
 def plan(prefixes: list[CachedPrefix], gaps: list[float], *, new: int, elapsed: float) -> TurnCachePlan:
+    last = NOW - timedelta(seconds=elapsed)
     return plan_turn(
         "auto",
-        CacheState(tuple(prefixes)),
-        gaps_seconds=gaps,
+        CacheState(tuple(prefixes), turns=history(gaps, last_at=last)),
         window_ids=WINDOW,
         tokens_after=lambda _message_id: new,
         prompt_tokens=20_000,
         model=MODEL,
         now=NOW,
-        last_call_at=NOW - timedelta(seconds=elapsed),
+        last_call_at=last,
+        chatter=1,
+        kind="private",
     )
 
 
@@ -39,7 +51,7 @@ def test_live_prefixes_are_read_and_expired_or_vanished_ones_are_not() -> None:
     assert result.reads == ((1, "1h"),)
     # Every gap is 20 min: the next call comes within the hour, so the tail is written for an hour.
     assert result.first_tail == "1h"
-    assert result.round_tail == "5m"
+    assert result.round_tail == "1h"  # the turn's tool rounds keep the hour entry advancing
 
 
 def test_a_tail_is_left_unmarked_when_the_chat_rarely_returns_within_the_hour() -> None:
@@ -54,13 +66,14 @@ def test_an_entry_about_to_expire_is_not_counted_on() -> None:
     prefixes = [CachedPrefix(5, "5m", NOW - timedelta(seconds=290))]
     result = plan(prefixes, [60.0] * 10, new=500, elapsed=290.0)
     assert result.reads == ()
-    assert result.first_tail == "5m"
+    assert result.first_tail is not None  # nothing to read: the whole prompt is written again
 
 
 def test_fixed_modes_roll_and_disabled_caching_marks_nothing() -> None:
     state = CacheState((CachedPrefix(5, "1h", NOW),))
     args = {
-        "gaps_seconds": [60.0] * 5,
+        "chatter": 1,
+        "kind": "private",
         "window_ids": WINDOW,
         "tokens_after": lambda _id: 0,
         "prompt_tokens": 20_000,
@@ -68,16 +81,21 @@ def test_fixed_modes_roll_and_disabled_caching_marks_nothing() -> None:
         "now": NOW,
         "last_call_at": NOW,
     }
-    assert plan_turn("1h", state, **args) == TurnCachePlan(rolling="1h")  # type: ignore[arg-type]
-    assert plan_turn(None, state, **args) == TurnCachePlan()  # type: ignore[arg-type]
+    turn = TurnStart(NOW.timestamp(), 0.0, 1)
+    assert plan_turn("1h", state, **args) == TurnCachePlan(rolling="1h", turn=turn)  # type: ignore[arg-type]
+    assert plan_turn(None, state, **args) == TurnCachePlan(turn=turn)  # type: ignore[arg-type]
+    automatic = plan_turn("api", state, **args)  # type: ignore[arg-type]
+    assert automatic == TurnCachePlan(rolling="5m", automatic=True, turn=turn)
 
 
 def test_state_round_trips_and_advances_after_a_turn() -> None:
     health = CacheHealth("chat 1")
     old = CacheState((CachedPrefix(2, "1h", NOW - timedelta(minutes=50)), CachedPrefix(4, "5m", NOW)))
     later = NOW + timedelta(minutes=3)
-    new = advance(old, [(2, "1h", False), (9, "5m", True)], now=later, health=health)
+    turn = TurnStart(later.timestamp(), 180.0, 2)
+    new = advance(old, [(2, "1h", False), (9, "5m", True)], now=later, health=health, turn=turn)
     assert new.prefixes == (CachedPrefix(2, "1h", NOW - timedelta(minutes=50)), CachedPrefix(9, "5m", later))
+    assert new.turns == (turn,)
     assert CacheState.from_json(new.to_json()) == new
     assert new.health_for("chat 1").chat_key == "chat 1"
     assert not new.expired(later + timedelta(minutes=4))
