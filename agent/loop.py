@@ -144,6 +144,8 @@ class _Turn(Generic[R]):
         self.engine_tools = {str(s["name"]) for s in engine.tool_schemas()}
         self.last_raw_estimate = 0
         self.cursor = CacheCursor(config.cache_plan)
+        self.previous_message_id = config.cache_plan.previous_message_id
+        """The last response's id, for the API's cache diagnostics."""
 
     # --- what the model is shown -----------------------------------------------------------------
 
@@ -170,6 +172,8 @@ class _Turn(Generic[R]):
             tools=cached.tools or [],
             max_tokens=self.output_budget(estimate),
             automatic_cache=None if cached.automatic is None else cache_marker(cached.automatic),
+            diagnose=self.config.cache_plan.diagnose,
+            previous_message_id=self.previous_message_id,
         )
         return request, estimate, ttl
 
@@ -224,6 +228,7 @@ class _Turn(Generic[R]):
             last_ref = self.window[-1].ref if self.window else None
             response = await self.llm.create(request)
         self.cursor.called(len(request.messages))
+        self.previous_message_id = response.message_id or self.previous_message_id
         if self.config.calibration is not None:
             self.config.calibration.observe(estimated=self.last_raw_estimate, reported=response.usage)
         self.engine.update_from_usage(response.usage)

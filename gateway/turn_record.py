@@ -77,6 +77,8 @@ class TurnRecorder:
         """The newest message of the turn so far: its new messages are stored right after it."""
         self.reports: list[CompactionReport] = []
         self.calls = 0
+        self.last_message_id: str | None = None
+        """The turn's last response id (the session's cache diagnostics compare the next request with it)."""
         self._last_call: CacheCall | None = _last_call(self.health, model.name)
         self.turn: TurnStart | None = None
         """The turn's start as its cache plan saw it: joins the session's turn history."""
@@ -137,7 +139,10 @@ class TurnRecorder:
             cacheable_prefix_sent=ttl is not None and usage.prompt_tokens >= self.model.min_cacheable_tokens,
             at=self.clock().timestamp(),
             ttl_seconds=TTL_SECONDS[ttl or "5m"],
+            miss_reason=response.cache_miss_reason,
+            missed_tokens=response.cache_missed_tokens,
         )
+        self.last_message_id = response.message_id or self.last_message_id
         await self.store.record_call(
             self.session.id,
             self.session.chat_pk,
@@ -174,6 +179,7 @@ class TurnRecorder:
             health=self.health,
             calibration=self.calibration,
             turn=self.turn,
+            last_message_id=self.last_message_id,
         )
 
 

@@ -61,6 +61,8 @@ class CacheState:
     so a new process starts from them instead of from an unlearned factor."""
     turns: tuple[TurnStart, ...] = ()
     """The session's recent turn starts, oldest first: what the forecast of the next request learns from."""
+    last_message_id: str | None = None
+    """The id of the session's last response (cache diagnostics compare the next request with it)."""
 
     def live(self, now: datetime) -> list[CachedPrefix]:
         return [p for p in self.prefixes if p.live(now, margin=timedelta(0))]
@@ -75,6 +77,7 @@ class CacheState:
             "health": dict(self.health),
             "calibration": dict(self.calibration),
             "turns": [t.to_json() for t in self.turns],
+            "last_message_id": self.last_message_id,
         }
 
     @classmethod
@@ -90,6 +93,7 @@ class CacheState:
             health=dict(data.get("health") or {}),
             calibration=dict(data.get("calibration") or {}),
             turns=tuple(TurnStart.from_json(t) for t in data.get("turns") or []),
+            last_message_id=data.get("last_message_id"),
         )
 
     def health_for(self, chat_key: str) -> CacheHealth:
@@ -110,6 +114,10 @@ class TurnCachePlan:
     reads: tuple[tuple[int, CacheTTL], ...] = ()
     first_tail: CacheTTL | None = None
     round_tail: CacheTTL | None = None
+    previous_message_id: str | None = None
+    """The session's last response: cache diagnostics compare this turn's first request with it."""
+    diagnose: bool = False
+    """Ask the API's cache diagnostics why a prefix was not reused (whenever caching is on)."""
     automatic: bool = False
     """With `rolling`: no markers of ours, one top-level `cache_control` that the API places on the last
     cacheable block itself (its automatic caching)."""
@@ -142,10 +150,13 @@ def plan_turn(
     turn = TurnStart(now.timestamp(), elapsed, chatter)
     if mode is None:
         return TurnCachePlan(turn=turn)
+    previous = state.last_message_id
     if mode == "api":
-        return TurnCachePlan(rolling="5m", automatic=True, turn=turn)
+        return TurnCachePlan(
+            rolling="5m", automatic=True, turn=turn, previous_message_id=previous, diagnose=True
+        )
     if mode != "auto":
-        return TurnCachePlan(rolling=mode, turn=turn)
+        return TurnCachePlan(rolling=mode, turn=turn, previous_message_id=previous, diagnose=True)
     index_of = {mid: i for i, mid in enumerate(window_ids) if mid is not None}
     live = sorted(
         (p for p in state.prefixes if p.message_id in index_of and p.live(now)),
@@ -158,7 +169,14 @@ def plan_turn(
         prompt_tokens=prompt_tokens,
         model=model,
     )
-    return TurnCachePlan(reads=reads, first_tail=tail, round_tail=tail or "5m", turn=turn)
+    return TurnCachePlan(
+        reads=reads,
+        first_tail=tail,
+        round_tail=tail or "5m",
+        turn=turn,
+        previous_message_id=previous,
+        diagnose=True,
+    )
 
 
 def _layers(
@@ -258,6 +276,7 @@ def advance(
     health: CacheHealth | None = None,
     calibration: Calibration | None = None,
     turn: TurnStart | None = None,
+    last_message_id: str | None = None,
 ) -> CacheState:
     """The session's cache after a turn: `points` are (message id, TTL, touched) of the prefixes cached
     at its end; an untouched one keeps the time it was last written or read; `turn` (its start) joins
@@ -274,6 +293,7 @@ def advance(
         health=health.to_dict() if health is not None else state.health,
         calibration=calibration.to_dict() if calibration is not None else state.calibration,
         turns=state.turns if turn is None else remember(state.turns, turn),
+        last_message_id=last_message_id or state.last_message_id,
     )
 
 

@@ -36,7 +36,9 @@ def test_a_long_break_is_not_an_expired_resend() -> None:
 
 def test_a_tail_written_beside_an_hour_entry_and_not_read_is_waste() -> None:
     # a 1h call read 8,000 and wrote a 2,000 tail; 20 minutes later only the 8,000 are read
-    waste = between(call(0, read=8_000, write=2_000, ttl="1h"), call(1_200, read=8_000, write=2_500), now=1_200)
+    waste = between(
+        call(0, read=8_000, write=2_000, ttl="1h"), call(1_200, read=8_000, write=2_500), now=1_200
+    )
     assert waste.unread_write_tokens == 2_000
     assert waste.expired_resend_tokens == 0
 

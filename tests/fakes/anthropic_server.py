@@ -25,6 +25,7 @@ from aiohttp import web
 from agent.usage import Usage
 from tests.fakes.anthropic_cache import DEFAULT_LOOKBACK, PrefixCache, serialize_prefix
 from tests.fakes.anthropic_control_api import add_control_routes
+from tests.fakes.anthropic_diagnostics import Diagnostics
 from tests.fakes.anthropic_media import MediaError, check_request_size
 from tests.fakes.anthropic_replies import (
     FAULT_KINDS,
@@ -107,6 +108,7 @@ class FakeAnthropic:
         self.echo_limit = echo_limit
         self.keep_bodies = keep_bodies
         self.cache = PrefixCache(lookback=cache_lookback)
+        self.diagnostics = Diagnostics()
         self.requests: list[RecordedRequest] = []
         self.count_tokens_calls = 0
         self._clock = clock
@@ -278,6 +280,9 @@ class FakeAnthropic:
         await self._pause(delay + (self.summary_delay if kind == "summary" else self.reply_delay))
         usage = record.usage = usage_payload(cache, output_tokens(content))
         message = message_payload(model=body["model"], content=content, stop_reason=stop_reason, usage=usage)
+        diagnostics = self.diagnostics.answer(body, message["id"])
+        if "diagnostics" in body:
+            message["diagnostics"] = diagnostics
         if body.get("stream"):
             return await write_stream(request, message)
         return json_response(message)

@@ -84,6 +84,7 @@ def validate_request(
         raise InvalidRequest("messages: at least one message is required")
     _check_messages(messages, tool_names, strict=strict)
     _check_cache_markers(body)
+    _check_diagnostics(body.get("diagnostics", {}))
     try:
         validate_media(body, context_window=spec.context_window)
     except MediaError as exc:
@@ -340,3 +341,14 @@ def _check_cache_markers(body: Mapping[str, Any]) -> None:
         raise InvalidRequest(
             f"A maximum of {MAX_CACHE_BREAKPOINTS} blocks with cache_control may be provided. Found {count}."
         )
+
+
+def _check_diagnostics(value: Any) -> None:
+    if not isinstance(value, Mapping):
+        raise InvalidRequest("diagnostics: Input should be a valid dictionary")
+    extra = sorted(set(value) - {"previous_message_id"})
+    if extra:
+        raise InvalidRequest(f"diagnostics.{extra[0]}: Extra inputs are not permitted")
+    previous = value.get("previous_message_id")
+    if previous is not None and not isinstance(previous, str):
+        raise InvalidRequest("diagnostics.previous_message_id: Input should be a valid string")
