@@ -12,9 +12,8 @@ import logging
 from collections.abc import Callable, Sequence
 from datetime import datetime
 
-from agent.caching.forecast import TurnStart
 from agent.caching.health import CacheHealth
-from agent.caching.plan import CacheState, advance
+from agent.caching.plan import CacheState, TurnCachePlan, advance
 from agent.caching.waste import CacheCall, between
 from agent.context_engine import ContextEngine
 from agent.llm import LLMResponse
@@ -80,8 +79,8 @@ class TurnRecorder:
         self.last_message_id: str | None = None
         """The turn's last response id (the session's cache diagnostics compare the next request with it)."""
         self._last_call: CacheCall | None = _last_call(self.health, model.name)
-        self.turn: TurnStart | None = None
-        """The turn's start as its cache plan saw it: joins the session's turn history."""
+        self.plan: TurnCachePlan | None = None
+        """The turn's cache plan: its start joins the session's turn history."""
 
     async def persist(self, messages: list[Message]) -> list[Ref]:
         stored = await self.store.append_messages(
@@ -178,7 +177,7 @@ class TurnRecorder:
             now=self.clock(),
             health=self.health,
             calibration=self.calibration,
-            turn=self.turn,
+            turn=self.plan.turn if self.plan is not None else None,
             last_message_id=self.last_message_id,
         )
 

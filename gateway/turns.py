@@ -176,7 +176,7 @@ class TurnRunner:
         rows: Sequence[StoredMessage],
     ) -> TurnResult[Ref]:
         plan = self._plan(chat, session, cache, window, rows)
-        recorder.turn = plan.turn
+        recorder.plan = plan
         started = time.perf_counter()
         async with self.typing(chat):
             result = await run_turn(

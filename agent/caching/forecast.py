@@ -46,7 +46,7 @@ NO_PREVIOUS: Final = 86_400.0
 
 PRIORS: Final[Mapping[ChatKind, tuple[tuple[float, float], ...]]] = {
     "private": ((60.0, 0.50), (300.0, 0.86), (3_600.0, 0.98), (86_400.0, 1.0)),
-    "group": ((60.0, 0.25), (300.0, 0.55), (3_600.0, 0.85), (86_400.0, 1.0)),
+    "group": ((60.0, 0.15), (300.0, 0.35), (3_600.0, 0.80), (86_400.0, 1.0)),
 }
 """Cumulative probability that the next request comes within each gap (seconds), per chat kind;
 log-linear in between, 0 at 1 s."""

@@ -163,12 +163,9 @@ def plan_turn(
         key=lambda p: index_of[p.message_id],
     )
     reads = tuple((index_of[p.message_id], p.ttl) for p in live)
-    tail = choose_tail(
-        forecast(state.turns, turn, kind=kind),
-        layers=_layers(live, tokens_after, prompt_tokens=prompt_tokens, now=now),
-        prompt_tokens=prompt_tokens,
-        model=model,
-    )
+    layers = _layers(live, tokens_after, prompt_tokens=prompt_tokens, now=now)
+    odds = forecast(state.turns, turn, kind=kind)
+    tail = choose_tail(odds, layers=layers, prompt_tokens=prompt_tokens, model=model)
     return TurnCachePlan(
         reads=reads,
         first_tail=tail,

@@ -5,7 +5,8 @@ Prices, in units of the base input price per token: a 5-minute write 1.25, a one
 read 0.1, uncached input 1.0. An entry lives for its TTL after the request that wrote or last read it.
 
 Long-run cost per request with odds p5 and p60 that the next request comes within 5 and 60 minutes
-(`stationary_costs`, used when nothing is cached yet to say what re-buying a token costs):
+(`stationary_costs`, used when nothing is cached to decide for the whole prompt, and to say what
+re-buying a token costs):
 
     E[none] = 1.0      E[5m] = 0.1 p5 + 1.25 (1 - p5)      E[1h] = 0.1 p60 + 2.0 (1 - p60)
 
@@ -38,7 +39,7 @@ from agent.models import (
 FIVE_MINUTES: Final = TTL_SECONDS["5m"]
 ONE_HOUR: Final = TTL_SECONDS["1h"]
 
-_WRITE: Final[dict[CacheTTL | None, float]] = {
+WRITE_MULTIPLIER: Final[dict[CacheTTL | None, float]] = {
     None: 1.0,
     "5m": CACHE_WRITE_5M_MULTIPLIER,
     "1h": CACHE_WRITE_1H_MULTIPLIER,
@@ -102,7 +103,7 @@ def expected_costs(gaps_seconds: Sequence[float]) -> TtlCosts:
 def rebuy_price(odds: GapOdds) -> float:
     """What a token that fell out of the cache costs the chat when bought again: the write price of the
     long-run best choice under the forecast (1.0 when not caching is best)."""
-    return _WRITE[stationary_costs(odds.cdf(FIVE_MINUTES), odds.cdf(ONE_HOUR)).best]
+    return WRITE_MULTIPLIER[stationary_costs(odds.cdf(FIVE_MINUTES), odds.cdf(ONE_HOUR)).best]
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,7 +153,7 @@ def tail_costs(odds: GapOdds, *, layers: Sequence[LiveEntry], total_tokens: int,
 
     def total(ttl: CacheTTL | None) -> float:
         tail = [LiveEntry(total_tokens, TTL_SECONDS[ttl])] if ttl is not None else []
-        return _WRITE[ttl] * new + next_request_cost(
+        return WRITE_MULTIPLIER[ttl] * new + next_request_cost(
             [*layers, *tail], total_tokens=total_tokens, odds=odds, rebuy=rebuy
         )
 

@@ -82,10 +82,11 @@ def test_fixed_modes_roll_and_disabled_caching_marks_nothing() -> None:
         "last_call_at": NOW,
     }
     turn = TurnStart(NOW.timestamp(), 0.0, 1)
-    assert plan_turn("1h", state, **args) == TurnCachePlan(rolling="1h", turn=turn)  # type: ignore[arg-type]
+    fixed = plan_turn("1h", state, **args)  # type: ignore[arg-type]
+    assert fixed == TurnCachePlan(rolling="1h", turn=turn, diagnose=True)
     assert plan_turn(None, state, **args) == TurnCachePlan(turn=turn)  # type: ignore[arg-type]
     automatic = plan_turn("api", state, **args)  # type: ignore[arg-type]
-    assert automatic == TurnCachePlan(rolling="5m", automatic=True, turn=turn)
+    assert automatic == TurnCachePlan(rolling="5m", automatic=True, turn=turn, diagnose=True)
 
 
 def test_state_round_trips_and_advances_after_a_turn() -> None:
