@@ -174,7 +174,7 @@ class TraceSizes:
     group_days: int = 3
     tool_chats: int = 2
     tool_days: int = 1
-    help_chats: int = 6
+    help_chats: int = 4
     help_days: int = 2
     long_group_days: int = 2
 

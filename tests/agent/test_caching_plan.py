@@ -102,3 +102,55 @@ def test_state_round_trips_and_advances_after_a_turn() -> None:
     assert not new.expired(later + timedelta(minutes=4))
     assert new.expired(later + timedelta(minutes=11))
     assert CacheState.from_json(None) == CacheState()
+
+
+def test_a_new_chat_caches_from_its_first_turn_and_reads_at_its_second() -> None:
+    """Hand-computed on a tiny sequence: 3,000 tokens, then 3,400 twenty minutes later."""
+    state = CacheState()
+    first = plan_turn(
+        "auto", state, window_ids=[1], tokens_after=lambda _id: 3_000, prompt_tokens=3_000, model=MODEL,
+        now=NOW, last_call_at=None, chatter=1, kind="private",
+    )  # fmt: skip
+    assert first.reads == ()
+    assert first.first_tail == "1h"  # the prior: no turns without a marker while history builds up
+    state = advance(state, [(1, "1h", True)], now=NOW, turn=first.turn)
+    later = NOW + timedelta(minutes=20)
+    second = plan_turn(
+        "auto", state, window_ids=[1, 2, 3], tokens_after=lambda _id: 400, prompt_tokens=3_400, model=MODEL,
+        now=later, last_call_at=NOW, chatter=1, kind="private",
+    )  # fmt: skip
+    assert second.reads == ((0, "1h"),)
+    assert second.first_tail == "1h"
+    # billed: 3,000 x 2.0 written, then 3,000 x 0.1 read + 400 x 2.0 written = 6,000 + 1,100 = 7,100
+    # token-units; with no marker until the chat had history it would have been 3,000 + 3,400 = 6,400
+    # and every later turn would pay in full again, where this one reads its 3,400 for 340.
+    state = advance(state, [(3, "1h", True)], now=later, turn=second.turn)
+    assert [t.at for t in state.turns] == [NOW.timestamp(), later.timestamp()]
+    assert state.live(later + timedelta(minutes=59)) != []
+
+
+def test_the_hour_entry_advances_past_a_lagging_one() -> None:
+    """A 1h entry 50 minutes old holds the first 10,000 tokens; a 5m entry (read now) 19,000; the chat
+    alternates quick replies with 10-30 minute pauses, so a 5m tail would leave 10,000 tokens to buy
+    again after a pause: the tail is written for the hour."""
+    prefixes = [
+        CachedPrefix(2, "1h", NOW - timedelta(minutes=50)),
+        CachedPrefix(5, "5m", NOW - timedelta(minutes=2)),
+    ]
+    sizes = {2: 10_000, 5: 1_000}
+    gaps = [60.0, 1_200.0, 90.0, 900.0, 60.0, 1_800.0, 120.0, 1_500.0, 60.0, 1_000.0]
+    last = NOW - timedelta(minutes=2)
+    result = plan_turn(
+        "auto",
+        CacheState(tuple(prefixes), turns=history(gaps, last_at=last)),
+        window_ids=WINDOW,
+        tokens_after=lambda message_id: sizes[message_id],
+        prompt_tokens=20_000,
+        model=MODEL,
+        now=NOW,
+        last_call_at=last,
+        chatter=1,
+        kind="private",
+    )
+    assert result.reads == ((1, "1h"), (3, "5m"))
+    assert result.first_tail == "1h"
