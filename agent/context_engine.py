@@ -168,6 +168,12 @@ class ContextEngine(ABC):
         """Record the API-reported prompt size (input + cache read + cache write) of the latest call."""
         self.state.last_prompt_tokens = usage.prompt_tokens
 
+    def expect_prompt(self, prompt_tokens: int) -> None:
+        """The caller's measure of the next request (the last reported size plus what was added since,
+        or the request it is about to send): an automatic run judges the threshold and the pause on it,
+        since the messages alone leave out the system prompt, tools and what is still to come."""
+        self.state.last_prompt_tokens = max(self.state.last_prompt_tokens or 0, prompt_tokens)
+
     def tool_schemas(self) -> list[dict[str, Any]]:
         """Extra tools this engine exposes to the model (none by default)."""
         return []

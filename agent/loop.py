@@ -3,8 +3,9 @@
 The loop owns no storage: every message it produces goes through `TurnHooks.persist` before the next
 call, and compaction is the caller's (`TurnHooks.compact`, which compacts the stored session and hands
 back the new window), so the caller's store always matches what the model was shown. The loop decides
-when: after a tool round once the engine's threshold is reached, before a call whose prompt plus
-output budget would not fit the window, and once after an overflow error. Each call's cache markers
+when: before the turn's first call and after each tool round once the engine's threshold is reached,
+before any call whose prompt plus output budget would not fit the window, and once after an overflow
+error. Each call's cache markers
 and TTL come from the turn's `CacheCursor`.
 """
 
@@ -143,6 +144,7 @@ class _Turn(Generic[R]):
         self.ref_label = ref_label
         self.engine_tools = {str(s["name"]) for s in engine.tool_schemas()}
         self.last_raw_estimate = 0
+        self.calls = 0
         self.cursor = CacheCursor(config.cache_plan)
         self.previous_message_id = config.cache_plan.previous_message_id
         """The last response's id, for the API's cache diagnostics."""
@@ -187,8 +189,11 @@ class _Turn(Generic[R]):
 
     # --- compaction --------------------------------------------------------------------------------
 
-    async def compact(self, *, force: bool, why: str) -> bool:
-        """Ask the caller to compact the session; True when the window changed."""
+    async def compact(self, *, force: bool, why: str, size: int | None = None) -> bool:
+        """Ask the caller to compact the session; True when the window changed. `size` is the prompt
+        size that reached the engine's threshold (what an automatic run is judged on)."""
+        if size is not None:
+            self.engine.expect_prompt(size)
         logger.info("in-loop compaction (%s, force=%s) over %d messages", why, force, len(self.window))
         done = await self.hooks.compact(self.window, force=force, why=why)
         if done is None:
@@ -202,8 +207,19 @@ class _Turn(Generic[R]):
     # --- one call ------------------------------------------------------------------------------------
 
     async def call(self) -> LLMResponse:
-        """One model call that fits the window (compacting first if needed), with one overflow recovery."""
+        """One model call that fits the window (compacting first if needed), with one overflow recovery.
+
+        The turn's first call is also held to the compressor's threshold (seed 000's normal context
+        management at 50%): a chat without tool calls would otherwise only ever meet hygiene at 85%.
+        """
         request, estimate, ttl = self.build()
+        # the caller's measure (the last reported size plus what was stored since, `expect_prompt`)
+        # or this request's calibrated estimate, whichever is larger
+        size = max(estimate, self.engine.state.last_prompt_tokens or 0)
+        if self.calls == 0 and self.engine.should_compress(size):
+            why = f"prompt ~{size} tokens reached the compressor threshold before the first call"
+            if await self.compact(force=False, why=why, size=size):
+                request, estimate, ttl = self.build()
         if not self.fits(estimate):
             window_size = self.config.model.context_window
             why = f"prompt ~{estimate} + max_tokens {self.config.max_tokens} > window {window_size}"
@@ -229,6 +245,7 @@ class _Turn(Generic[R]):
             response = await self.llm.create(request)
         self.cursor.called(len(request.messages))
         self.previous_message_id = response.message_id or self.previous_message_id
+        self.calls += 1
         if self.config.calibration is not None:
             self.config.calibration.observe(estimated=self.last_raw_estimate, reported=response.usage)
         self.engine.update_from_usage(response.usage)
@@ -314,7 +331,7 @@ async def run_turn(
             break
         grown = turn.grown_tokens(response)
         if engine.should_compress(grown):
-            await turn.compact(force=False, why=f"prompt ~{grown} tokens reached the threshold")
+            await turn.compact(force=False, why=f"prompt ~{grown} tokens reached the threshold", size=grown)
     return TurnResult(
         reply_text=response.text if response is not None else "",
         iterations=iterations,

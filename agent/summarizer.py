@@ -31,6 +31,7 @@ from agent.errors import (
 from agent.llm import LLMClient, LLMRequest, LLMResponse
 from agent.media import refs_in
 from agent.models import CacheTTL
+from agent.pins import summary_note
 from agent.summary import build_instructions, summary_text_in
 from agent.types import Block, Message, blocks_of
 
@@ -66,6 +67,7 @@ class LLMSummarizer:
         model: str,
         mode: SummaryMode = "standalone",
         prefix: PrefixContext | None = None,
+        pins: Sequence[str] = (),
     ) -> None:
         if mode not in ("standalone", "prefix"):
             raise ValueError(f"unknown summary mode {mode!r}")
@@ -73,6 +75,8 @@ class LLMSummarizer:
         self.model = model
         self.mode: SummaryMode = mode
         self.prefix = prefix
+        self.pins_note = summary_note(pins)
+        """The chat's pinned facts travel in every request: the summary need not repeat them."""
         """The session's current system/tools/model (the loop refreshes it; required in prefix mode)."""
 
     async def __call__(self, request: SummaryRequest) -> SummaryResponse:
@@ -95,9 +99,12 @@ class LLMSummarizer:
         # The images and PDFs being summarized go along (the wire renders their references), so the
         # summary can say what they showed; the prefix mode sends them with the whole window anyway.
         media = refs_in(request.middle, limit=SUMMARY_MEDIA_MAX)
-        content: str | list[Block] = request.instructions
+        instructions = (
+            f"{request.instructions}\n\n{self.pins_note}" if self.pins_note else request.instructions
+        )
+        content: str | list[Block] = instructions
         if media:
-            content = [*media, {"type": "text", "text": request.instructions}]
+            content = [*media, {"type": "text", "text": instructions}]
         return LLMRequest(
             model=self.model,
             system=[{"type": "text", "text": STANDALONE_SYSTEM}],
@@ -124,6 +131,8 @@ class LLMSummarizer:
         )
         if earlier_summary:
             scope += " The turns above begin with an earlier summary: update it rather than start over."
+        if self.pins_note:
+            ask = f"{ask}\n\n{self.pins_note}"
         if prefix.cache_ttl is not None:
             cached = apply_cache_control(
                 prefix.system, history, ttl=prefix.cache_ttl, tools=list(prefix.tools)

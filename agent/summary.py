@@ -12,6 +12,7 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 
 from agent.media import is_media_ref
+from agent.pins import pins_block
 from agent.types import Block, Message, blocks_of
 
 SUMMARY_PREFIX = "[CONTEXT COMPACTION]"
@@ -25,10 +26,12 @@ SYSTEM_NOTE = (
 )
 
 
-def system_prompt(base: str, *, compacted: bool) -> str:
-    """The session's system prompt: byte-stable between compactions, with the note once it has been
-    compacted (seed 000: one line appended on the first compression)."""
-    return f"{base}\n\n{SYSTEM_NOTE}" if compacted else base
+def system_prompt(base: str, *, compacted: bool, pins: Sequence[str] = ()) -> str:
+    """The session's system prompt: byte-stable between compactions and pin changes, with the chat's
+    pinned facts (`agent.pins`) and the note once it has been compacted (seed 000: one line appended
+    on the first compression)."""
+    parts = [base, pins_block(pins), SYSTEM_NOTE if compacted else ""]
+    return "\n\n".join(part for part in parts if part)
 
 
 SUMMARY_RATIO = 0.20

@@ -88,14 +88,17 @@ class CostAwareSummarizer:
         cache_warm: Callable[[], bool],
         count_tokens: TokenCounter,
         aux_client: LLMClient | None = None,
+        pins: Sequence[str] = (),
     ) -> None:
         self.main = main
         self.aux = aux
         self.cache_warm = cache_warm
         self.count_tokens = count_tokens
-        self.standalone = LLMSummarizer(aux_client or client, model=aux.name)
+        self.standalone = LLMSummarizer(aux_client or client, model=aux.name, pins=pins)
         self.prefixed = (
-            LLMSummarizer(client, model=main.name, mode="prefix", prefix=prefix) if prefix else None
+            LLMSummarizer(client, model=main.name, mode="prefix", prefix=prefix, pins=pins)
+            if prefix
+            else None
         )
         self.last_choice: SummaryMode | None = None
 

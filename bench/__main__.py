@@ -18,6 +18,7 @@ from bench import (
     bench_cache_policy,
     bench_compressor,
     bench_cost,
+    bench_fidelity,
     bench_media,
     bench_morning,
     bench_overhead,
@@ -39,6 +40,7 @@ async def _async_part(pg_url: str) -> None:
     await bench_cost.run(sizes=COST_SIZES, pg_url=pg_url)
     await bench_recall.run(pg_url=pg_url)
     await bench_media.run(pg_url=pg_url)
+    await bench_fidelity.run(dbs=["sqlite", "postgres"], pg_url=pg_url)
 
 
 def main() -> None:

@@ -50,22 +50,30 @@ POLICIES = (
 NAMES = tuple(p.name for p in POLICIES)
 
 
-async def _run(family: str, policy: Policy, sizes: TraceSizes, db: str, pg_url: str) -> ReplayResult:
+async def _run(
+    family: str, policy: Policy, sizes: TraceSizes, db: str, pg_url: str, window: int | None
+) -> ReplayResult:
     events = generate(family, sizes=sizes)
+    overrides = {**policy.overrides, **({"model_context_length": window} if window else {})}
     async with fresh_database(db, postgres_url=pg_url, durable=False) as url:
-        return await replay(events, database_url=url, settings_overrides=policy.overrides, jobs=policy.jobs)
+        return await replay(events, database_url=url, settings_overrides=overrides, jobs=policy.jobs)
 
 
 async def run(
-    *, sizes: TraceSizes | None = None, db: str = "postgres", pg_url: str = DEFAULT_POSTGRES_URL
+    *,
+    sizes: TraceSizes | None = None,
+    db: str = "postgres",
+    pg_url: str = DEFAULT_POSTGRES_URL,
+    window: int | None = None,
 ) -> dict[str, dict[str, float]]:
+    """`window` overrides the model's context window (a small one makes the traces compact often)."""
     sizes = sizes or TraceSizes()
     results: dict[str, dict[str, float]] = {}
     for family in FAMILIES:
         print(f"cost[{family}] trace: {describe(generate(family, sizes=sizes))}", flush=True)
         row: dict[str, float] = {}
         for policy in POLICIES:
-            result = await _run(family, policy, sizes, db, pg_url)
+            result = await _run(family, policy, sizes, db, pg_url, window)
             row[policy.name] = billed_input_usd(result.requests)
             row[f"{policy.name}_calls"] = len(result.requests)
             row[f"{policy.name}_scheduled"] = result.scheduled_compactions
@@ -107,9 +115,10 @@ def main() -> None:
     parser.add_argument("--db", choices=["postgres", "sqlite"], default="postgres")
     parser.add_argument("--postgres-url", default=DEFAULT_POSTGRES_URL)
     parser.add_argument("--quick", action="store_true", help="one chat per family, one or two days")
+    parser.add_argument("--window", type=int, default=None, help="model context window override (tokens)")
     args = parser.parse_args()
     sizes = TraceSizes(1, 1, 1, 2, 1, 1, 2, 1, 1) if args.quick else TraceSizes()
-    asyncio.run(run(sizes=sizes, db=args.db, pg_url=args.postgres_url))
+    asyncio.run(run(sizes=sizes, db=args.db, pg_url=args.postgres_url, window=args.window))
 
 
 if __name__ == "__main__":

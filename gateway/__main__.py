@@ -84,6 +84,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             return doctor(settings, out=sys.stdout)
         entry = _runner_entry(args.command)
         return 1 if entry is None else entry(settings)
+    except ConfigError as exc:
+        print(f"gateway: {exc}", file=sys.stderr)
+        return 2
     except StoreError as exc:
         print(f"gateway: {exc}", file=sys.stderr)
         return 1

@@ -3,17 +3,29 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from agent.models import ModelInfo
+from agent.summary import system_prompt
+from agent.tokens import estimate_system
 from gateway import commands
 from gateway.commands import CommandContext, Handler
 from gateway.compaction import Compactor, EngineFactory
+from gateway.context_breakdown import breakdown, format_breakdown
 from gateway.errors import NothingToUndoError
 from gateway.platforms.base import ChatKind
-from gateway.replies import compaction_result
-from gateway.store import ChatLocks, ChatStats, CompactionRecord, GlobalStats, Store, UsageTotals
+from gateway.replies import compaction_result, too_short_to_compact
+from gateway.store import (
+    ChatLocks,
+    ChatStats,
+    CompactionRecord,
+    GlobalStats,
+    SessionRecord,
+    Store,
+    UsageTotals,
+)
 from gateway.waste_report import waste_line
 
 BAR_WIDTH = 20
@@ -50,6 +62,7 @@ def format_chat_stats(
     compressor_threshold: float,
     hygiene_threshold: float,
     today_cost: float,
+    window_lines: Sequence[str] = (),
 ) -> str:
     window = model.context_window
     current = stats.context_tokens
@@ -63,6 +76,7 @@ def format_chat_stats(
         "Prompt: last reported "
         + (f"{stats.last_prompt_tokens:,}" if stats.last_prompt_tokens is not None else "n/a (no call yet)")
         + f" tokens; estimate of the active window {stats.active_tokens:,}",
+        *window_lines,
         _usage_line("Cache (recent)", stats.usage_recent),
         _usage_line("Cache (lifetime)", stats.usage_total),
         f"Cost: ${stats.usage_total.cost_usd:.4f} lifetime, ${today_cost:.4f} in the last 24 h",
@@ -112,6 +126,10 @@ class AdminHandlers:
     hygiene_threshold: float
     make_engine: EngineFactory
     compactor: Compactor
+    base_prompt: str
+    tool_tokens: Callable[[int], int]
+    """chat_pk -> tokens of the tool definitions its requests carry."""
+    protect_last_n: int
 
     def handlers(self) -> dict[str, Handler]:
         return {"help": self.help, "new": self.new, "stats": self.stats, "compact": self.compact}
@@ -136,7 +154,7 @@ class AdminHandlers:
             return f"{text}\n{waste_line(await self.store.cache_waste())}"
         if ctx.args.strip():
             return "Usage: /stats or /stats all"
-        await self.store.active_session(ctx.chat_pk)  # a chat seen only through commands has none yet
+        session = await self.store.active_session(ctx.chat_pk)  # a chat seen only via commands had none
         stats = await self.store.chat_stats(ctx.chat_pk)
         today = await self.store.cost_since(ctx.chat_pk, datetime.now(UTC) - timedelta(days=1))
         text = format_chat_stats(
@@ -145,8 +163,18 @@ class AdminHandlers:
             compressor_threshold=self.compressor_threshold,
             hygiene_threshold=self.hygiene_threshold,
             today_cost=today,
+            window_lines=await self._window_lines(session, ctx.chat_pk),
         )
         return f"{text}\n{waste_line(await self.store.cache_waste(ctx.chat_pk))}"
+
+    async def _window_lines(self, session: SessionRecord, chat_pk: int) -> list[str]:
+        rows = await self.store.load_window(session.id)
+        pins = [p.text for p in await self.store.pins(chat_pk)]
+        system = system_prompt(self.base_prompt, compacted=session.compaction_count > 0, pins=pins)
+        parts = breakdown(
+            rows, system_tokens=estimate_system(system), tool_tokens=self.tool_tokens(chat_pk), pins=pins
+        )
+        return format_breakdown(parts)
 
     async def compact(self, ctx: CommandContext) -> str:
         args = ctx.args.strip()
@@ -163,7 +191,10 @@ class AdminHandlers:
                     f"{record.archived_count:,} messages restored from the archive "
                     f"({time.perf_counter() - started:.1f} s)."
                 )
+            pins = [p.text for p in await self.store.pins(ctx.chat_pk)]
             report = await self.compactor.compact(
-                session, self.make_engine(session), trigger="manual", focus=args or None
+                session, self.make_engine(session, pins), trigger="manual", focus=args or None
             )
+        if not report.changed and report.messages_before <= self.protect_last_n + 2:
+            return too_short_to_compact(report, self.protect_last_n)
         return compaction_result(report)

@@ -24,7 +24,15 @@ COMPACT = CommandSpec(
     admin_only=True,
     args_hint="[focus | undo]",
 )
-COMMANDS: tuple[CommandSpec, ...] = (HELP, NEW, STATS, COMPACT)
+PIN = CommandSpec(
+    "pin",
+    "Keep a fact word for word in every request (admins; in a private chat, you)",
+    admin_only=False,
+    args_hint="<fact>",
+)
+PINS = CommandSpec("pins", "List this chat's pinned facts", admin_only=False)
+UNPIN = CommandSpec("unpin", "Remove a pinned fact by its number in /pins", admin_only=False, args_hint="N")
+COMMANDS: tuple[CommandSpec, ...] = (HELP, NEW, STATS, COMPACT, PIN, PINS, UNPIN)
 BY_NAME = {c.name: c for c in COMMANDS}
 
 

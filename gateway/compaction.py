@@ -31,9 +31,10 @@ Ref = tuple[int, ...]
 
 
 class EngineFactory(Protocol):
-    """Builds a session's context engine from its stored state (the session prices summary calls)."""
+    """Builds a session's context engine from its stored state (the session prices summary calls; the
+    chat's pins are in the system prompt a prefix summary reuses, and the summarizer is told of them)."""
 
-    def __call__(self, session: SessionRecord) -> ContextEngine: ...
+    def __call__(self, session: SessionRecord, pins: Sequence[str] = ()) -> ContextEngine: ...
 
 
 @dataclass(frozen=True, slots=True)

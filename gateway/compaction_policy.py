@@ -7,6 +7,17 @@
   read) smaller. A compaction while the cache is warm would throw away a prefix already paid for.
 - Proactive (idle sessions only): above a share of the window whatever the cache, so the next message
   does not wait for a summary.
+- After a reply (seed 000's compressor threshold, default 50%): right after a reply was delivered, when
+  the next request would reach the context engine's own threshold. The prompt cache is warm then, so a
+  summary call that reuses the cached prefix is cheap, and nobody is waiting for an answer. The agent
+  loop still checks the same threshold before every turn's first call (for what arrived meanwhile).
+
+Sizes: the last API-reported prompt size plus estimates of what was stored since
+(`SessionRecord.context_tokens`). When no reported size exists (a new session, or one just compacted),
+the fallback is the running estimate of the whole active window: the sum of every stored row's
+estimate, kept up to date on each append, instead of seed 000's rough character count over the window
+re-read each turn. Each row's estimate is the cl100k count, itself the rough character count when the
+tokenizer data cannot be loaded, scaled by the learned calibration when there is one.
 
 The size comes from the session row only (`SessionRecord.context_tokens`), so deciding is O(1) in
 history. Both the turn and the scheduled job ask this module; `gateway.compaction.Compactor` does it.
@@ -26,6 +37,7 @@ MIN_MESSAGES = 4
 
 HYGIENE = "hygiene"
 SCHEDULED = "scheduled"
+AFTER_REPLY = "after_reply"
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +94,26 @@ class CompactionPolicy:
         if share >= self.proactive_share:
             return Decision(SCHEDULED, f"idle at {share:.0%} of the window (>= {self.proactive_share:.0%})")
         return self._cache_aware(share, cache, now) or Decision(None, f"idle at {share:.0%} of the window")
+
+    def after_reply(
+        self,
+        session: SessionRecord,
+        *,
+        compresses: Callable[[int], bool],
+        next_message_tokens: int,
+        calibrate: Callable[[int], int] | None = None,
+    ) -> Decision:
+        """Compact now, right after a delivered reply? Yes when the next request (this session's size
+        plus a typical next message) would reach the engine's threshold (`compresses` is the engine's
+        `should_compress`, which also honours its pause after ineffective runs)."""
+        blocked = self._blocked(session)
+        if blocked is not None:
+            return blocked
+        tokens = session.context_tokens(calibrate) + next_message_tokens
+        share = tokens / self.context_length
+        if compresses(tokens):
+            return Decision(AFTER_REPLY, f"next request ~{tokens:,} tokens ({share:.0%} of window)")
+        return Decision(None, f"next request ~{tokens:,} tokens ({share:.0%} of window)")
 
     def _blocked(self, session: SessionRecord) -> Decision | None:
         if not self.enabled:

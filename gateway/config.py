@@ -86,6 +86,14 @@ class PromptCachingSettings(_Section):
 
 class ContextSettings(_Section):
     engine: str = Field("compressor", min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")
+    plugins_dir: Path = Field(
+        Path("plugins"), description="engine plugins are looked up in <plugins_dir>/context_engine/<name>/"
+    )
+
+
+class PinsSettings(_Section):
+    max_count: int = Field(20, ge=1, le=200, description="pinned facts one chat may keep")
+    max_tokens: int = Field(2_000, ge=50, description="tokens all of a chat's pins may use together")
 
 
 class AgentSettings(_Section):
@@ -211,6 +219,7 @@ class Settings(BaseSettings):
     auxiliary: AuxiliarySettings = AuxiliarySettings()
     prompt_caching: PromptCachingSettings = PromptCachingSettings()
     context: ContextSettings = ContextSettings()
+    pins: PinsSettings = PinsSettings()
     agent: AgentSettings = AgentSettings()
     limits: LimitsSettings = LimitsSettings()
     scheduler: SchedulerSettings = SchedulerSettings()

@@ -55,7 +55,9 @@ async def compact_idle_sessions(
             if not session.active or decision.trigger is None:
                 continue
             logger.info("scheduled compaction of session %s: %s", session.id, decision.reason)
-            reports.append(await compactor.compact(session, make_engine(session), trigger=decision.trigger))
+            pins = [p.text for p in await store.pins(session.chat_pk)]
+            engine = make_engine(session, pins)
+            reports.append(await compactor.compact(session, engine, trigger=decision.trigger))
     logger.info("idle compaction: %d candidate(s), %d compacted", len(candidates), len(reports))
     return reports
 

@@ -373,10 +373,11 @@ class Pipeline:
                         continue
                     delay = TURN_RETRY_DELAYS_S[failures - 1]
                     logger.warning(
-                        "turn failed in chat %s:%s (%s); retrying in %.0fs",
+                        "turn failed in chat %s:%s (%s: %s); retrying in %.0fs",
                         chat.platform,
                         chat.chat_id,
                         type(exc).__name__,
+                        exc,
                         delay,
                     )
                     self._dirty.add(key)

@@ -43,3 +43,14 @@ def compaction_result(report: CompactionReport) -> str:
         f"{head}: {report.messages_before}\u2192{report.messages_after} messages, "
         f"{report.tokens_before:,}\u2192{report.tokens_after:,} tokens in {report.duration_s:.1f} s."
     )
+
+
+def too_short_to_compact(report: CompactionReport, protect_last_n: int) -> str:
+    """The answer to `/compact` on a conversation with nothing between its kept head and tail."""
+    return (
+        f"Nothing to compact yet: this conversation has {report.messages_before} messages "
+        f"(~{report.tokens_before:,} tokens), and the first exchange and the last {protect_last_n} "
+        "messages are always kept word for word. Compaction starts to help once it grows; to keep fewer "
+        "messages verbatim, lower compression.protect_last_n, or start over with /new (the old "
+        "conversation stays searchable)."
+    )

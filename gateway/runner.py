@@ -16,13 +16,12 @@ from typing import Any
 
 from agent.caching.plan import CacheState
 from agent.context_engine import CompressionConfig, ContextEngine, EngineState, Summarizer
-from agent.engines import resolve_engine
 from agent.llm import AnthropicClient, LLMClient
 from agent.models import lookup_model
 from agent.summarizer import PrefixContext
 from agent.summary import system_prompt
 from agent.summary_mode import CostAwareSummarizer
-from agent.tokens import CalibratedCounter, Calibration
+from agent.tokens import CalibratedCounter, Calibration, estimate_text, estimate_tools
 from agent.tools.current_time import current_time_tool
 from agent.tools.recall import recall_tool
 from agent.tools.registry import ToolRegistry
@@ -44,6 +43,7 @@ from gateway.media.prepare import MB, MediaLimits
 from gateway.media.presence import MediaPresence
 from gateway.media.wire import MediaCache, MediaRenderingClient
 from gateway.metrics import Metrics, MetricsServer
+from gateway.pin_commands import PinHandlers
 from gateway.pipeline import Pipeline, RateLimiter
 from gateway.platforms.base import (
     ChatKind,
@@ -56,7 +56,7 @@ from gateway.platforms.base import (
 from gateway.platforms.registry import build_adapters, status_lines
 from gateway.scheduler import JobScheduler
 from gateway.spool import Spool
-from gateway.store import ChatLocks, SessionRecord, Store
+from gateway.store import ChatLocks, PinLimits, SessionRecord, Store
 from gateway.store.job_lock import JobLocks
 from gateway.store.media import MediaStore
 from gateway.turns import TurnRunner, TurnSettings
@@ -64,6 +64,7 @@ from gateway.wiring import (
     authorization_policy,
     cache_ttl_of,
     compaction_policy,
+    context_engine,
     loop_config,
     model_status_line,
 )
@@ -109,6 +110,7 @@ class Gateway:
         self.metrics_server: MetricsServer | None = None
         # Claude's tokenizer is not tiktoken's: one calibration per process, learned from every reply call.
         self.calibration = Calibration(self.model.name)
+        self.engine_factory = context_engine(settings)
         self.loop_config = loop_config(settings, self.model, self.calibration)
         self.policy = compaction_policy(settings, self.model)
         self.compactor = Compactor(store=store, loop=self.loop_config, metrics=self.metrics)
@@ -145,6 +147,14 @@ class Gateway:
             hygiene_threshold=settings.compression.hygiene_threshold,
             make_engine=self.make_engine,
             compactor=self.compactor,
+            base_prompt=settings.agent.system_prompt,
+            tool_tokens=lambda chat_pk: estimate_tools(self.make_tools(chat_pk).schemas()),
+            protect_last_n=settings.compression.protect_last_n,
+        )
+        pins = PinHandlers(
+            store=self.store,
+            limits=PinLimits(settings.pins.max_count, settings.pins.max_tokens),
+            count_tokens=lambda text: self.calibration.apply(estimate_text(text)),
         )
         self.media = MediaIntake(
             self.media_store,
@@ -159,7 +169,7 @@ class Gateway:
             auth=Authorizer(authorization_policy(settings)),
             turns=self.turns,
             send=self.send,
-            command_handlers=admin.handlers(),
+            command_handlers=admin.handlers() | pins.handlers(),
             rate_limiter=RateLimiter(per_minute=settings.limits.user_messages_per_minute),
             daily_budget_usd=settings.limits.chat_daily_budget_usd,
             spool=self.spool,
@@ -168,11 +178,10 @@ class Gateway:
 
     # -- factories -----------------------------------------------------------------------------------
 
-    def make_engine(self, session: SessionRecord) -> ContextEngine:
+    def make_engine(self, session: SessionRecord, pins: Sequence[str] = ()) -> ContextEngine:
         """The session's context engine, with its stored state and a summarizer priced for it."""
         comp = self.settings.compression
-        engine_cls = resolve_engine(self.settings.context.engine)
-        return engine_cls(
+        return self.engine_factory(
             context_length=self.model.context_window,
             config=CompressionConfig(
                 enabled=comp.enabled,
@@ -180,12 +189,12 @@ class Gateway:
                 target_ratio=comp.target_ratio,
                 protect_last_n=comp.protect_last_n,
             ),
-            summarizer=self.make_summarizer(session),
+            summarizer=self.make_summarizer(session, pins),
             count_tokens=CalibratedCounter(self.calibration),
             state=EngineState.from_json(session.engine_state),
         )
 
-    def make_summarizer(self, session: SessionRecord) -> Summarizer:
+    def make_summarizer(self, session: SessionRecord, pins: Sequence[str] = ()) -> Summarizer:
         """Per call, the cheaper of a standalone summary and one reusing the session's cached prefix."""
         ttl = cache_ttl_of(self.settings)
         cache = CacheState.from_json(session.cache_state)
@@ -199,7 +208,7 @@ class Gateway:
             aux=lookup_model(self.settings.summary_model),
             prefix=PrefixContext(
                 system=system_prompt(
-                    self.settings.agent.system_prompt, compacted=session.compaction_count > 0
+                    self.settings.agent.system_prompt, compacted=session.compaction_count > 0, pins=pins
                 ),
                 tools=self.make_tools(session.chat_pk).schemas(),
                 model=self.model.name,
@@ -208,6 +217,7 @@ class Gateway:
             cache_warm=cache_warm,
             count_tokens=CalibratedCounter(self.calibration),
             aux_client=self.summary_llm,
+            pins=pins,
         )
 
     def _on_stored(self, role: str, count: int) -> None:
@@ -457,6 +467,7 @@ def run(settings: Settings) -> int:
     if settings.anthropic_api_key is None:
         print(NO_KEY_HELP, file=sys.stderr)
         return 2
+    context_engine(settings)  # an unknown engine stops here, before any connection is made
     adapters = build_adapters(settings)
     if not adapters:
         print(NO_PLATFORM_HELP, file=sys.stderr)
@@ -470,6 +481,7 @@ def chat(settings: Settings) -> int:
     if settings.anthropic_api_key is None:
         print(NO_KEY_HELP, file=sys.stderr)
         return 2
+    context_engine(settings)
     from gateway.platforms.console import ConsoleAdapter
 
     async def main() -> int:

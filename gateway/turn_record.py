@@ -57,6 +57,7 @@ class TurnRecorder:
         engine: ContextEngine,
         model: ModelInfo,
         base_prompt: str,
+        pins: Sequence[str],
         cache: CacheState,
         calibration: Calibration | None,
         after_id: int | None,
@@ -69,6 +70,7 @@ class TurnRecorder:
         self.engine = engine
         self.model = model
         self.base_prompt = base_prompt
+        self.pins = tuple(pins)
         self.cache = cache
         self.calibration = calibration
         self.health: CacheHealth = cache.health_for(f"chat {session.chat_pk}")
@@ -112,7 +114,9 @@ class TurnRecorder:
             logger.info("in-loop compaction changed nothing (%s): %s", why, report.reason)
             return None
         rows = rows_through(await self.store.load_window(self.session.id), self.after_id)
-        return Compacted(window_entries(rows), system=system_prompt(self.base_prompt, compacted=True))
+        return Compacted(
+            window_entries(rows), system=system_prompt(self.base_prompt, compacted=True, pins=self.pins)
+        )
 
     async def usage(
         self, response: LLMResponse, *, purpose: str, last_ref: Ref | None, ttl: CacheTTL | None

@@ -86,21 +86,28 @@ class TurnRunner:
     async def answer_pending(self, chat: ChatRef, chat_pk: int) -> int:
         """Answer everything pending in the chat; returns the number of turns run."""
         turns = 0
+        arrived: int | None = None
         async with self.locks.hold(chat_pk):
             while True:
                 snapshot = await self.store.turn_snapshot(chat_pk)
                 pending = [r for r in snapshot.rows if r.needs_reply and not r.replied]
                 if not pending:
+                    if arrived is not None and await self._compact_after_reply(snapshot, arrived):
+                        arrived = None
+                        continue  # what arrived during the compaction is answered now
                     return turns
                 started = time.perf_counter()
-                await self._turn(chat, snapshot, pending)
+                compacted = await self._turn(chat, snapshot, pending)
+                # one compaction per turn at most: a turn that compacted leaves the next to its own check
+                arrived = None if compacted else snapshot.session.tokens_since_call
                 if self.metrics is not None:
                     self.metrics.observe_turn(time.perf_counter() - started)
                 turns += 1
 
-    async def _turn(self, chat: ChatRef, snapshot: TurnSnapshot, pending: Sequence[StoredMessage]) -> None:
+    async def _turn(self, chat: ChatRef, snapshot: TurnSnapshot, pending: Sequence[StoredMessage]) -> bool:
+        """Answer `pending`; True when the turn compacted the session (before or during the loop)."""
         session = snapshot.session
-        engine = self.make_engine(session)
+        engine = self.make_engine(session, snapshot.pins)
         cache = CacheState.from_json(session.cache_state)
         calibration = self.settings.loop.calibration
         if calibration is not None:
@@ -125,13 +132,14 @@ class TurnRunner:
             engine=engine,
             model=self.settings.model,
             base_prompt=self.settings.system_prompt,
+            pins=snapshot.pins,
             cache=cache,
             calibration=calibration,
             after_id=snapshot.rows[-1].id if snapshot.rows else None,
         )
         result: TurnResult[Ref] | None = None
         try:
-            result = await self._run_agent(chat, session, engine, window, recorder, cache, snapshot.rows)
+            result = await self._run_agent(chat, snapshot, session, engine, window, recorder, cache)
             text = result.reply_text.strip() or "(no reply)"
         except LLMError as exc:
             logger.warning(
@@ -148,6 +156,7 @@ class TurnRunner:
         )
         body = "\n\n".join([*notices, text]) if self.settings.notify_compaction and notices else text
         await self._reply(chat, body, pending[-1].platform_message_id)
+        return (report is not None and report.changed) or any(r.changed for r in recorder.reports)
 
     async def _compact_before(
         self, session: SessionRecord, engine: ContextEngine, cache: CacheState
@@ -165,25 +174,50 @@ class TurnRunner:
         )
         return await self.compactor.compact(session, engine, trigger=decision.trigger)
 
+    async def _compact_after_reply(self, snapshot: TurnSnapshot, arrived: int) -> bool:
+        """Compact right after the replies were delivered when the next request would reach the
+        engine's threshold: the cache is warm (a prefix summary call is cheap) and nobody waits. What
+        arrived before this turn stands for what the next one will add. True when it compacted."""
+        session = snapshot.session
+        engine = self.make_engine(session, snapshot.pins)
+        calibration = self.settings.loop.calibration
+        scale = calibration.apply if calibration is not None else None
+        next_tokens = scale(arrived) if scale is not None else arrived
+        decision = self.settings.policy.after_reply(
+            session, compresses=engine.should_compress, next_message_tokens=next_tokens, calibrate=scale
+        )
+        if decision.trigger is None:
+            logger.debug("no compaction after the reply in session %s: %s", session.id, decision.reason)
+            return False
+        logger.info("compaction of session %s after the reply: %s", session.id, decision.reason)
+        engine.expect_prompt(session.context_tokens(scale) + next_tokens)
+        report = await self.compactor.compact(session, engine, trigger=decision.trigger, force=False)
+        return report.changed
+
     async def _run_agent(
         self,
         chat: ChatRef,
+        snapshot: TurnSnapshot,
         session: SessionRecord,
         engine: ContextEngine,
         window: list[Entry[Ref]],
         recorder: TurnRecorder,
         cache: CacheState,
-        rows: Sequence[StoredMessage],
     ) -> TurnResult[Ref]:
-        plan = self._plan(chat, session, cache, window, rows)
+        plan = self._plan(chat, session, cache, window, snapshot.rows)
         recorder.plan = plan
+        calibration = self.settings.loop.calibration
+        # the size the compressor judges the first call on: last reported prompt + what came since
+        engine.expect_prompt(session.context_tokens(calibration.apply if calibration is not None else None))
         started = time.perf_counter()
         async with self.typing(chat):
             result = await run_turn(
                 llm=TimedLLM.for_chat(self.llm, self.metrics, chat),
                 engine=engine,
                 window=window,
-                system=system_prompt(self.settings.system_prompt, compacted=session.compaction_count > 0),
+                system=system_prompt(
+                    self.settings.system_prompt, compacted=session.compaction_count > 0, pins=snapshot.pins
+                ),
                 tools=self.make_tools(session.chat_pk),
                 config=replace(self.settings.loop, cache_plan=plan),
                 hooks=recorder,

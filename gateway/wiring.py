@@ -5,12 +5,13 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from agent.engines import EngineFactory, UnknownEngineError, resolve_engine
 from agent.loop import LoopConfig
 from agent.models import CacheTTL, ModelInfo
 from agent.tokens import Calibration
 from gateway.auth import AccessPolicy, policy_from_ids
 from gateway.compaction_policy import CompactionPolicy
-from gateway.config import Settings
+from gateway.config import ConfigError, Settings
 
 
 def cache_ttl_of(settings: Settings) -> CacheTTL | None:
@@ -41,6 +42,19 @@ def model_status_line(settings: Settings, model: ModelInfo) -> str:
         f"{compression}; "
         f"summaries by {settings.summary_model}"
     )
+
+
+def context_engine(settings: Settings) -> EngineFactory:
+    """The configured context engine's factory, found once at start-up: an unknown or broken engine
+    stops the start-up with one line naming `context.engine` (every turn would fail otherwise)."""
+    try:
+        return resolve_engine(settings.context.engine, plugins_dir=settings.context.plugins_dir)
+    except UnknownEngineError as exc:
+        raise ConfigError(f"context.engine: {exc}") from exc
+    except Exception as exc:  # a plugin that fails to import
+        raise ConfigError(
+            f"context.engine: engine {settings.context.engine!r} failed to load: {type(exc).__name__}: {exc}"
+        ) from exc
 
 
 def loop_config(settings: Settings, model: ModelInfo, calibration: Calibration) -> LoopConfig:

@@ -5,6 +5,7 @@ this package.
 """
 
 from gateway.store.lock import ChatLocks
+from gateway.store.pins import PinLimitError, PinLimits, PinRecord
 from gateway.store.records import (
     AppendResult,
     BusyChat,
@@ -36,6 +37,9 @@ __all__ = [
     "GlobalStats",
     "NewMessage",
     "NewSummary",
+    "PinLimitError",
+    "PinLimits",
+    "PinRecord",
     "Role",
     "SessionRecord",
     "Store",

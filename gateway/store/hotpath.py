@@ -16,6 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway.store.appends import counter_values
 from gateway.store.media import link_rows, message_media
+from gateway.store.pins import pin_texts
 from gateway.store.records import NewMessage, SessionRecord, StoredMessage, TurnSnapshot
 from gateway.store.rows import messages, sessions, to_message, to_session
 from gateway.store.window import SEQ_STEP, WINDOW_STATES
@@ -125,4 +126,4 @@ async def turn_snapshot(
     """The active session (created if needed) and its window rows."""
     row = await active_session_row(conn, insert, chat_pk, new_session)
     rows = [to_message(r) for r in await conn.execute(_WINDOW, {"b_session_pk": row.id})]
-    return TurnSnapshot(session=to_session(row), rows=rows)
+    return TurnSnapshot(session=to_session(row), rows=rows, pins=await pin_texts(conn, chat_pk))

@@ -14,11 +14,11 @@ from typing import Any, Literal, TypeAlias
 Role: TypeAlias = Literal["user", "assistant"]
 Content: TypeAlias = str | list[dict[str, Any]]
 MessageState: TypeAlias = Literal["active", "archived", "summary", "reverted"]
-Trigger: TypeAlias = Literal["hygiene", "agent", "manual", "scheduled"]
+Trigger: TypeAlias = Literal["hygiene", "agent", "after_reply", "manual", "scheduled"]
 Outcome: TypeAlias = Literal["ok", "degraded", "aborted"]
 Purpose: TypeAlias = Literal["reply", "summary"]
 
-TRIGGERS: frozenset[str] = frozenset({"hygiene", "agent", "manual", "scheduled"})
+TRIGGERS: frozenset[str] = frozenset({"hygiene", "agent", "after_reply", "manual", "scheduled"})
 OUTCOMES: frozenset[str] = frozenset({"ok", "degraded", "aborted"})
 
 
@@ -109,6 +109,8 @@ class TurnSnapshot:
 
     session: SessionRecord
     rows: list[StoredMessage]
+    pins: tuple[str, ...] = ()
+    """The chat's pinned facts, in order (they travel in the system prompt)."""
 
 
 @dataclass(frozen=True, slots=True)

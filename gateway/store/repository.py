@@ -26,10 +26,12 @@ from gateway.store import cache_waste as _cache_waste
 from gateway.store import compaction as _compaction
 from gateway.store import hotpath as _hot
 from gateway.store import jobs as _jobs
+from gateway.store import pins as _pins
 from gateway.store import receipts as _receipts
 from gateway.store import stats as _stats
 from gateway.store import usage as _usage
 from gateway.store.db import create_engine, dialect_of, translate_errors
+from gateway.store.pins import PinLimits, PinRecord
 from gateway.store.recall_store import RecallMethods
 from gateway.store.records import (
     AppendResult,
@@ -277,6 +279,41 @@ class Store(RecallMethods):
         if row is None:
             raise StoreError(f"no session with id {session_pk}")
         return to_session(row)
+
+    # Pins ---------------------------------------------------------------------------------------
+
+    async def pins(self, chat_pk: int) -> list[PinRecord]:
+        async with self._tx("pins") as conn:
+            return await _pins.list_pins(conn, chat_pk)
+
+    async def add_pin(
+        self,
+        chat_pk: int,
+        text: str,
+        *,
+        token_estimate: int,
+        limits: PinLimits,
+        author_id: str | None = None,
+        author_name: str | None = None,
+        source_message_id: str | None = None,
+    ) -> list[PinRecord]:
+        """Pin a fact in the chat (raises `PinLimitError` past the bounds); the pins afterwards."""
+        async with self._tx("add_pin") as conn:
+            return await _pins.add_pin(
+                conn,
+                chat_pk,
+                text=text,
+                token_estimate=token_estimate,
+                author_id=author_id,
+                author_name=author_name,
+                source_message_id=source_message_id,
+                limits=limits,
+                now=self.now(),
+            )
+
+    async def remove_pin(self, chat_pk: int, number: int) -> PinRecord | None:
+        async with self._tx("remove_pin") as conn:
+            return await _pins.remove_pin(conn, chat_pk, number)
 
     # Messages -----------------------------------------------------------------------------------
 

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from importlib.metadata import EntryPoint
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -11,7 +12,13 @@ import pytest
 import agent.engines as engines
 from agent.context_compressor import ContextCompressor
 from agent.context_engine import CompressionResult, ContextEngine, EngineState
-from agent.engines import ENTRY_POINT_GROUP, UnknownEngineError, resolve_engine
+from agent.engines import (
+    ENTRY_POINT_GROUP,
+    UnknownEngineError,
+    register_context_engine,
+    resolve_engine,
+    unregister_context_engine,
+)
 from agent.types import Message
 from agent.usage import Usage
 from tests.agent.compressor_support import make
@@ -42,7 +49,8 @@ class _RecordingEntryPoint(EntryPoint):
 
 def _plugins(*names_and_targets: tuple[str, str]) -> Any:
     def fake_entry_points(*, group: str) -> list[EntryPoint]:
-        assert group == ENTRY_POINT_GROUP
+        if group != ENTRY_POINT_GROUP:
+            return []  # no general plugins installed
         return [_RecordingEntryPoint(name, target, group) for name, target in names_and_targets]
 
     return fake_entry_points
@@ -106,3 +114,60 @@ def test_engine_state_survives_a_json_round_trip() -> None:
     )
     assert EngineState.from_json(state.to_json() | {"unknown_key": 1}) == state
     assert EngineState.from_json(None) == EngineState()
+
+
+PLUGINS = Path(__file__).resolve().parents[1] / "plugins"
+"""The test plugin folder: `plugins/context_engine/keeper/` registers the `keeper` engine."""
+
+
+@pytest.fixture
+def no_entry_points(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.setattr(engines, "entry_points", _plugins())
+    yield
+    unregister_context_engine("keeper")
+    unregister_context_engine("lossless")
+
+
+def test_a_plugin_folder_is_found_first(no_entry_points: None) -> None:
+    factory = resolve_engine("keeper", plugins_dir=PLUGINS)
+    assert getattr(factory, "name", None) == "keeper"
+    assert resolve_engine("compressor", plugins_dir=PLUGINS) is ContextCompressor
+
+
+def test_an_engine_registered_by_the_plugin_system_is_found(no_entry_points: None) -> None:
+    with pytest.raises(UnknownEngineError):
+        resolve_engine("lossless")
+    register_context_engine("lossless", LosslessEngine)
+    assert resolve_engine("lossless") is LosslessEngine
+
+
+def test_registering_compressor_never_replaces_the_builtin(no_entry_points: None) -> None:
+    register_context_engine("compressor", LosslessEngine)
+    try:
+        assert resolve_engine("compressor") is ContextCompressor
+    finally:
+        unregister_context_engine("compressor")
+
+
+def test_unknown_engine_lists_folder_engines_too(no_entry_points: None) -> None:
+    with pytest.raises(
+        UnknownEngineError, match=r"unknown context engine 'lcm'; available: compressor, keeper"
+    ):
+        resolve_engine("lcm", plugins_dir=PLUGINS)
+
+
+def test_a_folder_without_an_engine_is_rejected(no_entry_points: None, tmp_path: Path) -> None:
+    folder = tmp_path / "context_engine" / "empty"
+    folder.mkdir(parents=True)
+    (folder / "__init__.py").write_text("VALUE = 1\n")
+    with pytest.raises(UnknownEngineError, match="neither defines ENGINE"):
+        resolve_engine("empty", plugins_dir=tmp_path)
+
+
+def test_a_folder_may_name_its_factory_engine(no_entry_points: None, tmp_path: Path) -> None:
+    folder = tmp_path / "context_engine" / "named"
+    folder.mkdir(parents=True)
+    (folder / "__init__.py").write_text(
+        "from agent.context_compressor import ContextCompressor\nENGINE = ContextCompressor\n"
+    )
+    assert resolve_engine("named", plugins_dir=tmp_path) is ContextCompressor

@@ -70,10 +70,10 @@ class KeepTail(ContextEngine):
 
     name = "keep-tail"
 
-    def __init__(self, *, keep: int = 2, note: str | None = None) -> None:
+    def __init__(self, *, keep: int = 2, note: str | None = None, threshold: float = 0.5) -> None:
         super().__init__(
             context_length=MODEL.context_window,
-            config=CompressionConfig(),
+            config=CompressionConfig(threshold=threshold),
             summarizer=_unused_summarizer,
             count_tokens=estimate_message,
         )
@@ -349,7 +349,8 @@ async def test_output_budget_is_reserved_before_the_call() -> None:
         for i in range(7)
     ]
     llm = ScriptedLLM(reply("fine"))
-    engine, hooks = KeepTail(keep=1), Hooks()
+    # a threshold above the prompt: only the output budget can make this turn compact
+    engine, hooks = KeepTail(keep=1, threshold=0.9), Hooks()
     await turn(llm, window=window, engine=engine, hooks=hooks, cfg=config(max_tokens=9_000))
     assert len(engine.calls) == 1
     assert engine.calls[0][1] is True
@@ -357,9 +358,39 @@ async def test_output_budget_is_reserved_before_the_call() -> None:
     (request,) = llm.requests
     assert len(request.messages) == 2
     small = ScriptedLLM(reply("fine"))
-    quiet = KeepTail(keep=1)
+    quiet = KeepTail(keep=1, threshold=0.9)
     await turn(small, window=window, engine=quiet, cfg=config(max_tokens=1_000))
     assert quiet.calls == []
+
+
+async def test_a_text_only_turn_compacts_at_the_threshold_before_its_first_call() -> None:
+    # ~12,000 estimated prompt tokens in a 20,000 window: over the 50% compressor threshold, and the
+    # request fits, so only the compressor's own threshold can make this turn compact (no tool round)
+    window = [
+        Entry(
+            user("older question " + "word " * 3_000)
+            if i % 2 == 0
+            else {"role": "assistant", "content": "ok"},
+            i,
+        )
+        for i in range(7)
+    ]
+    llm = ScriptedLLM(reply("fine"))
+    engine, hooks = KeepTail(keep=1), Hooks()
+    result = await turn(llm, window=window, engine=engine, hooks=hooks, cfg=config(max_tokens=1_000))
+    assert result.reply_text == "fine"
+    assert [force for _, force in engine.calls] == [False]  # automatic: the engine's pause applies
+    assert [t for _, _, t in hooks.compactions] == ["agent"]
+    (request,) = llm.requests
+    assert len(request.messages) == 2  # the request went out compacted
+
+
+async def test_below_the_threshold_the_first_call_goes_out_untouched() -> None:
+    window = [Entry(user("short question " + "word " * 2_000), 0)]
+    llm = ScriptedLLM(reply("fine"))
+    engine = KeepTail(keep=1)
+    await turn(llm, window=window, engine=engine, cfg=config(max_tokens=1_000))
+    assert engine.calls == []
 
 
 async def test_overflow_recovery_compacts_once_and_retries() -> None:

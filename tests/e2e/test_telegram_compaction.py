@@ -1,6 +1,6 @@
-"""Compaction through the real gateway process on a small (6,000-token) window: hygiene at 85% before a
-turn, the in-loop compressor at 50% during a tool round trip, and the admin commands /compact, /compact
-undo and /stats (refused for non-admins, changing nothing).
+"""Compaction through the real gateway process on a small (6,000-token) window: the compressor at 50%
+right after a reply and before a turn's first call, hygiene at 85% before a turn, and the admin commands
+/compact, /compact undo and /stats (refused for non-admins, changing nothing).
 """
 
 from __future__ import annotations
@@ -56,9 +56,12 @@ async def _hygiene_fires_before_the_turn(world: TelegramWorld) -> None:
     for i in range(12):
         world.tg.push_message(chat, filler(f"early-{i}", 700), user_id=BOB, first_name="Bob", **group)
     await _say(world, chat, f"@{BOT_USERNAME} anything new?", 2)
-    # The group talks overnight without addressing the bot: about 3,100 estimated tokens, which with
-    # the last reported prompt (~2,800) crosses 85% of the window; the API would reject it whole.
-    for i in range(11):
+    # the chatter before this question would push the next request past 50%: compacted once it is out
+    await world.gw.wait_log(r"trigger=after_reply outcome=ok")
+    # The reply above left the session compacted (the chatter before it would have pushed the next
+    # request past the compressor's 50%). The group then talks overnight without addressing the bot:
+    # about 5,300 estimated tokens, which cross 85% of the window; the API would reject it whole.
+    for i in range(17):
         world.tg.push_message(chat, filler(f"night-{i}", 1400), user_id=BOB, first_name="Bob", **group)
     requests_before = len(world.llm.requests)
     world.llm.script_reply("Mostly release planning.")
@@ -70,16 +73,19 @@ async def _hygiene_fires_before_the_turn(world: TelegramWorld) -> None:
     turn = world.llm.requests[requests_before:]
     assert [r.kind for r in turn] == ["summary", "reply"]
     answered = body_text(turn[1])
-    assert "night-10" in answered
+    assert "night-16" in answered
     assert "what did I miss?" in answered
-    # The middle of the conversation was summarized: the summarizer read it, the reply request has the
-    # summary (which names "early-3") instead of the message itself.
-    assert filler("early-3", 700) in body_text(turn[0])
+    # The middle of the conversation was summarized twice: the early chatter after the second reply,
+    # the night by hygiene (updating that summary); the reply request has the summary (which names
+    # "early-3") instead of the messages themselves.
+    first_summary = next(r for r in world.llm.requests if r.kind == "summary")
+    assert filler("early-3", 700) in body_text(first_summary)
+    assert filler("night-3", 1400) in body_text(turn[0])
     assert filler("early-3", 700) not in answered
     assert "early-3" in answered
 
     stats = await _say(world, chat, "/stats", 4)
-    assert "Compactions: hygiene ok 1" in stats, stats
+    assert "Compactions: after_reply ok 1, hygiene ok 1" in stats, stats
     assert re.search(r"Last compaction: hygiene ok .* \d+→\d+ messages", stats), stats
     assert re.search(r"Messages: \d+ active, [1-9]\d* archived", stats), stats
 
@@ -88,6 +94,8 @@ async def _compressor_fires_within_a_turn(world: TelegramWorld) -> None:
     chat = PRIVATE
     await _say(world, chat, "first question", 1)
     await _say(world, chat, filler("middle", 5000), 2)
+    # the next request would pass 50%, but there is no middle yet (the newest ask is always kept)
+    await world.gw.wait_log(r"trigger=after_reply outcome=aborted .*nothing to compact")
     world.llm.script_reply(tool_uses=[{"id": "toolu_grow01", "name": "current_time", "input": {}}])
     world.llm.script_reply("Done after compaction.")
     requests_before = len(world.llm.requests)
@@ -96,22 +104,24 @@ async def _compressor_fires_within_a_turn(world: TelegramWorld) -> None:
     assert reply.startswith("(Context compacted:"), reply
     assert reply.endswith("Done after compaction.")
     turn = world.llm.requests[requests_before:]
-    assert [r.kind for r in turn] == ["reply", "summary", "reply"], [r.kind for r in turn]
-    assert turn[0].usage is not None
-    assert (
-        turn[0].usage["input_tokens"]
-        + turn[0].usage["cache_read_input_tokens"]
-        + turn[0].usage["cache_creation_input_tokens"]
-        >= WINDOW // 2
-    )
+    # the compressor fires before the turn's first call, not only after a tool round
+    assert [r.kind for r in turn] == ["summary", "reply", "reply"], [r.kind for r in turn]
+    assert filler("middle", 5000) in body_text(turn[0])
+    for request in turn[1:]:
+        assert request.usage is not None
+        prompt = (
+            request.usage["input_tokens"]
+            + request.usage["cache_read_input_tokens"]
+            + request.usage["cache_creation_input_tokens"]
+        )
+        assert prompt < WINDOW // 2
     final = body_text(turn[2])
     assert "toolu_grow01" in final
     assert filler("newest", 4000) in final
     assert filler("middle", 5000) not in final
-    assert filler("middle", 5000) in body_text(turn[1])
 
     stats = await _say(world, chat, "/stats", 4)
-    assert "Compactions: agent ok 1" in stats, stats
+    assert "Compactions: after_reply aborted 1, agent ok 1" in stats, stats
 
 
 async def _admin_commands(world: TelegramWorld) -> None:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,8 +18,9 @@ from tests.support.memory_adapter import ADMIN, ALICE, group_chat
 
 GROUP = group_chat("-300", "Ops")
 SMALL: dict[str, Any] = {
-    "model_context_length": 5120,  # room for the chatter below without an automatic compaction
-    "compression": {"protect_last_n": 2},
+    "model_context_length": 5120,
+    # room for the chatter below without an automatic compaction: these scenarios compact by hand
+    "compression": {"protect_last_n": 2, "enabled": False},
     "prompt_caching": {"cache_ttl": "5m"},  # these scenarios rely on a warm fixed-TTL cache
 }
 
@@ -185,3 +188,46 @@ async def test_stats_shows_money_spent_on_cache_writes_never_read(bot: Bot, fake
     assert "Cache waste: $" in text
     assert "reply hit ratio" in text
     assert "Cache waste: $" in await only(bot, "/stats all", user=ADMIN)
+
+
+PLUGINS = Path(__file__).resolve().parents[1] / "plugins"
+
+
+async def test_compact_works_with_a_plugin_engine(fake: FakeAnthropic, sqlite_url: str) -> None:
+    """`context.engine: keeper` comes from plugins/context_engine/keeper/ (it never calls a summarizer)."""
+    settings = {**SMALL, "context": {"engine": "keeper", "plugins_dir": str(PLUGINS)}}
+    async with running_bot(fake, sqlite_url, **settings) as bot:
+        await chatter(bot, n=5)
+        text = await only(bot, "/compact", user=ADMIN)
+        assert text.startswith("Compaction ok: 10→"), text
+        assert not [r for r in fake.requests if r.kind == "summary"]
+        window = await bot.window("telegram", ADMIN.user_id)
+        assert window[0].text.startswith("fact0:")
+        assert "earlier messages are archived; search them with the recall tool" in window[1].text
+        assert window[-1].text.startswith("echo: fact4")
+        assert await bot.scalar("SELECT count(*) FROM messages WHERE state = 'archived'") > 0
+        reply = await only(bot, "what was fact2?", user=ADMIN)
+        assert reply.startswith("echo: ")
+        assert "earlier messages are archived" in json.dumps(fake.requests[-1].body)
+
+
+async def test_stats_shows_what_fills_the_window(bot: Bot) -> None:
+    await only(bot, "/pin Deploys happen on Tuesdays", user=ADMIN)
+    await chatter(bot, n=3)
+    stats = await only(bot, "/stats", user=ADMIN)
+    line = next(x for x in stats.splitlines() if x.startswith("Window by part"))
+    assert re.search(r"system prompt [\d,]+", line), line
+    assert re.search(r"tool definitions [\d,]+", line), line
+    assert re.search(r"pins \(1\) [1-9][\d,]*", line), line
+    assert re.search(r"user messages [1-9][\d,]*", line), line
+    assert re.search(r"assistant replies [1-9][\d,]*", line), line
+    assert "Largest items:" in stats
+    assert re.search(r"#\d+ user messages from Admin: [\d,]+ tokens — “fact\d: item0", stats), stats
+
+
+async def test_compact_on_a_short_conversation_says_why_and_what_to_do(bot: Bot) -> None:
+    await bot.adapter.say("just one question", user=ADMIN)
+    text = await only(bot, "/compact", user=ADMIN)
+    assert text.startswith("Nothing to compact yet: this conversation has 2 messages"), text
+    assert "last 2 messages are always kept word for word" in text
+    assert "compression.protect_last_n" in text

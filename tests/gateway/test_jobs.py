@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
@@ -48,7 +48,7 @@ async def clocked(db_url: str) -> AsyncIterator[tuple[Store, Clock]]:
 
 
 def engines(summarizer: ScriptedSummarizer) -> Any:
-    def make_engine(session: SessionRecord) -> ContextEngine:
+    def make_engine(session: SessionRecord, pins: Sequence[str] = ()) -> ContextEngine:
         return make(
             summarizer,
             context_length=WINDOW,

@@ -74,23 +74,24 @@ async def test_hygiene_never_fires_below_four_messages(fake: FakeAnthropic, sqli
         replies = await bot.adapter.say("@testbot still there?", chat=GROUP, mentions_bot=True)
         assert len(replies) == 1
         assert "Context compact" not in replies[0].text
-        assert [r.trigger for r in await compactions(bot)] == []
-        assert [r.kind for r in fake.requests] == ["reply"]
+        # hygiene left the three messages alone; the compressor may compact once the reply is out
+        assert "hygiene" not in [r.trigger for r in await compactions(bot)]
+        assert fake.requests[0].kind == "reply"
 
 
 async def test_in_loop_compression_records_trigger_agent(fake: FakeAnthropic, sqlite_url: str) -> None:
     async with running_bot(fake, sqlite_url, **SMALL) as bot:
         for i in range(3):
             await bot.adapter.say(filler(f"topic{i}", 220))
-        assert await compactions(bot) == []
+        before = len(await compactions(bot))
         fake.script_reply(tool_uses=[{"name": "current_time", "input": {}}])
         fake.script_reply("It is late.")
         replies = await bot.adapter.say(filler("topic5", 400))
         assert len(replies) == 1
         assert replies[0].text.endswith("It is late.")
         assert "Context compacted" in replies[0].text
-        rows = await compactions(bot)
-        assert [(r.trigger, r.outcome) for r in rows] == [("agent", "ok")]
+        rows = (await compactions(bot))[before:]
+        assert ("agent", "ok") in {(r.trigger, r.outcome) for r in rows}
         window = await bot.window()
         assert window[-1].text == "It is late."
         assert any(r.role == "user" and "topic5" in r.text for r in window)

@@ -1,0 +1,33 @@
+"""Pinned facts as the model sees them (pure): one block of the system prompt, and a note for the
+summarizer so a summary does not repeat what every request already carries word for word.
+
+The block sits in the system prompt, the most stable part of a request: it is byte-identical from turn
+to turn, so the cached prefix holds; changing a pin rewrites that prefix once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+HEADER = (
+    "Pinned facts of this chat (kept word for word by the chat's admins; they stay true until unpinned, "
+    "whatever was said since):"
+)
+
+
+def pins_block(pins: Sequence[str]) -> str:
+    """The system prompt's pinned-facts block, numbered as `/pins` lists them ("" when there are none)."""
+    if not pins:
+        return ""
+    return "\n".join([HEADER, *(f"{n}. {text}" for n, text in enumerate(pins, start=1))])
+
+
+def summary_note(pins: Sequence[str]) -> str:
+    """Told to the summarizer: these facts travel in every request already, so leave them out."""
+    if not pins:
+        return ""
+    listed = "\n".join(f"- {text}" for text in pins)
+    return (
+        "These facts are pinned: every request carries them word for word, so do not repeat them in "
+        f"the summary:\n{listed}"
+    )
