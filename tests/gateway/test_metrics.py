@@ -121,14 +121,16 @@ async def test_cache_waste_is_counted_when_a_write_goes_unread(sqlite_url: str) 
 
     start = datetime(2026, 11, 16, 9, 0, tzinfo=UTC)
     now = [start]
-    async with FakeAnthropic(clock=lambda: 0.0) as fake:
-        async with running_bot(fake, sqlite_url, prompt_caching={"cache_ttl": "5m"}) as bot:
-            bot.gateway.turns.clock = lambda: now[0]
-            await bot.adapter.say("context: " + "word " * 2_000, user=ADMIN)
-            now[0] = start + timedelta(minutes=7)
-            fake.set_time(420.0)
-            await bot.adapter.say("and now?", user=ADMIN)
-            values = samples(bot.gateway.metrics.exposition().decode())
+    async with (
+        FakeAnthropic(clock=lambda: 0.0) as fake,
+        running_bot(fake, sqlite_url, prompt_caching={"cache_ttl": "5m"}) as bot,
+    ):
+        bot.gateway.turns.clock = lambda: now[0]
+        await bot.adapter.say("context: " + "word " * 2_000, user=ADMIN)
+        now[0] = start + timedelta(minutes=7)
+        fake.set_time(420.0)
+        await bot.adapter.say("and now?", user=ADMIN)
+        values = samples(bot.gateway.metrics.exposition().decode())
     written = [r.usage["cache_creation_input_tokens"] for r in fake.requests if r.kind == "reply"]
     unread = values[("gateway_cache_waste_usd_total", (("kind", "unread_write"),))]
     assert unread == pytest.approx(written[0] * 3.0 * 1.25 / 1_000_000)
