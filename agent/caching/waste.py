@@ -20,6 +20,8 @@ from dataclasses import dataclass
 
 from agent.models import (
     CACHE_READ_MULTIPLIER,
+    CACHE_WRITE_1H_MULTIPLIER,
+    CACHE_WRITE_5M_MULTIPLIER,
     TTL_SECONDS,
     CacheTTL,
     lookup_model,
@@ -79,8 +81,7 @@ def _price(model: str, tokens: int, multiplier: float) -> float:
 
 
 def _write_multiplier(ttl: CacheTTL | None) -> float:
-    model = lookup_model("claude-sonnet-4-6")  # the multipliers are the same for every model
-    return model.cache_write_per_mtok(ttl or "5m") / model.input_per_mtok
+    return CACHE_WRITE_1H_MULTIPLIER if ttl == "1h" else CACHE_WRITE_5M_MULTIPLIER
 
 
 def between(previous: CacheCall, current: CacheCall | None, *, now: float) -> CacheWaste:
