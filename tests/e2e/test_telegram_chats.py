@@ -20,7 +20,15 @@ FORUM = -100600
 
 async def test_telegram_chats(telegram_world: WorldFactory) -> None:
     async with telegram_world(TELEGRAM_ALLOWED_USERS=f"{ALICE},{BOB},{CAROL}") as world:
-        assert {c["command"] for c in world.tg.commands} == {"help", "new", "stats", "compact"}
+        assert {c["command"] for c in world.tg.commands} == {
+            "help",
+            "new",
+            "stats",
+            "compact",
+            "pin",
+            "pins",
+            "unpin",
+        }
         assert all(c["description"] for c in world.tg.commands)
         await _private_chat_html_and_typing(world)
         await _group_answers_only_when_addressed(world)

@@ -3,15 +3,21 @@ pins outlive /new and compaction while staying in their own chat."""
 
 from __future__ import annotations
 
+import asyncio
+import io
 import json
 from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
+from agent.llm import AnthropicClient
 from agent.pins import HEADER
+from gateway.platforms.console import ConsoleAdapter
+from gateway.runner import Gateway
+from gateway.store import Store
 from tests.fakes.anthropic_server import FakeAnthropic, RecordedRequest
-from tests.support.gateway_bot import Bot, running_bot
+from tests.support.gateway_bot import Bot, make_settings, running_bot
 from tests.support.memory_adapter import ADMIN, ALICE, BOB, group_chat
 
 GROUP = group_chat("-500", "Ops")
@@ -100,3 +106,29 @@ async def test_pins_survive_new_and_compaction_and_stay_in_their_chat(bot: Bot, 
     await only(bot, "hi from Alice", user=ALICE)
     assert "Invoice 4471" not in system_of(bot.replies()[-1])
     assert (await only(bot, "/pins", user=ALICE)).startswith("No pinned facts")
+
+
+async def test_the_console_pins_like_any_chat(fake: FakeAnthropic, sqlite_url: str) -> None:
+    """`python -m gateway chat`: the console's user pins in their private chat."""
+    reader = asyncio.StreamReader()
+    lines = ["/pin The build server is bld-04.", "which build server do we use?", "/pins"]
+    reader.feed_data("".join(line + "\n" for line in lines).encode())
+    reader.feed_eof()
+    out = io.StringIO()
+    console = ConsoleAdapter(stdin=reader, stdout=out)
+    store = await Store.open(sqlite_url)
+    llm = AnthropicClient(api_key=fake.api_key, base_url=fake.base_url, max_retries=0)
+    gateway = Gateway(make_settings(fake, sqlite_url, **SETTINGS), [console], store=store, llm=llm)
+    try:
+        await gateway.start()
+        await asyncio.wait_for(console.finished.wait(), 10)
+        await gateway.pipeline.drain()
+    finally:
+        await gateway.stop()
+        await llm.close()
+        await store.close()
+    printed = out.getvalue()
+    assert "Pinned as #1" in printed
+    assert "1. The build server is bld-04." in printed
+    (request,) = [r for r in fake.requests if r.kind == "reply"]
+    assert "The build server is bld-04." in system_of(request)
