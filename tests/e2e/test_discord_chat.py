@@ -276,7 +276,15 @@ async def _commands(w: World) -> None:
     dc = w.dc
 
     # The command registry is synced as global slash commands at start-up.
-    assert sorted(c["name"] for c in dc.commands) == ["compact", "help", "new", "pin", "pins", "stats", "unpin"]
+    assert sorted(c["name"] for c in dc.commands) == [
+        "compact",
+        "help",
+        "new",
+        "pin",
+        "pins",
+        "stats",
+        "unpin",
+    ]
     with_args = {c["name"] for c in dc.commands if c.get("options")}
     assert with_args == {"compact", "pin", "stats", "unpin"}
 
