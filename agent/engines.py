@@ -90,7 +90,14 @@ def available_engines(plugins_dir: Path | None = None) -> list[str]:
     return sorted(names)
 
 
+_folder_engines: dict[Path, EngineFactory] = {}
+"""What each plugin folder provided when it was imported (a package is imported once per process)."""
+
+
 def _from_folder(name: str, folder: Path) -> EngineFactory:
+    key = folder.resolve()
+    if key in _folder_engines:
+        return _folder_engines[key]
     module = _import_package(f"chat_gateway_plugins.context_engine.{name}", folder)
     factory = _registered.get(name) or getattr(module, "ENGINE", None)
     if factory is None:
@@ -101,6 +108,7 @@ def _from_folder(name: str, folder: Path) -> EngineFactory:
     if not callable(factory):
         raise UnknownEngineError(f"context engine {name!r} in {folder}: ENGINE is not callable")
     logger.info("context engine plugin %s loaded from %s", name, folder)
+    _folder_engines[key] = factory
     return factory
 
 

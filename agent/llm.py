@@ -30,6 +30,7 @@ from agent.errors import (
     LLMServerError,
     LLMUnavailableError,
 )
+from agent.streaming import TextSink
 from agent.types import Block, Message
 from agent.usage import Usage
 
@@ -94,6 +95,21 @@ class LLMClient(Protocol):
     """Anything that can answer a Messages API request; raises `agent.errors.LLMError` subclasses."""
 
     async def create(self, request: LLMRequest) -> LLMResponse: ...
+
+
+class StreamingLLMClient(LLMClient, Protocol):
+    """A client that can also hand over the reply's text as it is generated."""
+
+    async def stream(self, request: LLMRequest, on_text: TextSink) -> LLMResponse: ...
+
+
+async def ask(llm: LLMClient, request: LLMRequest, on_text: TextSink | None = None) -> LLMResponse:
+    """One call: streamed to `on_text` when there is a sink and the client streams, else a plain call."""
+    stream = getattr(llm, "stream", None)
+    if on_text is None or stream is None:
+        return await llm.create(request)
+    response: LLMResponse = await stream(request, on_text)
+    return response
 
 
 def retry_after_seconds(headers: Mapping[str, str]) -> float | None:
@@ -229,6 +245,10 @@ def _cache_miss(message: Any) -> dict[str, Any]:
     }
 
 
+class _NotAStream(Exception):
+    """The endpoint answered a streaming request with something other than an event stream."""
+
+
 class AnthropicClient:
     """`LLMClient` over `anthropic.AsyncAnthropic`, with a bounded total time per call."""
 
@@ -251,8 +271,27 @@ class AnthropicClient:
             timeout=timeout_s,
             middleware=[_BudgetGuard(max_retries=max_retries, attempt_timeout_s=timeout_s)],
         )
+        self._streams = True
 
     async def create(self, request: LLMRequest) -> LLMResponse:
+        return await self._call(request, None)
+
+    async def stream(self, request: LLMRequest, on_text: TextSink) -> LLMResponse:
+        """Like `create`, with each text delta handed to `on_text` as it arrives (server-sent events).
+
+        An endpoint that does not stream (its answer is not an event stream) is asked again without
+        streaming, once, and this client stops trying to stream.
+        """
+        if not self._streams:
+            return await self._call(request, None)
+        try:
+            return await self._call(request, on_text)
+        except _NotAStream as exc:
+            logger.warning("the model endpoint does not stream (%s); replies are sent when complete", exc)
+            self._streams = False
+            return await self._call(request, None)
+
+    async def _call(self, request: LLMRequest, on_text: TextSink | None) -> LLMResponse:
         kwargs: dict[str, Any] = {
             "model": request.model,
             "max_tokens": request.max_tokens,
@@ -270,7 +309,10 @@ class AnthropicClient:
         token = _DEADLINE.set(started + self._total_timeout_s)
         try:
             async with asyncio.timeout(self._total_timeout_s):
-                message = await self._sdk.messages.create(**kwargs)
+                if on_text is None:
+                    message = await self._sdk.messages.create(**kwargs)
+                else:
+                    message = await self._streamed(kwargs, on_text)
         except TimeoutError as exc:
             raise LLMUnavailableError(
                 f"Anthropic API gave no answer within {self._total_timeout_s:.0f}s"
@@ -279,7 +321,19 @@ class AnthropicClient:
             raise translate_exception(exc) from exc
         finally:
             _DEADLINE.reset(token)
-        latency = time.monotonic() - started
+        return self._response(message, time.monotonic() - started)
+
+    async def _streamed(self, kwargs: dict[str, Any], on_text: TextSink) -> Any:
+        async with self._sdk.messages.stream(**kwargs) as stream:
+            content_type = stream.response.headers.get("content-type", "")
+            if not content_type.startswith("text/event-stream"):
+                raise _NotAStream(f"content-type {content_type or 'missing'}")
+            async for event in stream:
+                if event.type == "text" and event.text:
+                    await on_text(event.text)
+            return await stream.get_final_message()
+
+    def _response(self, message: Any, latency: float) -> LLMResponse:
         content = [block.model_dump(mode="json", exclude_none=True) for block in message.content]
         response = LLMResponse(
             content=content,

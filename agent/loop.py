@@ -20,9 +20,10 @@ from agent.caching.markers import cache_marker
 from agent.caching.plan import CacheCursor, CachePoint, TurnCachePlan
 from agent.context_engine import ContextEngine
 from agent.errors import ContextOverflowError
-from agent.llm import LLMClient, LLMRequest, LLMResponse
+from agent.llm import LLMClient, LLMRequest, LLMResponse, ask
 from agent.models import CacheTTL, ModelInfo
 from agent.oversize import TokenCounter, render_for_model
+from agent.streaming import StreamSink
 from agent.tokens import Calibration, estimate_message, estimate_system, estimate_tools
 from agent.tools.registry import ToolOutcome, ToolRegistry
 from agent.types import Block, Message
@@ -84,6 +85,8 @@ class LoopConfig:
     calibration: Calibration | None = None
     """The model's tokenizer calibration: learns from every reply call, scales the loop's estimates."""
     cache_plan: TurnCachePlan = field(default_factory=lambda: TurnCachePlan(rolling="5m"))
+    stream: StreamSink | None = None
+    """Where the reply's text goes while it is written (None: nothing is shown before the end)."""
 
     def render(self, message: Message, ref: object | None, count_tokens: TokenCounter) -> Message:
         """A stored message as the model sees it (long tool output cut, oversized messages shortened)."""
@@ -234,15 +237,16 @@ class _Turn(Generic[R]):
                     request.max_tokens,
                 )
         last_ref = self.window[-1].ref if self.window else None
+        on_text = self.config.stream.text if self.config.stream is not None else None
         try:
-            response = await self.llm.create(request)
+            response = await ask(self.llm, request, on_text)
         except ContextOverflowError as exc:
             logger.warning("context overflow reported by the API (estimate was %d): %s", estimate, exc)
             if not await self.compact(force=True, why="API context overflow"):
                 raise
             request, _, ttl = self.build()
             last_ref = self.window[-1].ref if self.window else None
-            response = await self.llm.create(request)
+            response = await ask(self.llm, request, on_text)
         self.cursor.called(len(request.messages))
         self.previous_message_id = response.message_id or self.previous_message_id
         self.calls += 1
@@ -324,6 +328,8 @@ async def run_turn(
         uses = response.tool_uses
         if stop_reason != "tool_use" or not uses:
             break
+        if config.stream is not None:
+            await config.stream.working([str(u.get("name", "")) for u in uses])
         await turn.append(await turn.run_tools(uses))
         if iterations >= config.max_iterations:
             logger.warning("turn stopped at the iteration limit (%d)", config.max_iterations)

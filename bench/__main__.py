@@ -19,6 +19,7 @@ from bench import (
     bench_compressor,
     bench_cost,
     bench_fidelity,
+    bench_latency,
     bench_media,
     bench_morning,
     bench_overhead,
@@ -41,6 +42,7 @@ async def _async_part(pg_url: str) -> None:
     await bench_cost.run(sizes=COST_SIZES, pg_url=pg_url)
     await bench_recall.run(pg_url=pg_url)
     await bench_media.run(pg_url=pg_url)
+    await bench_latency.run()
     await bench_fidelity.run(dbs=["sqlite", "postgres"], pg_url=pg_url)
 
 

@@ -69,6 +69,9 @@ class MemoryAdapter:
     def typing(self, chat: ChatRef) -> _NoTyping:
         return _NoTyping()
 
+    async def react(self, chat: ChatRef, platform_message_id: str, emoji: str) -> None:
+        return None
+
     async def deliver(self, message: IncomingMessage) -> None:
         if self._handler is None:
             raise RuntimeError("the adapter has not been started")

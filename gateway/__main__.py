@@ -15,7 +15,7 @@ from pathlib import Path
 
 from gateway.config import ConfigError, Settings, load_settings
 from gateway.errors import PlatformConfigError, PlatformStartError, StoreError
-from gateway.logsetup import setup_logging
+from gateway.logsetup import setup_console_logging, setup_logging
 
 logger = logging.getLogger(__name__)
 
@@ -37,8 +37,12 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _setup_logging(settings: Settings) -> None:
-    setup_logging(settings)
+def _setup_logging(settings: Settings, command: str) -> None:
+    if command == "chat":
+        # The terminal is the conversation: logs go to a file (named once, here) or stay at warnings.
+        print(setup_console_logging(settings), file=sys.stderr)
+    else:
+        setup_logging(settings)
 
 
 def _runner_entry(name: str) -> Callable[[Settings], int] | None:
@@ -74,7 +78,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as exc:
         print(str(exc), file=sys.stderr)
         return 2
-    _setup_logging(settings)
+    try:
+        _setup_logging(settings, args.command)
+    except OSError as exc:
+        print(f"gateway: cannot open the log file: {exc}", file=sys.stderr)
+        return 1
     try:
         if args.command == "db":
             return _db(settings, args.db_command, getattr(args, "revision", None))

@@ -63,6 +63,7 @@ def format_chat_stats(
     hygiene_threshold: float,
     today_cost: float,
     window_lines: Sequence[str] = (),
+    deliveries: dict[str, int] | None = None,
 ) -> str:
     window = model.context_window
     current = stats.context_tokens
@@ -81,6 +82,8 @@ def format_chat_stats(
         _usage_line("Cache (lifetime)", stats.usage_total),
         f"Cost: ${stats.usage_total.cost_usd:.4f} lifetime, ${today_cost:.4f} in the last 24 h",
     ]
+    if deliveries:
+        lines.append(delivery_line(deliveries))
     if stats.compactions:
         parts = [f"{t} {o} {n}" for (t, o), n in sorted(stats.compactions.items())]
         lines.append("Compactions: " + ", ".join(parts))
@@ -96,6 +99,13 @@ def format_chat_stats(
             f"({reason}); it resumes by itself once the conversation has grown, or now with /compact"
         )
     return "\n".join(lines)
+
+
+def delivery_line(counts: dict[str, int]) -> str:
+    """Reply parts by delivery state ("failed" are lasting failures: blocked, chat gone, refused)."""
+    line = f"Replies: {counts.get('sent', 0):,} parts delivered, {counts.get('failed', 0):,} failed"
+    waiting = counts.get("pending", 0) + counts.get("sending", 0)
+    return line + (f", {waiting:,} waiting" if waiting else "")
 
 
 def format_global_stats(g: GlobalStats) -> str:
@@ -150,7 +160,9 @@ class AdminHandlers:
         if ctx.args.strip().lower() == "all":
             if ctx.message.chat.kind is not ChatKind.PRIVATE:
                 return "/stats all shows every chat's numbers, so it only works in a private chat with me."
+            counts = await self.store.delivery_counts()
             text = format_global_stats(await self.store.global_stats(top=5))
+            text = f"{text}\n{delivery_line(counts)}" if counts else text
             return f"{text}\n{waste_line(await self.store.cache_waste())}"
         if ctx.args.strip():
             return "Usage: /stats or /stats all"
@@ -164,6 +176,7 @@ class AdminHandlers:
             hygiene_threshold=self.hygiene_threshold,
             today_cost=today,
             window_lines=await self._window_lines(session, ctx.chat_pk),
+            deliveries=await self.store.delivery_counts(ctx.chat_pk),
         )
         return f"{text}\n{waste_line(await self.store.cache_waste(ctx.chat_pk))}"
 

@@ -160,6 +160,52 @@ class MediaSettings(_Section):
     )
 
 
+class ReplySettings(_Section):
+    ack_reaction: str | None = Field(
+        None, description="react with this emoji to a message the bot is going to answer (off when unset)"
+    )
+    quote_max_chars: int = Field(
+        1000, ge=50, le=20_000, description="longest replied-to text or quote shown to the model"
+    )
+
+    @field_validator("ack_reaction", mode="before")
+    @classmethod
+    def _emoji(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            value = value.strip() or None
+        if isinstance(value, str) and (len(value) > 8 or any(c.isspace() or c.isascii() for c in value)):
+            raise ValueError("must be one emoji, e.g. 👀 (Telegram accepts only its standard reactions)")
+        return value
+
+
+class ConsoleSettings(_Section):
+    log_file: Path | None = Field(
+        Path("gateway-chat.log"),
+        description="in `chat`, logs go to this file so the conversation stays readable; "
+        "`off`: only warnings and errors, on stderr",
+    )
+
+    @field_validator("log_file", mode="before")
+    @classmethod
+    def _off(cls, value: Any) -> Any:
+        return None if isinstance(value, str) and value.strip().lower() in {"", "off", "none"} else value
+
+
+class StreamingSettings(_Section):
+    """Replies shown while the model writes them (Telegram drafts or edits, Discord edits, the console)."""
+
+    enabled: bool = Field(True, description="off: a reply appears only once it is complete")
+    interval_s: float = Field(
+        1.0, ge=0.2, le=30.0, description="least time between two updates of a reply in a private chat"
+    )
+    group_interval_s: float = Field(
+        3.0,
+        ge=0.5,
+        le=60.0,
+        description="the same in groups (Telegram allows about 20 messages a minute in a group)",
+    )
+
+
 class ObservabilitySettings(_Section):
     metrics_port: int | None = Field(None, ge=1, le=65535)
     metrics_host: str = "127.0.0.1"
@@ -224,7 +270,10 @@ class Settings(BaseSettings):
     limits: LimitsSettings = LimitsSettings()
     scheduler: SchedulerSettings = SchedulerSettings()
     media: MediaSettings = MediaSettings()
+    streaming: StreamingSettings = StreamingSettings()
     observability: ObservabilitySettings = ObservabilitySettings()
+    reply: ReplySettings = ReplySettings()
+    console: ConsoleSettings = ConsoleSettings()
     embeddings: EmbeddingsSettings = EmbeddingsSettings()
 
     @field_validator(

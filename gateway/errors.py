@@ -6,7 +6,9 @@ GatewayError
 │   └── NothingToUndoError        `/compact undo` with no compaction to restore
 ├── SendError                     a platform could not deliver a reply
 │   ├── SendRetryLater            flood control; carries retry_after seconds
-│   └── SendRejected              the platform rejected the content (e.g. bad markup)
+│   ├── SendRejected              the platform rejected the content (e.g. bad markup)
+│   └── SendGone                  the chat is closed to the bot (blocked by the user, chat deleted,
+│                                 bot removed): retrying cannot help
 ├── PlatformStartError            an adapter could not connect at start-up
 │   └── PlatformConfigError       the platform refused the token or a permission: fix the configuration
 ├── MediaFetchError               an attachment could not be downloaded (too big, gone, unreachable)
@@ -47,6 +49,10 @@ class SendRetryLater(SendError):
 
 class SendRejected(SendError):
     pass
+
+
+class SendGone(SendError):
+    """The chat no longer accepts the bot's messages (blocked, deleted, bot removed)."""
 
 
 class PlatformStartError(GatewayError):

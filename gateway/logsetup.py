@@ -72,13 +72,32 @@ def secrets_of(settings: Settings) -> list[str]:
     return found
 
 
+FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+
 def setup_logging(settings: Settings) -> None:
-    logging.basicConfig(
-        level=settings.log_level,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-        force=True,
-    )
+    logging.basicConfig(level=settings.log_level, format=FORMAT, stream=sys.stderr, force=True)
+    _quiet_and_redact(settings)
+
+
+def setup_console_logging(settings: Settings) -> str:
+    """Logging for the terminal chat, which must stay readable: everything goes to `console.log_file`
+    (appended), or only warnings and errors reach stderr when it is off. Returns the line to show once."""
+    log_file = settings.console.log_file
+    if log_file is None:
+        logging.basicConfig(level=logging.WARNING, format=FORMAT, stream=sys.stderr, force=True)
+        _quiet_and_redact(settings)
+        return "(logs: warnings and errors only, shown here; set CONSOLE__LOG_FILE to keep them all)"
+    path = log_file.expanduser().resolve()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handler = logging.FileHandler(path, encoding="utf-8")
+    handler.setFormatter(logging.Formatter(FORMAT))
+    logging.basicConfig(level=settings.log_level, handlers=[handler], force=True)
+    _quiet_and_redact(settings)
+    return f"(logs: {path})"
+
+
+def _quiet_and_redact(settings: Settings) -> None:
     redactor = RedactingFilter(secrets_of(settings))
     for handler in logging.getLogger().handlers:
         handler.addFilter(redactor)

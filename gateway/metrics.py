@@ -18,7 +18,8 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 
 from agent.caching.waste import CacheWaste
-from agent.llm import LLMClient, LLMRequest, LLMResponse
+from agent.llm import LLMClient, LLMRequest, LLMResponse, ask
+from agent.streaming import TextSink
 from agent.usage import Usage
 from gateway.platforms.base import ChatRef
 
@@ -93,6 +94,14 @@ class Metrics:
         )
         for kind in WASTE_KINDS:
             self.cache_waste.labels(kind=kind)
+        self.reply_parts = Counter(
+            "gateway_reply_parts",
+            "Reply parts by delivery outcome (sent, retried: a transient failure, failed: given up)",
+            ["outcome"],
+            registry=r,
+        )
+        for outcome in ("sent", "retried", "failed"):
+            self.reply_parts.labels(outcome=outcome)
         self.arrivals = _Arrivals()
         self._prompt_tokens = (0, 0)
         """(cache-read, all prompt) tokens since start, for the hit ratio."""
@@ -134,6 +143,9 @@ class Metrics:
     def message_stored(self, role: str, count: int = 1) -> None:
         self.messages_stored.labels(role=role).inc(count)
 
+    def observe_delivery(self, outcome: str) -> None:
+        self.reply_parts.labels(outcome=outcome).inc()
+
     def observe_job(self, job: str, result: str) -> None:
         self.job_runs.labels(job=job, result=result).inc()
 
@@ -163,10 +175,16 @@ class TimedLLM:
         return cls(llm, metrics, (chat.platform, chat.chat_id, chat.thread_id))
 
     async def create(self, request: LLMRequest) -> LLMResponse:
+        return await self.stream_or_create(request, None)
+
+    async def stream(self, request: LLMRequest, on_text: TextSink) -> LLMResponse:
+        return await self.stream_or_create(request, on_text)
+
+    async def stream_or_create(self, request: LLMRequest, on_text: TextSink | None) -> LLMResponse:
         if self._key is not None:
             self._metrics.observe_overhead(self._key)
             self._key = None
-        return await self._llm.create(request)
+        return await ask(self._llm, request, on_text)
 
 
 class MetricsServer:

@@ -46,7 +46,7 @@ class PinHandlers:
     async def pin(self, ctx: CommandContext) -> str:
         if not self._may_change(ctx):
             return NOT_ALLOWED
-        text = ctx.args.strip()
+        text = ctx.args.strip() or await self._replied_text(ctx)
         if not text:
             return USAGE
         tokens = self.count_tokens(text)
@@ -63,6 +63,20 @@ class PinHandlers:
         except PinLimitError as exc:
             return f"Not pinned. {exc}"
         return f"Pinned as #{len(pins)} (~{tokens:,} tokens). I'll keep it word for word; /pins lists them."
+
+    async def _replied_text(self, ctx: CommandContext) -> str:
+        """`/pin` sent as a reply pins the replied-to message: the part quoted, else our stored copy
+        (within this chat), else the platform's copy."""
+        reply = ctx.message.reply_to
+        if reply is None:
+            return ""
+        if reply.quote:
+            return reply.quote.strip()
+        if reply.platform_message_id is not None:
+            stored = await self.store.original_message(ctx.chat_pk, reply.platform_message_id)
+            if stored is not None and stored.text.strip():
+                return stored.text.strip()
+        return reply.text.strip()
 
     async def list(self, ctx: CommandContext) -> str:
         return pins_listing(await self.store.pins(ctx.chat_pk), self.limits)

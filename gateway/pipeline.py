@@ -27,6 +27,7 @@ from gateway.media.intake import Intake, MediaIntake
 from gateway.media.notes import Problem, problem_reply
 from gateway.platforms.base import ChatKind, ChatRef, IncomingMessage, OutgoingMessage
 from gateway.rendering import clean_name, render_incoming
+from gateway.reply_context import DEFAULT_QUOTE_CHARS, reply_context
 from gateway.spool import Spool
 from gateway.store import NewMessage, Store
 from gateway.store.records import ChatRecord
@@ -35,6 +36,8 @@ from gateway.turns import TurnRunner
 logger = logging.getLogger(__name__)
 
 SendFn = Callable[[OutgoingMessage], Awaitable[object]]
+ReactFn = Callable[[ChatRef, str, str], Awaitable[None]]
+"""(chat, platform message id, emoji): put a reaction on a received message; raises SendError."""
 CommandHandler = Callable[[CommandContext], Awaitable[str]]
 
 
@@ -91,6 +94,9 @@ class Pipeline:
         spool: Spool | None = None,
         db_retry_s: float = 1.0,
         media: MediaIntake | None = None,
+        react: ReactFn | None = None,
+        ack_reaction: str | None = None,
+        reply_quote_chars: int = DEFAULT_QUOTE_CHARS,
     ) -> None:
         self.store = store
         self.auth = auth
@@ -102,6 +108,10 @@ class Pipeline:
         self.spool = spool
         self.db_retry_s = db_retry_s
         self.media = media
+        self.react = react
+        self.ack_reaction = ack_reaction
+        self.reply_quote_chars = reply_quote_chars
+        self._acks: set[asyncio.Task[None]] = set()
         self._tasks: dict[tuple[str, str, str], asyncio.Task[None]] = {}
         self._dirty: set[tuple[str, str, str]] = set()
         self._stopping = False
@@ -277,11 +287,7 @@ class Pipeline:
                     f"This chat has used its daily budget (${self.daily_budget_usd:.2f}). "
                     "I kept your message and will answer again tomorrow."
                 )
-        content: list[dict[str, Any]] = [*intake.blocks, {"type": "text", "text": rendered.text}]
-        if needs_reply:
-            # Per-request context travels with the message it belongs to (never in the system prompt),
-            # so every earlier message stays byte-identical and the cached prefix keeps hitting.
-            content.insert(0, context_block(request_context(msg)))
+        content = await self._content(msg, chat.id, intake, rendered.text, needs_reply=needs_reply)
         as_message: Message = {"role": "user", "content": content}
         if intake.text_chars > LARGE_TEXT_CHARS:
             tokens = await asyncio.to_thread(estimate_message, as_message)  # seconds for a big file
@@ -315,7 +321,49 @@ class Pipeline:
         if refusal is not None:
             await self._reply(msg, refusal)
         if needs_reply:
+            self._acknowledge(msg)
             self.schedule(msg.chat, chat.id)
+
+    def _acknowledge(self, msg: IncomingMessage) -> None:
+        """React to a message the bot is going to answer (`reply.ack_reaction`), in the background."""
+        if self.react is None or self.ack_reaction is None:
+            return
+        task = asyncio.create_task(self._react(msg, self.ack_reaction), name="ack-reaction")
+        self._acks.add(task)
+        task.add_done_callback(self._acks.discard)
+
+    async def _react(self, msg: IncomingMessage, emoji: str) -> None:
+        assert self.react is not None
+        try:
+            await self.react(msg.chat, msg.platform_message_id, emoji)
+        except SendError as exc:
+            logger.warning(
+                "could not react to %s in %s:%s: %s",
+                msg.platform_message_id,
+                msg.chat.platform,
+                msg.chat.chat_id,
+                exc,
+            )
+        except Exception:
+            logger.exception(
+                "reaction to %s in %s:%s failed", msg.platform_message_id, msg.chat.platform, msg.chat.chat_id
+            )
+
+    async def _content(
+        self, msg: IncomingMessage, chat_pk: int, intake: Intake, text: str, *, needs_reply: bool
+    ) -> list[dict[str, Any]]:
+        """What is stored as the message's content: what the model sees of it, decided once."""
+        content: list[dict[str, Any]] = [*intake.blocks, {"type": "text", "text": text}]
+        if msg.reply_to is not None:
+            # What it replies to goes with it, but not into `text` (recall indexes that as what was said).
+            quoted = await reply_context(self.store, chat_pk, msg.reply_to, max_chars=self.reply_quote_chars)
+            if quoted is not None:
+                content.insert(len(content) - 1, quoted)
+        if needs_reply:
+            # Per-request context travels with the message it belongs to (never in the system prompt),
+            # so every earlier message stays byte-identical and the cached prefix keeps hitting.
+            content.insert(0, context_block(request_context(msg)))
+        return content
 
     async def _chat_row(self, msg: IncomingMessage) -> ChatRecord:
         return await self.store.chat_for(
@@ -400,6 +448,8 @@ class Pipeline:
 
     async def cancel_turns(self) -> int:
         """Cancel the turns still running (their messages stay unanswered, for the restart)."""
+        for ack in self._acks:
+            ack.cancel()  # a reaction not made by now is not worth holding the shutdown for
         tasks = [t for t in self._tasks.values() if not t.done()]
         for task in tasks:
             task.cancel()

@@ -76,5 +76,17 @@ def render_incoming(msg: IncomingMessage, media_labels: Sequence[str] = ()) -> R
         body = f"(edited an earlier message) {body}"
     text = "\n".join(p for p in [*notes, body] if p)
     if text and msg.chat.kind is not ChatKind.PRIVATE:
-        text = f"[{clean_name(msg.author.display_name)}] {text}"
+        text = _speaker_prefix(msg.author.display_name) + text
     return Rendered(text=text, unsupported_media=tuple(unsupported))
+
+
+def _speaker_prefix(display_name: str) -> str:
+    return f"[{clean_name(display_name)}] "
+
+
+def unframed(stored_text: str, display_name: str | None) -> str:
+    """A stored message's text without the speaker's name that groups put in front of it."""
+    if display_name is None:
+        return stored_text
+    prefix = _speaker_prefix(display_name)
+    return stored_text[len(prefix) :] if stored_text.startswith(prefix) else stored_text

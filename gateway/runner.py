@@ -31,6 +31,7 @@ from gateway.admin import AdminHandlers
 from gateway.auth import Authorizer
 from gateway.compaction import Compactor
 from gateway.config import Settings
+from gateway.delivery import Outbox
 from gateway.embeddings.wiring import Embeddings, embeddings_from
 from gateway.errors import SendError
 from gateway.history import ChatHistorySearch
@@ -114,6 +115,15 @@ class Gateway:
         self.loop_config = loop_config(settings, self.model, self.calibration)
         self.policy = compaction_policy(settings, self.model)
         self.compactor = Compactor(store=store, loop=self.loop_config, metrics=self.metrics)
+        self.outbox = Outbox(
+            store=store,
+            send=self.send,
+            adapters=self.adapters,
+            metrics=self.metrics,
+            streaming=settings.streaming.enabled,
+            interval_s=settings.streaming.interval_s,
+            group_interval_s=settings.streaming.group_interval_s,
+        )
         self.turns = TurnRunner(
             store=store,
             locks=self.locks,
@@ -129,7 +139,7 @@ class Gateway:
             compactor=self.compactor,
             make_engine=self.make_engine,
             make_tools=self.make_tools,
-            send=self.send,
+            outbox=self.outbox,
             typing=self.typing,
             metrics=self.metrics,
             media_aging=MediaAging(self.media_store, self.media_presence),
@@ -174,6 +184,9 @@ class Gateway:
             daily_budget_usd=settings.limits.chat_daily_budget_usd,
             spool=self.spool,
             media=self.media,
+            react=self.react,
+            ack_reaction=settings.reply.ack_reaction,
+            reply_quote_chars=settings.reply.quote_max_chars,
         )
 
     # -- factories -----------------------------------------------------------------------------------
@@ -250,6 +263,13 @@ class Gateway:
             raise SendError(f"no adapter for platform {message.chat.platform} (chat {message.chat.chat_id})")
         return await adapter.send(message)
 
+    async def react(self, chat: ChatRef, platform_message_id: str, emoji: str) -> None:
+        """Put a reaction on a received message through the chat's adapter; raises `SendError`."""
+        adapter = self.adapters.get(chat.platform)
+        if adapter is None:
+            raise SendError(f"no adapter for platform {chat.platform} (chat {chat.chat_id})")
+        await adapter.react(chat, platform_message_id, emoji)
+
     @contextlib.asynccontextmanager
     async def typing(self, chat: ChatRef) -> AsyncIterator[None]:
         adapter = self.adapters.get(chat.platform)
@@ -274,6 +294,9 @@ class Gateway:
             logger.info("spool: %d message(s) from before the restart to write through", self.spool.depth)
             await self.spool.drain(self.pipeline.replay)
         self._spool_task = asyncio.create_task(self.spool.run(self.pipeline.replay), name="spool-drain")
+        open_parts = await self.outbox.resume()
+        if open_parts:
+            logger.info("%d reply part(s) recorded before the restart were sent", open_parts)
         await self.recover_unanswered()
         self._start_scheduler()
         if self.embeddings is not None:
@@ -384,6 +407,7 @@ class Gateway:
         for adapter, result in zip(self.adapters.values(), results, strict=True):
             if isinstance(result, BaseException):
                 logger.error("error while stopping %s: %r", adapter.name, result)
+        await self.outbox.stop()
         if self._spool_task is not None:
             self._spool_task.cancel()
             with contextlib.suppress(asyncio.CancelledError):

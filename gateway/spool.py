@@ -21,7 +21,15 @@ from pathlib import Path
 from typing import Any, get_args
 
 from gateway.errors import DatabaseUnavailableError
-from gateway.platforms.base import Attachment, Author, ChatKind, ChatRef, IncomingMessage, MediaKind
+from gateway.platforms.base import (
+    Attachment,
+    Author,
+    ChatKind,
+    ChatRef,
+    IncomingMessage,
+    MediaKind,
+    ReplyTo,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -75,6 +83,15 @@ def encode(msg: IncomingMessage) -> str:
     }
     if msg.attachments:
         record["attachments"] = [_encode_attachment(a) for a in msg.attachments]
+    if msg.reply_to is not None:
+        reply = msg.reply_to
+        record["reply_to"] = {
+            "platform_message_id": reply.platform_message_id,
+            "author_name": reply.author_name,
+            "text": reply.text,
+            "quote": reply.quote,
+            "to_bot": reply.to_bot,
+        }
     # ensure_ascii keeps lone surrogates (which some platforms deliver) encodable as \\udxxx escapes.
     return json.dumps(record, ensure_ascii=True, separators=(",", ":"))
 
@@ -112,6 +129,21 @@ def _decode_attachment(record: Any) -> Attachment:
         label=record.get("label"),
         data=raw,
         error=record.get("error"),
+    )
+
+
+def _decode_reply(record: Any) -> ReplyTo | None:
+    if record is None:
+        return None
+    if not isinstance(record, dict):
+        raise SpoolFormatError("damaged reply record")
+    message_id = record.get("platform_message_id")
+    return ReplyTo(
+        platform_message_id=None if message_id is None else str(message_id),
+        author_name=record.get("author_name"),
+        text=str(record.get("text") or ""),
+        quote=record.get("quote"),
+        to_bot=bool(record.get("to_bot")),
     )
 
 
@@ -158,6 +190,7 @@ def decode(line: str) -> IncomingMessage:
             caption=record["caption"],
             is_interaction=bool(record["is_interaction"]),
             attachments=tuple(_decode_attachment(a) for a in record.get("attachments", ())),
+            reply_to=_decode_reply(record.get("reply_to")),
         )
     except SpoolFormatError:
         raise

@@ -2,9 +2,11 @@
 reply.
 
 A turn answers every stored message of the chat that still needs a reply, so messages that arrive
-while a turn runs are answered together in the next one, in order, never interleaved. Everything the
-agent produces is stored before the reply is sent; the session's cache state is saved with the
-answered messages, so the next turn (in this process or another worker) plans from the same facts.
+while a turn runs are answered together in the next one, in order, never interleaved. The reply may be
+shown while it is written (`gateway.streaming`), but everything the agent produces is stored before the
+reply is recorded for delivery, in the transaction that marks the messages answered (`gateway.delivery`
+sends it, after a restart too); the session's cache state is saved with them, so the next turn (in this
+process or another worker) plans from the same facts.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
@@ -27,17 +29,17 @@ from agent.summary import system_prompt
 from agent.tools.registry import ToolRegistry
 from gateway.compaction import CompactionReport, Compactor, EngineFactory
 from gateway.compaction_policy import CompactionPolicy
-from gateway.errors import SendError
+from gateway.delivery import Outbox
 from gateway.media.aging import MediaAging
 from gateway.metrics import Metrics, TimedLLM
-from gateway.platforms.base import ChatKind, ChatRef, OutgoingMessage
+from gateway.platforms.base import ChatKind, ChatRef
 from gateway.replies import compaction_notice, human_error
 from gateway.store import ChatLocks, SessionRecord, Store, StoredMessage, TurnSnapshot
+from gateway.streaming import LiveReply
 from gateway.turn_record import Ref, TurnRecorder, newest_id, window_entries
 
 logger = logging.getLogger(__name__)
 
-SendFn = Callable[[OutgoingMessage], Awaitable[object]]
 ToolsFactory = Callable[[int], ToolRegistry]
 """chat_pk -> the tools for that chat (recall is bound to one chat)."""
 
@@ -64,7 +66,7 @@ class TurnRunner:
         compactor: Compactor,
         make_engine: EngineFactory,
         make_tools: ToolsFactory,
-        send: SendFn,
+        outbox: Outbox,
         typing: Callable[[ChatRef], AbstractAsyncContextManager[None]] | None = None,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         metrics: Metrics | None = None,
@@ -78,7 +80,7 @@ class TurnRunner:
         self.compactor = compactor
         self.make_engine = make_engine
         self.make_tools = make_tools
-        self.send = send
+        self.outbox = outbox
         self.typing = typing or (lambda _chat: contextlib.nullcontext())
         self.clock = clock
         self.metrics = metrics
@@ -138,8 +140,10 @@ class TurnRunner:
             after_id=snapshot.rows[-1].id if snapshot.rows else None,
         )
         result: TurnResult[Ref] | None = None
+        reply_to = pending[-1].platform_message_id
+        live = self.outbox.live(chat, reply_to=reply_to)
         try:
-            result = await self._run_agent(chat, snapshot, session, engine, window, recorder, cache)
+            result = await self._run_agent(chat, snapshot, session, engine, window, recorder, cache, live)
             text = result.reply_text.strip() or "(no reply)"
         except LLMError as exc:
             logger.warning(
@@ -150,12 +154,20 @@ class TurnRunner:
                 exc,
             )
             text = human_error(exc)
+        finally:
+            if live is not None:
+                await live.close()
         notices.extend(compaction_notice(r) for r in recorder.reports if r.changed)
-        await self.store.finish_turn(
-            session.id, [r.id for r in pending], recorder.cache_after(result).to_json()
-        )
         body = "\n\n".join([*notices, text]) if self.settings.notify_compaction and notices else text
-        await self._reply(chat, body, pending[-1].platform_message_id)
+        last = result.window[-1] if result is not None and result.window else None
+        reply_pk = newest_id(last.ref) if last is not None and last.message["role"] == "assistant" else None
+        reply = self.outbox.reply(
+            chat, session.chat_pk, body, message_pk=reply_pk, reply_to=reply_to, live=live
+        )
+        parts = await self.store.finish_turn(
+            session.id, [r.id for r in pending], recorder.cache_after(result).to_json(), reply=reply
+        )
+        await self.outbox.deliver(chat, parts, live)
         return (report is not None and report.changed) or any(r.changed for r in recorder.reports)
 
     async def _compact_before(
@@ -203,6 +215,7 @@ class TurnRunner:
         window: list[Entry[Ref]],
         recorder: TurnRecorder,
         cache: CacheState,
+        live: LiveReply | None,
     ) -> TurnResult[Ref]:
         plan = self._plan(chat, session, cache, window, snapshot.rows)
         recorder.plan = plan
@@ -219,7 +232,7 @@ class TurnRunner:
                     self.settings.system_prompt, compacted=session.compaction_count > 0, pins=snapshot.pins
                 ),
                 tools=self.make_tools(session.chat_pk),
-                config=replace(self.settings.loop, cache_plan=plan),
+                config=replace(self.settings.loop, cache_plan=plan, stream=live),
                 hooks=recorder,
                 ref_label=newest_id,
             )
@@ -262,9 +275,3 @@ class TurnRunner:
             chatter=sum(1 for r in rows if since is None or r.id > since),
             kind="private" if chat.kind == ChatKind.PRIVATE else "group",
         )
-
-    async def _reply(self, chat: ChatRef, text: str, reply_to: str | None) -> None:
-        try:
-            await self.send(OutgoingMessage(chat=chat, text=text, reply_to_message_id=reply_to))
-        except SendError as exc:
-            logger.error("reply to %s:%s not delivered: %s", chat.platform, chat.chat_id, exc)

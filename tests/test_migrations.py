@@ -32,6 +32,7 @@ TABLES = {
     "media",
     "message_media",
     "pins",
+    "deliveries",
 }
 
 

@@ -18,8 +18,9 @@ import logging
 from collections import OrderedDict
 from collections.abc import Sequence
 
-from agent.llm import LLMClient, LLMRequest, LLMResponse
+from agent.llm import LLMClient, LLMRequest, LLMResponse, ask
 from agent.media import MediaBytes, referenced_media, render_media
+from agent.streaming import TextSink
 from gateway.store.media import MediaStore
 
 logger = logging.getLogger(__name__)
@@ -73,11 +74,17 @@ class MediaRenderingClient:
         self.cache = cache
 
     async def create(self, request: LLMRequest) -> LLMResponse:
+        return await ask(self.inner, await self._rendered(request))
+
+    async def stream(self, request: LLMRequest, on_text: TextSink) -> LLMResponse:
+        return await ask(self.inner, await self._rendered(request), on_text)
+
+    async def _rendered(self, request: LLMRequest) -> LLMRequest:
         ids = referenced_media(request.messages)
         if not ids:
-            return await self.inner.create(request)
+            return request
         items = await self.cache.load(ids)
         if len(items) < len(ids):
             logger.info("%d referenced media item(s) are no longer stored", len(ids) - len(items))
         rendered = render_media(request.messages, items)
-        return await self.inner.create(dataclasses.replace(request, messages=rendered))
+        return dataclasses.replace(request, messages=rendered)

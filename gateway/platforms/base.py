@@ -76,6 +76,25 @@ class Attachment:
 
 
 @dataclass(frozen=True, slots=True)
+class ReplyTo:
+    """The message an incoming message replies to, as the platform showed it.
+
+    The gateway prefers its own stored copy (looked up by `platform_message_id` within the same chat)
+    and falls back to `text`, the platform's copy; a partial `quote` replaces the text either way.
+    """
+
+    platform_message_id: str | None
+    """The replied-to message's id in the same chat; None when it lives in another chat."""
+    author_name: str | None = None
+    text: str = ""
+    """The platform's copy of the replied-to text (may be shortened, empty, or a media note)."""
+    quote: str | None = None
+    """Only the part of the message the user quoted, when they quoted a part."""
+    to_bot: bool = False
+    """The replied-to message was written by this bot."""
+
+
+@dataclass(frozen=True, slots=True)
 class IncomingMessage:
     """One message (or slash-command invocation) from a platform, already converted."""
 
@@ -100,6 +119,8 @@ class IncomingMessage:
     attachments: tuple[Attachment, ...] = ()
     """Files the gateway can download and read (photos, images, PDFs, text files...); kinds it cannot
     read are listed here too, so it can say so, and also in `media`."""
+    reply_to: ReplyTo | None = None
+    """What this message replies to (a reply, a quote); None for a plain message."""
     is_interaction: bool = False
     """Discord slash-command interaction: replies go through the interaction response."""
     reply_handle: object | None = field(default=None, compare=False, repr=False)
@@ -161,8 +182,59 @@ class PlatformAdapter(Protocol):
         """An async context manager that keeps the typing indicator alive while a turn runs."""
         ...
 
+    async def react(self, chat: ChatRef, platform_message_id: str, emoji: str) -> None:
+        """Put `emoji` on a received message (a no-op where the platform has no reactions); raise
+        `gateway.errors.SendError` when the platform refuses."""
+        ...
+
 
 class TypingContext(Protocol):
     async def __aenter__(self) -> None: ...
 
     async def __aexit__(self, *exc: object) -> None: ...
+
+
+class LiveSurface(Protocol):
+    """How a platform shows one reply while it is being written (see `gateway.streaming.LiveReply`).
+
+    Either drafts (ephemeral previews without a message id; each finished part is sent as a message)
+    or a message per part that is posted, then edited as it grows. Calls never wait out flood control:
+    they raise `SendRetryLater` and the caller skips updates until then.
+    """
+
+    drafts: bool
+    throttled: bool
+    """False where updates cost nothing (a terminal): every delta is shown at once."""
+
+    def parts(self, text: str) -> list[str]:
+        """`text` split as the final reply will be (each part one message)."""
+        ...
+
+    async def preview(self, index: int, text: str, message_id: str | None) -> str | None:
+        """Show part `index` as it is so far; returns its message id (None for a draft)."""
+        ...
+
+    async def complete(self, index: int, text: str, message_id: str | None) -> str:
+        """Part `index` is finished: show it formatted as final; returns its message id."""
+        ...
+
+    async def status(self, text: str) -> None:
+        """Show that the bot is working (e.g. a tool round) where the platform can."""
+        ...
+
+
+@runtime_checkable
+class StreamingAdapter(Protocol):
+    """The optional adapter abilities behind streamed replies and per-part delivery."""
+
+    def parts(self, text: str) -> list[str]:
+        """A reply split into the messages it is sent as (the same split `send` would make)."""
+        ...
+
+    def live(self, chat: ChatRef, *, reply_to: str | None) -> LiveSurface | None:
+        """A surface to stream a reply into `chat` (None when the chat cannot show one)."""
+        ...
+
+    async def edit(self, chat: ChatRef, message_id: str, text: str) -> None:
+        """Replace one of the bot's messages with `text`, formatted as a final reply."""
+        ...

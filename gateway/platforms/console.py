@@ -1,8 +1,10 @@
 """A local terminal chat: one private chat, the local user is admin. Try the product with only an API key.
 
-Each line on stdin is one message (`/cmd args` lines are commands); replies go to stdout. Lines up to
-8 MiB are accepted so a pasted log arrives whole. `/file PATH [question]` sends a local file (an image,
-a PDF or a text file) with an optional question, as a photo or document would arrive from a platform.
+Each line on stdin is one message (`/cmd args` lines are commands); replies go to stdout, rendered for
+the terminal (`terminal_render`: bold, indented code, wrapped prose on a TTY). Lines up to 8 MiB are
+accepted so a pasted log arrives whole. `/file PATH [question]` sends a local file (an image, a PDF or
+a text file) with an optional question, as a photo or document would arrive from a platform. Logs go
+to a file (`console.log_file`) so they do not interleave with the conversation.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import itertools
 import logging
 import mimetypes
 import shlex
+import shutil
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
@@ -34,6 +37,7 @@ from gateway.platforms.base import (
     OutgoingMessage,
     SentMessage,
 )
+from gateway.platforms.terminal_render import Style, render_reply
 
 logger = logging.getLogger(__name__)
 
@@ -91,6 +95,29 @@ class _Typing:
         return None
 
 
+class _ConsoleLive:
+    """`LiveSurface` for the terminal: deltas are printed at once (nothing to throttle)."""
+
+    drafts = True
+    throttled = False
+
+    def __init__(self, adapter: ConsoleAdapter) -> None:
+        self._adapter = adapter
+
+    def parts(self, text: str) -> list[str]:
+        return self._adapter.parts(text)
+
+    async def preview(self, index: int, text: str, message_id: str | None) -> None:
+        self._adapter._print_live(text)
+
+    async def complete(self, index: int, text: str, message_id: str | None) -> str:
+        self._adapter._print_live(text)
+        return "console-live"
+
+    async def status(self, text: str) -> None:
+        self._adapter._print_status(text)
+
+
 class ConsoleAdapter:
     name = "console"
     capabilities = Capabilities(
@@ -114,6 +141,8 @@ class ConsoleAdapter:
         self._task: asyncio.Task[None] | None = None
         self._ids = itertools.count(1)
         self.finished = asyncio.Event()
+        self._printed: str | None = None
+        """The reply printed so far while it is written (None: no reply in progress)."""
 
     async def start(self, handler: MessageHandler, commands: list[CommandSpec]) -> None:
         if self._reader is None:
@@ -181,12 +210,58 @@ class ConsoleAdapter:
                 await self._task
 
     async def send(self, message: OutgoingMessage) -> SentMessage:
-        self._print(f"bot> {message.text}")
+        printed, self._printed = self._printed, None
+        if printed is not None and message.text.startswith(printed):
+            self._print(message.text[len(printed) :])  # the rest of a reply printed as it was written
+        else:
+            if printed is not None:
+                self._print("")
+            self._print(render_reply(message.text, self._style()))
         return SentMessage(platform_message_ids=(f"console-out-{next(self._ids)}",))
+
+    # Streaming: the reply is printed as it arrives; `send` then prints what is missing.
+
+    def parts(self, text: str) -> list[str]:
+        return [text] if text.strip() else []
+
+    def live(self, chat: ChatRef, *, reply_to: str | None) -> _ConsoleLive:
+        return _ConsoleLive(self)
+
+    async def edit(self, chat: ChatRef, message_id: str, text: str) -> None:
+        self._print(f"bot> {text}")
+
+    def _print_live(self, text: str) -> None:
+        """Print `text` as the reply so far: only what is new, or anew if it changed."""
+        printed = self._printed
+        if printed is not None and text.startswith(printed):
+            self._out.write(text[len(printed) :])
+        else:
+            self._out.write(("\n" if printed is not None else "") + "bot> " + text)
+        self._out.flush()
+        self._printed = text
+
+    def _print_status(self, text: str) -> None:
+        if self._printed is not None:
+            self._out.write("\n")
+        self._printed = None
+        self._print(f"({text})")
 
     def typing(self, chat: ChatRef) -> _Typing:
         return _Typing()
 
+    async def react(self, chat: ChatRef, platform_message_id: str, emoji: str) -> None:
+        return None  # the terminal shows the reply itself; there is nothing to react on
+
+    def _style(self) -> Style:
+        """Colour and wrapping on a terminal; the text as written when output goes to a pipe or file."""
+        isatty = getattr(self._out, "isatty", None)
+        if not (callable(isatty) and isatty()):
+            return Style(color=False, width=None)
+        return Style(color=True, width=shutil.get_terminal_size().columns)
+
     def _print(self, text: str) -> None:
+        if self._printed is not None and text:
+            self._out.write("\n")
+            self._printed = None
         self._out.write(text + "\n")
         self._out.flush()

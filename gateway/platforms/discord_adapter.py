@@ -25,7 +25,14 @@ with warnings.catch_warnings():
     import discord
 from discord import app_commands
 
-from gateway.errors import PlatformConfigError, PlatformStartError, SendError, SendRejected, SendRetryLater
+from gateway.errors import (
+    PlatformConfigError,
+    PlatformStartError,
+    SendError,
+    SendGone,
+    SendRejected,
+    SendRetryLater,
+)
 from gateway.platforms.base import (
     Author,
     Capabilities,
@@ -39,6 +46,7 @@ from gateway.platforms.base import (
     SentMessage,
 )
 from gateway.platforms.discord_media import attachments_of
+from gateway.platforms.discord_reply import reply_of
 from gateway.platforms.discord_startup import TOKEN_HELP, start_error, sync_commands
 from gateway.platforms.lanes import ChatLanes, hand_over
 from gateway.platforms.split import split_text
@@ -303,6 +311,7 @@ class DiscordAdapter:
         if is_forwarded and not text and message.message_snapshots:
             text = message.message_snapshots[0].content
         media = _media_kinds(message)
+        replies_to_me = not is_forwarded and self._replies_to_me(reference, my_id)
         return IncomingMessage(
             chat=self._chat_ref(
                 message.channel, message.channel.id, message.guild.id if message.guild else None
@@ -317,7 +326,7 @@ class DiscordAdapter:
             platform_message_id=str(message.id),
             sent_at=(message.edited_at or message.created_at) if is_edit else message.created_at,
             mentions_bot=mentions_bot,
-            reply_to_bot=not is_forwarded and self._replies_to_me(reference, my_id),
+            reply_to_bot=replies_to_me,
             is_command=command is not None,
             command=command,
             command_args=command_args or "",
@@ -326,6 +335,7 @@ class DiscordAdapter:
             media=media,
             # Discord has no captions: the text is the message's text, next to its attachments.
             attachments=attachments_of(message),
+            reply_to=reply_of(message, to_bot=replies_to_me),
         )
 
     def _replies_to_me(self, reference: discord.MessageReference | None, my_id: int | None) -> bool:
@@ -375,22 +385,8 @@ class DiscordAdapter:
         chat_id = message.chat.chat_id
         try:
             sent_id = await self._post(message, chunk, reply_to, plain=plain)
-        except discord.RateLimited as exc:
-            raise SendRetryLater("discord rate limit", retry_after=exc.retry_after, chat_id=chat_id) from exc
-        except (discord.Forbidden, discord.NotFound) as exc:
-            detail = f"discord refused the send ({exc.status}, code {exc.code})"
-            raise SendError(detail, chat_id=chat_id) from exc
-        except discord.HTTPException as exc:
-            if exc.status == 429:
-                # discord.py retried on its own already; give up for now and let the caller wait.
-                retry_after = _retry_after(exc)
-                raise SendRetryLater("discord rate limit", retry_after=retry_after, chat_id=chat_id) from exc
-            if exc.status == 400:
-                detail = f"discord rejected the content (code {exc.code})"
-                raise SendRejected(detail, chat_id=chat_id) from exc
-            raise SendError(f"discord send failed ({exc.status}, code {exc.code})", chat_id=chat_id) from exc
-        except (aiohttp.ClientError, OSError, TimeoutError) as exc:
-            raise SendError(f"discord unreachable: {type(exc).__name__}", chat_id=chat_id) from exc
+        except (discord.DiscordException, aiohttp.ClientError, OSError, TimeoutError) as exc:
+            raise send_error(exc, chat_id) from exc
         self._remember_own(sent_id)
         return str(sent_id)
 
@@ -420,6 +416,45 @@ class DiscordAdapter:
 
     def typing(self, chat: ChatRef) -> _Typing:
         return _Typing(self._require_client(), int(chat.thread_id or chat.chat_id))
+
+    async def react(self, chat: ChatRef, platform_message_id: str, emoji: str) -> None:
+        """Add a reaction (PUT .../reactions/{emoji}/@me); needs the Add Reactions permission."""
+        channel = self._require_client().get_partial_messageable(int(chat.thread_id or chat.chat_id))
+        try:
+            await channel.get_partial_message(int(platform_message_id)).add_reaction(emoji)
+        except discord.HTTPException as exc:
+            detail = f"discord refused the reaction ({exc.status}, code {exc.code})"
+            raise SendError(detail, chat_id=chat.chat_id) from exc
+        except (aiohttp.ClientError, OSError, TimeoutError) as exc:
+            raise SendError(f"discord unreachable: {type(exc).__name__}", chat_id=chat.chat_id) from exc
+
+    # ---- streaming and per-part delivery ---------------------------------------------------------
+
+    def parts(self, text: str) -> list[str]:
+        return split_text(text, MAX_LENGTH, unit="chars")
+
+    def live(self, chat: ChatRef, *, reply_to: str | None) -> DiscordLive:
+        return DiscordLive(self, chat, reply_to=reply_to)
+
+    async def post(self, chat: ChatRef, text: str, reply_to: str | None) -> str:
+        """Post one message (no retries; errors translated); returns its id."""
+        message = OutgoingMessage(chat=chat, text=text)
+        try:
+            sent_id = await self._post(message, text, reply_to, plain=False)
+        except (discord.DiscordException, aiohttp.ClientError, OSError, TimeoutError) as exc:
+            raise send_error(exc, chat.chat_id) from exc
+        self._remember_own(sent_id)
+        return str(sent_id)
+
+    async def edit(self, chat: ChatRef, message_id: str, text: str) -> None:
+        """Replace the content of one of the bot's messages (PATCH; discord.py handles rate limits)."""
+        channel = self._require_client().get_partial_messageable(int(chat.thread_id or chat.chat_id))
+        try:
+            await channel.get_partial_message(int(message_id)).edit(
+                content=text, allowed_mentions=SAFE_MENTIONS
+            )
+        except (discord.DiscordException, aiohttp.ClientError, OSError, TimeoutError) as exc:
+            raise send_error(exc, chat.chat_id, editing=True) from exc
 
     def _require_client(self) -> _Client:
         if self._client is None:
@@ -462,6 +497,51 @@ def _media_kinds(message: discord.Message) -> tuple[MediaKind, ...]:
             kinds.append("document")
     kinds.extend("sticker" for _ in message.stickers)
     return tuple(kinds)
+
+
+class DiscordLive:
+    """`LiveSurface` for one Discord reply: each part is posted, then edited as it grows."""
+
+    drafts = False
+    throttled = True
+
+    def __init__(self, adapter: DiscordAdapter, chat: ChatRef, *, reply_to: str | None) -> None:
+        self._adapter = adapter
+        self._chat = chat
+        self._reply_to = reply_to
+
+    def parts(self, text: str) -> list[str]:
+        return self._adapter.parts(text)
+
+    async def preview(self, index: int, text: str, message_id: str | None) -> str:
+        if message_id is None:
+            return await self._adapter.post(self._chat, text, self._reply_to if index == 0 else None)
+        await self._adapter.edit(self._chat, message_id, text)
+        return message_id
+
+    async def complete(self, index: int, text: str, message_id: str | None) -> str:
+        return await self.preview(index, text, message_id)
+
+    async def status(self, text: str) -> None:
+        return None  # the typing indicator runs for the whole turn
+
+
+def send_error(exc: BaseException, chat_id: str, *, editing: bool = False) -> SendError:
+    """discord.py's and aiohttp's errors as the gateway's send errors."""
+    if isinstance(exc, discord.RateLimited):
+        return SendRetryLater("discord rate limit", retry_after=exc.retry_after, chat_id=chat_id)
+    if isinstance(exc, discord.NotFound) and editing:
+        return SendRejected(f"discord: the message to edit is gone (code {exc.code})", chat_id=chat_id)
+    if isinstance(exc, discord.Forbidden | discord.NotFound):
+        return SendGone(f"discord refused the send ({exc.status}, code {exc.code})", chat_id=chat_id)
+    if isinstance(exc, discord.HTTPException):
+        if exc.status == 429:
+            # discord.py retried on its own already; give up for now and let the caller wait.
+            return SendRetryLater("discord rate limit", retry_after=_retry_after(exc), chat_id=chat_id)
+        if exc.status == 400:
+            return SendRejected(f"discord rejected the content (code {exc.code})", chat_id=chat_id)
+        return SendError(f"discord send failed ({exc.status}, code {exc.code})", chat_id=chat_id)
+    return SendError(f"discord unreachable: {type(exc).__name__}", chat_id=chat_id)
 
 
 def _retry_after(exc: discord.HTTPException) -> float:

@@ -11,18 +11,27 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import logging
 import re
 from typing import Any
 
 from telegram import Bot, BotCommand, Message, ReplyParameters, Update
 from telegram.constants import ChatAction, ParseMode
-from telegram.error import BadRequest, InvalidToken, RetryAfter, TelegramError
+from telegram.error import BadRequest, ChatMigrated, Forbidden, InvalidToken, RetryAfter, TelegramError
 from telegram.request import HTTPXRequest
 
-from gateway.errors import PlatformConfigError, PlatformStartError, SendError, SendRejected, SendRetryLater
+from gateway.errors import (
+    PlatformConfigError,
+    PlatformStartError,
+    SendError,
+    SendGone,
+    SendRejected,
+    SendRetryLater,
+)
 from gateway.platforms.base import (
     Capabilities,
+    ChatKind,
     ChatRef,
     CommandSpec,
     IncomingMessage,
@@ -37,6 +46,7 @@ from gateway.platforms.lanes import ChatLanes, hand_over
 from gateway.platforms.split import measure, split_text
 from gateway.platforms.telegram_convert import BotIdentity, convert_update
 from gateway.platforms.telegram_html import markdown_to_telegram_html
+from gateway.platforms.telegram_live import TelegramLive, text_fields
 from gateway.platforms.telegram_media import BOT_API_DOWNLOAD_LIMIT, AlbumCollector, with_attachments
 from gateway.platforms.telegram_polling import LongPoller, retry_after_seconds
 from gateway.platforms.telegram_webhook import WebhookServer
@@ -101,6 +111,7 @@ class TelegramAdapter:
         self._lanes = ChatLanes("telegram")
         self._poller: LongPoller | None = None
         self._webhook: WebhookServer | None = None
+        self._drafts = itertools.count(1)
 
     @property
     def bot_username(self) -> str | None:
@@ -273,7 +284,7 @@ class TelegramAdapter:
     # Outgoing ------------------------------------------------------------------------------------
 
     async def send(self, message: OutgoingMessage) -> SentMessage:
-        bot = self._require_bot()
+        bot = self.require_bot()
         chat_id = int(message.chat.chat_id)
         thread_id = int(message.chat.thread_id) if message.chat.thread_id else None
         reply = (
@@ -329,16 +340,75 @@ class TelegramAdapter:
             except BadRequest:
                 raise
             except TelegramError as exc:
-                raise SendError(
-                    f"telegram send failed: {self._redact(exc.message)}", chat_id=chat_id
-                ) from exc
+                raise self.send_error(exc, chat_id) from exc
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def send_error(self, exc: TelegramError, chat_id: str) -> SendError:
+        """A Bot API error as the gateway's send error: flood control, a chat that is gone, or other."""
+        if isinstance(exc, RetryAfter):
+            wait = retry_after_seconds(exc)
+            return SendRetryLater(
+                f"telegram flood control: retry after {wait:g}s", retry_after=wait, chat_id=chat_id
+            )
+        if isinstance(exc, Forbidden):
+            return SendGone(f"telegram refused the chat: {self._redact(exc.message)}", chat_id=chat_id)
+        if isinstance(exc, ChatMigrated):
+            return SendGone(f"telegram: the group moved to chat {exc.new_chat_id}", chat_id=chat_id)
+        if isinstance(exc, BadRequest):
+            return SendRejected(f"telegram rejected the message: {exc.message}", chat_id=chat_id)
+        return SendError(f"telegram send failed: {self._redact(exc.message)}", chat_id=chat_id)
+
+    # Streaming and per-part delivery (see gateway.platforms.telegram_live) -----------------------
+
+    def parts(self, text: str) -> list[str]:
+        return split_text(_well_formed(text), SPLIT_MARGIN, unit="utf16")
+
+    def live(self, chat: ChatRef, *, reply_to: str | None) -> TelegramLive | None:
+        if chat.kind is ChatKind.CHANNEL:
+            return None
+        return TelegramLive(self, chat, reply_to=reply_to, draft_id=next(self._drafts) * 100)
+
+    async def edit(self, chat: ChatRef, message_id: str, text: str) -> None:
+        """Edit one of the bot's messages into `text` as Telegram HTML, or plain text if that is refused."""
+        bot = self.require_bot()
+        target = {"chat_id": int(chat.chat_id), "message_id": int(message_id)}
+        fields = text_fields(_well_formed(text))
+        if "parse_mode" in fields:
+            try:
+                await self._with_flood_retry(bot.edit_message_text, **target, **fields)
+                return
+            except BadRequest as exc:
+                logger.warning(
+                    "telegram: chat %s rejected an HTML edit (%s); plain text", chat.chat_id, exc.message
+                )
+        try:
+            await self._with_flood_retry(bot.edit_message_text, **target, text=_well_formed(text))
+        except BadRequest as exc:
+            raise SendRejected(f"telegram refused the edit: {exc.message}", chat_id=chat.chat_id) from exc
 
     def typing(self, chat: ChatRef) -> TypingContext:
         return _Typing(self, chat)
 
+    async def react(self, chat: ChatRef, platform_message_id: str, emoji: str) -> None:
+        """setMessageReaction with one emoji (Telegram accepts only its standard reaction emoji)."""
+        bot = self.require_bot()
+        try:
+            await bot.set_message_reaction(
+                chat_id=int(chat.chat_id), message_id=int(platform_message_id), reaction=emoji
+            )
+        except RetryAfter as exc:
+            raise SendRetryLater(
+                "telegram flood control on a reaction",
+                retry_after=retry_after_seconds(exc),
+                chat_id=chat.chat_id,
+            ) from exc
+        except TelegramError as exc:
+            raise SendError(
+                f"telegram refused the reaction: {self._redact(exc.message)}", chat_id=chat.chat_id
+            ) from exc
+
     async def _send_typing(self, chat: ChatRef) -> None:
-        bot = self._require_bot()
+        bot = self.require_bot()
         thread_id = int(chat.thread_id) if chat.thread_id else None
         await bot.send_chat_action(
             chat_id=int(chat.chat_id), action=ChatAction.TYPING, message_thread_id=thread_id
@@ -347,7 +417,7 @@ class TelegramAdapter:
     def _redact(self, text: str) -> str:
         return text.replace(self._token, "<token>")
 
-    def _require_bot(self) -> Bot:
+    def require_bot(self) -> Bot:
         if self._api is None:
             raise SendError("telegram adapter is not started")
         return self._api

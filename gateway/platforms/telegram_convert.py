@@ -3,6 +3,8 @@
 Rules: private chats are PRIVATE, groups and supergroups GROUP, channels CHANNEL; a forum topic message
 is its own chat (thread_id = message_thread_id); `/cmd@name` records the addressee so commands for other
 bots can be ignored; messages sent on behalf of a chat (anonymous admins, channels) get no verifiable user.
+A reply carries the replied-to message as Telegram showed it (`reply_to_message`, and the `quote` when
+the user quoted a part); a reply to another chat's message (`external_reply`) carries only its quote.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from telegram import (
     Update,
 )
 
-from gateway.platforms.base import Author, ChatKind, ChatRef, IncomingMessage, MediaKind
+from gateway.platforms.base import Author, ChatKind, ChatRef, IncomingMessage, MediaKind, ReplyTo
 
 PLATFORM = "telegram"
 _MEDIA_ATTRS: tuple[MediaKind, ...] = ("photo", "sticker", "voice", "audio", "video", "document", "animation")
@@ -91,7 +93,34 @@ def convert_update(update: Update, bot: BotIdentity) -> IncomingMessage | None:
         forward_origin=_origin(message.forward_origin) if message.forward_origin is not None else None,
         media=media if media else (("other",) if not text and not caption and _has_other(message) else ()),
         caption=caption,
+        reply_to=_reply_to(message, bot),
     )
+
+
+def _reply_to(message: Message, bot: BotIdentity) -> ReplyTo | None:
+    quote = message.quote.text if message.quote is not None else None
+    replied = message.reply_to_message
+    if replied is not None and replied.forum_topic_created is None:
+        return ReplyTo(
+            platform_message_id=str(replied.message_id),
+            author_name=_author(replied, bot).display_name,
+            text=_visible_text(replied),
+            quote=quote,
+            to_bot=replied.from_user is not None and replied.from_user.id == bot.user_id,
+        )
+    external = message.external_reply
+    if external is not None and quote:
+        # Another chat's message: only what the user quoted from it, never a lookup in our store.
+        return ReplyTo(platform_message_id=None, author_name=_origin(external.origin), quote=quote)
+    return None
+
+
+def _visible_text(message: Message) -> str:
+    """A replied-to message's text or caption, or what it carried when it had neither."""
+    if message.text or message.caption:
+        return message.text or message.caption or ""
+    kinds = [kind for kind in _MEDIA_ATTRS if getattr(message, kind)]
+    return f"[{kinds[0]}]" if kinds else ""
 
 
 def _author(message: Message, bot: BotIdentity) -> Author:

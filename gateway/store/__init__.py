@@ -4,6 +4,7 @@ Callers use `Store` and the plain records in `gateway.store.records`; nothing SQ
 this package.
 """
 
+from gateway.store.deliveries import DeliveryRecord, NewReply
 from gateway.store.lock import ChatLocks
 from gateway.store.pins import PinLimitError, PinLimits, PinRecord
 from gateway.store.records import (
@@ -34,8 +35,10 @@ __all__ = [
     "ChatStats",
     "CompactionApply",
     "CompactionRecord",
+    "DeliveryRecord",
     "GlobalStats",
     "NewMessage",
+    "NewReply",
     "NewSummary",
     "PinLimitError",
     "PinLimits",

@@ -320,3 +320,35 @@ class MessageVector(Base):
     dims: Mapped[int] = mapped_column(Integer)
     vector: Mapped[bytes] = mapped_column(LargeBinary)
     created_at: Mapped[datetime]
+
+
+class Delivery(Base):
+    """One part of a reply the bot sends: its text, where it goes and how far it got.
+
+    `state`: pending (recorded, not sent), sending (an attempt is under way), sent (with the platform's
+    message id), failed (with the reason; not retried). `message_pk` is the stored reply it carries.
+    """
+
+    __tablename__ = "deliveries"
+    __table_args__ = (
+        Index("ix_deliveries_chat_pk_platform_message_id", "chat_pk", "platform_message_id"),
+        Index(
+            "ix_deliveries_open",
+            "updated_at",
+            postgresql_where=sql_text("state IN ('pending', 'sending')"),
+            sqlite_where=sql_text("state IN ('pending', 'sending')"),
+        ),
+    )
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    chat_pk: Mapped[int] = mapped_column(ForeignKey("chats.id", ondelete="CASCADE"))
+    message_pk: Mapped[int | None] = mapped_column(BigId, ForeignKey("messages.id", ondelete="SET NULL"))
+    part: Mapped[int] = mapped_column(Integer)
+    text: Mapped[str] = mapped_column(Text)
+    reply_to: Mapped[str | None] = mapped_column(String(128))
+    state: Mapped[str] = mapped_column(String(16))
+    platform_message_id: Mapped[str | None] = mapped_column(String(128))
+    attempts: Mapped[int] = mapped_column(Integer)
+    error: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime]
+    updated_at: Mapped[datetime]

@@ -31,6 +31,7 @@ from gateway.store import receipts as _receipts
 from gateway.store import stats as _stats
 from gateway.store import usage as _usage
 from gateway.store.db import create_engine, dialect_of, translate_errors
+from gateway.store.deliveries import DeliveryMethods, DeliveryRecord, NewReply, insert_reply
 from gateway.store.pins import PinLimits, PinRecord
 from gateway.store.recall_store import RecallMethods
 from gateway.store.records import (
@@ -83,7 +84,7 @@ def utc_now() -> datetime:
     return datetime.now(UTC)
 
 
-class Store(RecallMethods):
+class Store(RecallMethods, DeliveryMethods):
     """Async access to chats, sessions, messages, compactions and LLM usage."""
 
     def __init__(self, engine: AsyncEngine, *, clock: Clock = utc_now) -> None:
@@ -362,6 +363,25 @@ class Store(RecallMethods):
             ).one_or_none()
         return None if row is None else to_message(row)
 
+    async def original_message(self, chat_pk: int, platform_message_id: str) -> StoredMessage | None:
+        """The stored message with this platform id in this chat, in any session and any state
+        (active, archived by a compaction, or from before `/new`); for one of the bot's own platform
+        messages, the stored reply it carried (its delivery record); never another chat's."""
+        async with self._tx("original_message") as conn:
+            row = (
+                await conn.execute(
+                    select(messages)
+                    .where(
+                        messages.c.chat_pk == chat_pk, messages.c.platform_message_id == platform_message_id
+                    )
+                    .order_by(messages.c.id.desc())
+                    .limit(1)
+                )
+            ).one_or_none()
+        if row is not None:
+            return to_message(row)
+        return await self.reply_for_platform_message(chat_pk, platform_message_id)
+
     async def mark_replied(self, message_ids: Sequence[int]) -> None:
         if not message_ids:
             return
@@ -369,10 +389,17 @@ class Store(RecallMethods):
             await conn.execute(update(messages).where(messages.c.id.in_(message_ids)).values(replied=True))
 
     async def finish_turn(
-        self, session_pk: int, replied_ids: Sequence[int], cache_state: dict[str, Any]
-    ) -> None:
-        """End a turn in one transaction: its messages are answered and the session's cache state saved."""
+        self,
+        session_pk: int,
+        replied_ids: Sequence[int],
+        cache_state: dict[str, Any],
+        *,
+        reply: NewReply | None = None,
+    ) -> list[DeliveryRecord]:
+        """End a turn in one transaction: its messages are answered, the reply's parts recorded for
+        delivery and the session's cache state saved."""
         async with self._tx("finish_turn") as conn:
+            records = await insert_reply(conn, reply, self.now()) if reply is not None else []
             if replied_ids:
                 await conn.execute(
                     update(messages).where(messages.c.id.in_(replied_ids)).values(replied=True)
@@ -380,6 +407,7 @@ class Store(RecallMethods):
             await conn.execute(
                 update(sessions).where(sessions.c.id == session_pk).values(cache_state=cache_state)
             )
+        return records
 
     async def unanswered(self, max_age: timedelta | None = None) -> list[StoredMessage]:
         """User messages that asked for a reply and never got one, oldest first (crash recovery)."""

@@ -131,6 +131,7 @@ def _is_gateway_setting(name: str) -> bool:
         "SCHEDULER__",
         "OBSERVABILITY__",
         "EMBEDDINGS__",
+        "STREAMING__",
     )
     return upper.startswith(prefixes) or upper in {
         "DATABASE_URL",

@@ -26,5 +26,6 @@ async def test_private_chat_round_trip(tmp_path: Path, db_url: str) -> None:
             sent = await tg.wait_sent(1, timeout=20)
             assert "echo: hello from telegram" in sent[0].visible_text
             assert sent[0].chat_id == 1042
+            assert tg.reactions == [], "no acknowledgement reaction unless REPLY__ACK_REACTION is set"
         gw.assert_no_secret(TOKEN, "test-key")
         assert "telegram: enabled (long polling)" in gw.log_text()

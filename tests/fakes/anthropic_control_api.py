@@ -5,6 +5,7 @@
 - ``POST /_fake/faults``: ``{"kind", "times", "retry_after", "delay", "scope"}``, or ``{"clear": true}``;
 - ``POST /_fake/clock``: ``{"advance": seconds}`` or ``{"set": time}``; answers ``{"now": time}``;
 - ``GET /_fake/requests``: ``{"requests": [...], "total_usage": {...}}``;
+- ``POST /_fake/pacing``: ``{"first_token_s", "tokens_per_s"}`` (how fast replies are generated);
 - ``POST /_fake/reset``.
 """
 
@@ -15,6 +16,8 @@ from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
+
+from tests.fakes.anthropic_wire import Pacing
 
 if TYPE_CHECKING:
     from tests.fakes.anthropic_server import FakeAnthropic
@@ -78,6 +81,14 @@ def add_control_routes(app: web.Application, fake: FakeAnthropic) -> None:
             }
         )
 
+    async def pacing(request: web.Request) -> web.Response:
+        payload = await body_of(request)
+        fake.pacing = Pacing(
+            first_token_s=float(payload.get("first_token_s", 0.0)),
+            tokens_per_s=float(payload.get("tokens_per_s", 0.0)),
+        )
+        return web.json_response(asdict(fake.pacing))
+
     async def reset(request: web.Request) -> web.Response:
         fake.reset()
         return web.json_response({"reset": True})
@@ -86,4 +97,5 @@ def add_control_routes(app: web.Application, fake: FakeAnthropic) -> None:
     app.router.add_post("/_fake/faults", faults)
     app.router.add_post("/_fake/clock", clock)
     app.router.add_get("/_fake/requests", requests)
+    app.router.add_post("/_fake/pacing", pacing)
     app.router.add_post("/_fake/reset", reset)

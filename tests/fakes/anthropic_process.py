@@ -112,6 +112,9 @@ class RemoteFakeAnthropic:
     async def clear_faults(self) -> None:
         await self._post("faults", {"clear": True})
 
+    async def set_pacing(self, *, first_token_s: float = 0.0, tokens_per_s: float = 0.0) -> None:
+        await self._post("pacing", {"first_token_s": first_token_s, "tokens_per_s": tokens_per_s})
+
     async def advance(self, seconds: float) -> float:
         return float((await self._post("clock", {"advance": seconds}))["now"])
 

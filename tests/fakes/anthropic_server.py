@@ -47,6 +47,7 @@ from tests.fakes.anthropic_validation import (
     validate_request,
 )
 from tests.fakes.anthropic_wire import (
+    Pacing,
     error_response,
     json_response,
     message_payload,
@@ -95,8 +96,10 @@ class FakeAnthropic:
         echo_limit: int = 400,
         cache_lookback: int = DEFAULT_LOOKBACK,
         keep_bodies: bool = True,
+        pacing: Pacing | None = None,
     ) -> None:
-        """``keep_bodies=False`` records requests without their bodies (long benchmark replays)."""
+        """``keep_bodies=False`` records requests without their bodies (long benchmark replays);
+        ``pacing`` sets how fast replies are generated (streamed deltas or the wait for a plain answer)."""
         self.api_key = api_key
         self.models = build_models(
             models, context_windows=context_windows, min_cacheable=min_cacheable, max_output=max_output
@@ -107,6 +110,7 @@ class FakeAnthropic:
         self.summary_detector = summary_detector
         self.echo_limit = echo_limit
         self.keep_bodies = keep_bodies
+        self.pacing = pacing or Pacing()
         self.cache = PrefixCache(lookback=cache_lookback)
         self.diagnostics = Diagnostics()
         self.requests: list[RecordedRequest] = []
@@ -283,6 +287,10 @@ class FakeAnthropic:
         diagnostics = self.diagnostics.answer(body, message["id"])
         if "diagnostics" in body:
             message["diagnostics"] = diagnostics
+        if kind == "reply" and body.get("stream"):
+            return await write_stream(request, message, pacing=self.pacing, sleep=self._pause)
+        if kind == "reply":
+            await self._pause(self.pacing.total_seconds(message))
         if body.get("stream"):
             return await write_stream(request, message)
         return json_response(message)

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
 
 from tests.fakes.anthropic_cache import CacheUsage
 from tests.fakes.anthropic_replies import new_id
+from tests.fakes.anthropic_tokens import BYTES_PER_TOKEN
 
 SSE_TEXT_CHUNK = 24
 """Characters per text_delta / input_json_delta event, so clients really assemble a stream."""
@@ -118,8 +121,35 @@ def stream_events(message: Mapping[str, Any]) -> list[tuple[str, dict[str, Any]]
     return events
 
 
-async def write_stream(request: web.Request, message: Mapping[str, Any]) -> web.StreamResponse:
-    """Send ``message`` as a ``text/event-stream`` response, one write per event."""
+@dataclass(frozen=True, slots=True)
+class Pacing:
+    """How fast a reply is generated: the wait before its first token and then tokens per second
+    (0: no wait). A streamed reply spreads the time between its deltas; a plain one waits it all."""
+
+    first_token_s: float = 0.0
+    tokens_per_s: float = 0.0
+
+    def token_seconds(self, text: str) -> float:
+        if self.tokens_per_s <= 0:
+            return 0.0
+        return len(text.encode("utf-8")) / BYTES_PER_TOKEN / self.tokens_per_s
+
+    def total_seconds(self, message: Mapping[str, Any]) -> float:
+        texts = [str(b.get("text", "")) for b in message["content"] if b.get("type") == "text"]
+        return self.first_token_s + sum(self.token_seconds(t) for t in texts)
+
+
+Sleep = Callable[[float], Awaitable[None]]
+
+
+async def write_stream(
+    request: web.Request,
+    message: Mapping[str, Any],
+    *,
+    pacing: Pacing = Pacing(),
+    sleep: Sleep = asyncio.sleep,
+) -> web.StreamResponse:
+    """Send ``message`` as a ``text/event-stream`` response, one write per event, paced by ``pacing``."""
     response = web.StreamResponse(
         headers={
             "content-type": "text/event-stream",
@@ -128,7 +158,15 @@ async def write_stream(request: web.Request, message: Mapping[str, Any]) -> web.
         }
     )
     await response.prepare(request)
+    first = True
     for name, data in stream_events(message):
+        if name == "content_block_delta":
+            wait = pacing.first_token_s if first else 0.0
+            first = False
+            delta = data["delta"]
+            wait += pacing.token_seconds(str(delta.get("text") or delta.get("partial_json") or ""))
+            if wait > 0:
+                await sleep(wait)
         await response.write(f"event: {name}\ndata: {json.dumps(data)}\n\n".encode())
     await response.write_eof()
     return response

@@ -17,6 +17,7 @@ import asyncio
 import json
 import logging
 import secrets
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -45,7 +46,8 @@ class SentMessage:
     message_id: int
     interaction_id: int | None = None
     kind: str = "message"
-    """"message", "interaction_reply" (callback type 4), "followup" or "original_edit"."""
+    """"message", "interaction_reply" (callback type 4), "followup", "original_edit" or "edit"."""
+    at: float = field(default_factory=time.monotonic)
 
 
 @dataclass
@@ -84,6 +86,8 @@ class FakeDiscord:
         self.interactions: dict[str, InteractionRecord] = {}
         self.interaction_responses: list[Json] = []
         self.typing_calls: list[int] = []
+        self.reactions: list[tuple[int, int, str]] = []
+        """(channel id, message id, emoji) of every reaction the bot added."""
         self.commands: list[Json] = []
         self.guild_commands: dict[int, list[Json]] = {}
         self.unexpected: list[str] = []
@@ -191,6 +195,8 @@ class FakeDiscord:
         guild_id: int | None = None,
         mentions_bot: bool = False,
         reply_to_bot_message_id: int | None = None,
+        reply_to_message_id: int | None = None,
+        resolved: bool = True,
         author_bot: bool = False,
         message_id: int | None = None,
         attachments: list[Json] | None = None,
@@ -206,15 +212,17 @@ class FakeDiscord:
                 content = f"{token} {content}"
             mentions.append(self.bot_user)
         reference = referenced = None
-        if reply_to_bot_message_id is not None:
+        replied_id = reply_to_message_id if reply_to_message_id is not None else reply_to_bot_message_id
+        if replied_id is not None:
             reference = {
-                "message_id": str(reply_to_bot_message_id),
+                "message_id": str(replied_id),
                 "channel_id": str(channel_id),
                 "type": 0,
             }
             if guild_id is not None:
                 reference["guild_id"] = str(guild_id)
-            referenced = self.messages.get(reply_to_bot_message_id)
+            # Discord sends null when it could not load the message (deleted, or not resolved).
+            referenced = self.messages.get(replied_id) if resolved else None
         msg = p.message(
             message_id=message_id or p.snowflake(),
             channel_id=channel_id,
@@ -362,6 +370,10 @@ class FakeDiscord:
                 )
             case ("POST", "channels", cid, "messages"):
                 return await self._create_message(request, int(cid))
+            case ("PUT", "channels", cid, "messages", mid, "reactions", emoji, "@me"):
+                return await self._add_reaction(int(cid), int(mid), emoji)
+            case ("PATCH", "channels", cid, "messages", mid):
+                return await self._edit_message(request, int(cid), int(mid))
             case ("POST", "channels", cid, "typing"):
                 if int(cid) not in self.channels:
                     return error_response(404, 10003, "Unknown Channel")
@@ -388,6 +400,16 @@ class FakeDiscord:
         logger.warning("fake discord: unexpected %s %s", method, request.path)
         self.unexpected.append(f"{method} {request.path}")
         return error_response(404, 0, "404: Not Found")
+
+    async def _add_reaction(self, channel_id: int, message_id: int, emoji: str) -> web.Response:
+        """Discord answers 204; an unknown message is 404 (10008), a custom emoji it does not know 400."""
+        msg = self.messages.get(message_id)
+        if channel_id not in self.channels or msg is None or int(msg["channel_id"]) != channel_id:
+            return error_response(404, 10008, "Unknown Message")
+        if not emoji or emoji.isascii():
+            return error_response(400, 10014, "Unknown Emoji")
+        await self._record(lambda: self.reactions.append((channel_id, message_id, emoji)))
+        return web.Response(status=204)
 
     async def _record(self, change: Any) -> None:
         async with self._sent_cond:
@@ -457,6 +479,38 @@ class FakeDiscord:
         if self.echo_sent:
             self.gateway.dispatch("MESSAGE_CREATE", msg)
         return msg
+
+    async def _edit_message(self, request: web.Request, channel_id: int, message_id: int) -> web.Response:
+        """PATCH /channels/{id}/messages/{id}: the bot edits its own message (Discord answers the message)."""
+        if channel_id not in self.channels:
+            return error_response(404, 10003, "Unknown Channel")
+        msg = self.messages.get(message_id)
+        if msg is None or int(msg["channel_id"]) != channel_id:
+            return error_response(404, 10008, "Unknown Message")
+        if msg["author"]["id"] != self.bot_user["id"]:
+            return error_response(403, 50005, "Cannot edit a message authored by another user")
+        payload = await self._payload(request)
+        invalid = self._invalid_content({**payload, "content": payload.get("content", msg["content"])})
+        if invalid is not None:
+            return invalid
+        msg = {**msg, "content": payload.get("content", msg["content"]), "edited_timestamp": p.iso_now()}
+        self.messages[message_id] = msg
+        sent = SentMessage(
+            channel_id=channel_id,
+            content=msg["content"],
+            allowed_mentions=payload.get("allowed_mentions"),
+            message_reference=msg.get("message_reference"),
+            message_id=message_id,
+            kind="edit",
+        )
+        await self._record(lambda: self.sent.append(sent))
+        headers = {
+            "X-RateLimit-Limit": "5",
+            "X-RateLimit-Remaining": "4",
+            "X-RateLimit-Reset-After": "1.000",
+            "X-RateLimit-Bucket": f"edits-{channel_id}",
+        }
+        return json_response(msg, 200, headers)
 
     async def _create_message(self, request: web.Request, channel_id: int) -> web.Response:
         if channel_id not in self.channels:

@@ -21,6 +21,7 @@ from typing import Any
 
 import aiohttp
 from aiohttp import web
+from telegram.constants import ReactionEmoji
 
 from tests.fakes.telegram_files import TelegramFiles
 from tests.fakes.telegram_html_parser import HtmlParseError, parse_html, utf16_len
@@ -29,12 +30,16 @@ from tests.fakes.telegram_wire import (
     FAULTS,
     MAX_TEXT,
     ApiError,
+    Draft,
     Fault,
     Params,
     Sent,
     error_response,
     scope_key,
 )
+
+REACTION_EMOJI = frozenset(e.value for e in ReactionEmoji)
+"""The emoji Telegram accepts as a bot's reaction (`ReactionTypeEmoji.emoji`); others are REACTION_INVALID."""
 
 
 class FakeTelegram(TelegramFiles, UpdateBuilder):
@@ -52,7 +57,10 @@ class FakeTelegram(TelegramFiles, UpdateBuilder):
         self.token = token
         self.strict_chats = strict_chats
         self.sent: list[Sent] = []
+        self.drafts: list[Draft] = []
         self.actions: list[dict[str, Any]] = []
+        self.reactions: list[dict[str, Any]] = []
+        """setMessageReaction calls that succeeded: chat_id, message_id, reaction (list of ReactionType)."""
         self.requests: list[tuple[str, dict[str, Any]]] = []
         self.webhook: dict[str, Any] = {}
         self._commands: dict[str, list[dict[str, str]]] = {}
@@ -258,6 +266,7 @@ class FakeTelegram(TelegramFiles, UpdateBuilder):
         message = self._bot_message(
             chat_id, self._next_message_id, visible, params.get_int("message_thread_id")
         )
+        self.messages[(chat_id, self._next_message_id)] = message
         self.sent.append(
             Sent(
                 chat_id=chat_id,
@@ -299,6 +308,22 @@ class FakeTelegram(TelegramFiles, UpdateBuilder):
         )
         return message
 
+    async def _m_sendmessagedraft(self, params: Params) -> bool:
+        """Bot API 10.0: a private chat's ephemeral preview; empty text shows a "Thinking..." placeholder."""
+        chat_id = self._chat_id(params)
+        chat = self.chats.get(chat_id)
+        if (chat.get("type") if chat else ("private" if chat_id > 0 else "supergroup")) != "private":
+            raise ApiError(400, "Bad Request: message drafts can be sent only to private chats")
+        draft_id = params.get_int("draft_id")
+        if not draft_id:
+            raise ApiError(400, "Bad Request: draft_id must be non-zero")
+        text, parse_mode = params.get_str("text") or "", params.get_str("parse_mode")
+        visible = self._validate_text(text, parse_mode) if text else ""
+        self.drafts.append(
+            Draft(chat_id, draft_id, text, parse_mode, visible, params.get_int("message_thread_id"))
+        )
+        return True
+
     async def _m_sendchataction(self, params: Params) -> bool:
         chat_id = self._chat_id(params)
         action = params.get_str("action")
@@ -308,6 +333,26 @@ class FakeTelegram(TelegramFiles, UpdateBuilder):
             {"chat_id": chat_id, "action": action, "message_thread_id": params.get_int("message_thread_id"),
              "at": time.monotonic()}
         )  # fmt: skip
+        return True
+
+    async def _m_setmessagereaction(self, params: Params) -> bool:
+        chat_id = self._chat_id(params)
+        message_id = params.get_int("message_id")
+        if message_id is None or (chat_id, message_id) not in self.messages:
+            raise ApiError(400, "Bad Request: MESSAGE_ID_INVALID")
+        reaction = params.get_json("reaction") or []
+        if not isinstance(reaction, list) or len(reaction) > 1:
+            raise ApiError(400, "Bad Request: REACTIONS_TOO_MANY")
+        for item in reaction:
+            if (
+                not isinstance(item, dict)
+                or item.get("type") != "emoji"
+                or item.get("emoji") not in REACTION_EMOJI
+            ):
+                raise ApiError(400, "Bad Request: REACTION_INVALID")
+        self.reactions.append(
+            {"chat_id": chat_id, "message_id": message_id, "reaction": reaction, "at": time.monotonic()}
+        )
         return True
 
     async def _m_setmycommands(self, params: Params) -> bool:

@@ -2,7 +2,9 @@
 
 Entities are filled in as Telegram does: a `bot_command` at offset 0 for `/cmd[@bot]`, `mention` for
 every `@username`, offsets and lengths in UTF-16 code units. Topic messages carry the forum's
-"topic created" service message as `reply_to_message`, as Telegram sends them.
+"topic created" service message as `reply_to_message`, as Telegram sends them. A reply
+(`reply_to_message_id`) embeds the replied-to message the builder or the server saw in that chat, without
+its own `reply_to_message` (Telegram does not nest them), plus a `quote` when one is given.
 """
 
 from __future__ import annotations
@@ -72,6 +74,8 @@ class UpdateBuilder:
     def __init__(self, *, bot: dict[str, Any]) -> None:
         self.bot = bot
         self.chats: dict[int, dict[str, Any]] = {}
+        self.messages: dict[tuple[int, int], dict[str, Any]] = {}
+        """Every message pushed or sent, by (chat id, message id), as replies embed them."""
         self._next_update_id = 1
         self._next_incoming_id = 1
 
@@ -96,6 +100,10 @@ class UpdateBuilder:
         message_thread_id: int | None = None,
         is_topic_message: bool = False,
         reply_to_bot: bool = False,
+        reply_to_message_id: int | None = None,
+        reply_copy: dict[str, Any] | None = None,
+        quote: str | None = None,
+        external_reply: dict[str, Any] | None = None,
         entities: list[dict[str, Any]] | None = None,
         sender_chat: dict[str, Any] | int | None = None,
         from_bot: bool = False,
@@ -152,7 +160,9 @@ class UpdateBuilder:
             found = entities if entities is not None else auto_entities(text)
             if found:
                 message["entities"] = found
-        if reply_to_bot:
+        if reply_to_message_id is not None:
+            message["reply_to_message"] = self._replied(chat_id, reply_to_message_id, reply_copy)
+        elif reply_to_bot:
             message["reply_to_message"] = self._reply_to_bot(chat, message_thread_id, now)
         elif is_topic_message and message_thread_id is not None:
             message["reply_to_message"] = self._topic_created(chat, message_thread_id, now)
@@ -162,15 +172,38 @@ class UpdateBuilder:
                 if isinstance(forward_origin, str)
                 else forward_origin
             )
+        if external_reply is not None:
+            message["external_reply"] = external_reply
+        if quote is not None:
+            message["quote"] = self._quote(message, quote)
         if edited:
             message["edit_date"] = now
         if extra:
             message.update(extra)
+        self.messages[(chat_id, message_id)] = message
         key = ("edited_" if edited else "") + ("channel_post" if chat_type == "channel" else "message")
         if update_id is None:
             update_id = self._next_update_id
         self._next_update_id = max(self._next_update_id, update_id + 1)
         return self.push_update({"update_id": update_id, key: message})
+
+    def _replied(self, chat_id: int, message_id: int, copy: dict[str, Any] | None) -> dict[str, Any]:
+        """The replied-to message as Telegram embeds it (`copy` overrides fields, e.g. a shortened text)."""
+        known = self.messages.get((chat_id, message_id))
+        if known is None:
+            raise ValueError(f"no message {message_id} in chat {chat_id} to reply to")
+        replied = {k: v for k, v in known.items() if k not in ("reply_to_message", "quote", "external_reply")}
+        return {**replied, **(copy or {})}
+
+    @staticmethod
+    def _quote(message: dict[str, Any], quote: str) -> dict[str, Any]:
+        """A manual TextQuote; Telegram requires it to be a part of the replied-to message."""
+        replied = message.get("reply_to_message") or {}
+        source = replied.get("text") or replied.get("caption") or ""
+        position = source.find(quote)
+        if "external_reply" not in message and position < 0:
+            raise ValueError(f"quote {quote!r} is not part of the replied-to message")
+        return {"text": quote, "position": _utf16(source[: max(position, 0)]), "is_manual": True}
 
     def _chat(
         self, chat_id: int, chat_type: str, title: str | None, first_name: str, forum: bool

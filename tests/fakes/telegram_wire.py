@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -47,6 +48,20 @@ class Sent:
     reply_to: int | None = None
     edited: bool = False
     raw: dict[str, Any] = field(default_factory=dict)
+    at: float = field(default_factory=time.monotonic)
+
+
+@dataclass
+class Draft:
+    """One `sendMessageDraft` call: an ephemeral preview in a private chat (never a message)."""
+
+    chat_id: int
+    draft_id: int
+    text: str
+    parse_mode: str | None
+    visible_text: str
+    message_thread_id: int | None = None
+    at: float = field(default_factory=time.monotonic)
 
 
 class Params:

@@ -187,3 +187,27 @@ def test_pushed_messages_carry_entities_like_telegram() -> None:
     )
     assert topic["message"]["reply_to_message"]["forum_topic_created"]["name"] == "Topic 4"
     assert topic["update_id"] == update["update_id"] + 1
+
+
+async def test_reactions_take_telegrams_emoji_on_known_messages(tg: FakeTelegram) -> None:
+    tg.push_message(42, "hello", user_id=42)
+    async with Bot(TOKEN, base_url=tg.base_url, base_file_url=tg.base_file_url) as bot:
+        assert await bot.set_message_reaction(chat_id=42, message_id=1, reaction="👀") is True
+        with pytest.raises(BadRequest, match=r"(?i)reaction_invalid"):
+            await bot.set_message_reaction(chat_id=42, message_id=1, reaction="🦖")
+        with pytest.raises(BadRequest, match=r"(?i)message_id_invalid"):
+            await bot.set_message_reaction(chat_id=42, message_id=999, reaction="👀")
+    assert [(r["chat_id"], r["message_id"], r["reaction"]) for r in tg.reactions] == [
+        (42, 1, [{"type": "emoji", "emoji": "👀"}])
+    ]
+
+
+async def test_a_reply_embeds_the_replied_message_and_its_quote(tg: FakeTelegram) -> None:
+    tg.push_message(42, "the deploy is at noon", user_id=42)
+    update = tg.push_message(42, "which noon?", user_id=42, reply_to_message_id=1, quote="noon")
+    message = update["message"]
+    assert message["reply_to_message"]["text"] == "the deploy is at noon"
+    assert "reply_to_message" not in message["reply_to_message"]
+    assert message["quote"] == {"text": "noon", "position": 17, "is_manual": True}
+    with pytest.raises(ValueError):
+        tg.push_message(42, "x", user_id=42, reply_to_message_id=1, quote="midnight")

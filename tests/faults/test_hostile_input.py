@@ -193,6 +193,11 @@ async def test_two_megabyte_console_paste_is_stored_and_answered(tmp_path: Path,
     assert len(users[0].text) == len(paste.rstrip()), "the paste was stored whole"
     assert "bot> " in text
     assert "Traceback" not in text
+    # The conversation stays readable: the log file is named once and log lines go there, not here.
+    assert text.count("(logs: ") == 1
+    assert f"(logs: {tmp_path / 'gateway-chat.log'})" in text
+    assert " INFO " not in text
+    assert " INFO gateway" in (tmp_path / "gateway-chat.log").read_text(encoding="utf-8")
 
 
 BAD_CONFIG = [

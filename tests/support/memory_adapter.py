@@ -94,6 +94,9 @@ class MemoryAdapter:
     """Waits for every running turn (the harness sets it to the pipeline's `drain`)."""
     sent: list[OutgoingMessage] = field(default_factory=list)
     typing_events: list[TypingEvent] = field(default_factory=list)
+    reactions: list[tuple[ChatRef, str, str]] = field(default_factory=list)
+    """(chat, platform message id, emoji) of every reaction the gateway put on a message."""
+    fail_reactions: bool = False
     commands: list[CommandSpec] = field(default_factory=list)
     fail_sends: bool = False
     typing_started: asyncio.Event = field(default_factory=asyncio.Event)
@@ -135,6 +138,11 @@ class MemoryAdapter:
 
     def typing(self, chat: ChatRef) -> _Typing:
         return _Typing(self, chat)
+
+    async def react(self, chat: ChatRef, platform_message_id: str, emoji: str) -> None:
+        if self.fail_reactions:
+            raise SendError("memory adapter told to fail reactions", chat_id=chat.chat_id)
+        self.reactions.append((chat, platform_message_id, emoji))
 
     # -- driving it from a test ----------------------------------------------------------------------
 
