@@ -52,6 +52,13 @@ class LLMRequest:
     messages: Sequence[Message]
     max_tokens: int
     tools: Sequence[dict[str, Any]] = ()
+    automatic_cache: Mapping[str, str] | None = None
+    """Sent as the top-level `cache_control`: the API's automatic caching (it marks the last cacheable
+    block itself)."""
+    diagnose: bool = False
+    """Ask for cache diagnostics: the response says why the prefix of `previous_message_id`'s request
+    could not be reused."""
+    previous_message_id: str | None = None
     # No temperature: the pinned SDK (API version 2026-10-21) no longer accepts one on messages.create.
 
 
@@ -66,6 +73,10 @@ class LLMResponse:
     latency_s: float = 0.0
     request_id: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    message_id: str | None = None
+    cache_miss_reason: str | None = None
+    """What the API's cache diagnostics name as the divergence from the previous request, if any."""
+    cache_missed_tokens: int = 0
 
     @property
     def text(self) -> str:
@@ -222,6 +233,18 @@ def usage_of(raw: Any) -> Usage:
     )
 
 
+def _cache_miss(message: Any) -> dict[str, Any]:
+    """`cache_miss_reason` and `cache_missed_tokens` from the response's cache diagnostics, if any."""
+    diagnostics = getattr(message, "diagnostics", None)
+    reason = getattr(diagnostics, "cache_miss_reason", None)
+    if reason is None:
+        return {}
+    return {
+        "cache_miss_reason": str(reason.type),
+        "cache_missed_tokens": int(getattr(reason, "cache_missed_input_tokens", 0) or 0),
+    }
+
+
 class _NotAStream(Exception):
     """The endpoint answered a streaming request with something other than an event stream."""
 
@@ -278,6 +301,10 @@ class AnthropicClient:
             kwargs["system"] = list(request.system)
         if request.tools:
             kwargs["tools"] = list(request.tools)
+        if request.automatic_cache is not None:
+            kwargs["cache_control"] = dict(request.automatic_cache)
+        if request.diagnose:
+            kwargs["diagnostics"] = {"previous_message_id": request.previous_message_id}
         started = time.monotonic()
         token = _DEADLINE.set(started + self._total_timeout_s)
         try:
@@ -315,6 +342,8 @@ class AnthropicClient:
             model=message.model,
             latency_s=latency,
             request_id=getattr(message, "_request_id", None),
+            message_id=message.id,
+            **_cache_miss(message),
         )
         logger.debug(
             "llm call model=%s stop=%s in=%d out=%d cache_read=%d cache_write=%d latency=%.2fs",

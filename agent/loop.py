@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
+from agent.caching.markers import cache_marker
 from agent.caching.plan import CacheCursor, CachePoint, TurnCachePlan
 from agent.context_engine import ContextEngine
 from agent.errors import ContextOverflowError
@@ -148,6 +149,8 @@ class _Turn(Generic[R]):
         self.last_raw_estimate = 0
         self.calls = 0
         self.cursor = CacheCursor(config.cache_plan)
+        self.previous_message_id = config.cache_plan.previous_message_id
+        """The last response's id, for the API's cache diagnostics."""
 
     # --- what the model is shown -----------------------------------------------------------------
 
@@ -173,6 +176,9 @@ class _Turn(Generic[R]):
             messages=cached.messages,
             tools=cached.tools or [],
             max_tokens=self.output_budget(estimate),
+            automatic_cache=None if cached.automatic is None else cache_marker(cached.automatic),
+            diagnose=self.config.cache_plan.diagnose,
+            previous_message_id=self.previous_message_id,
         )
         return request, estimate, ttl
 
@@ -242,6 +248,7 @@ class _Turn(Generic[R]):
             last_ref = self.window[-1].ref if self.window else None
             response = await ask(self.llm, request, on_text)
         self.cursor.called(len(request.messages))
+        self.previous_message_id = response.message_id or self.previous_message_id
         self.calls += 1
         if self.config.calibration is not None:
             self.config.calibration.observe(estimated=self.last_raw_estimate, reported=response.usage)

@@ -66,12 +66,17 @@ _K: Final = 1_000
 MODELS: Final[Mapping[str, ModelInfo]] = {
     m.name: m
     for m in (
+        # Minimum cacheable prefix per model, as documented (2026-11): below it the API caches nothing,
+        # so the cache plan never marks a shorter prompt and the cost model never counts a write.
+        ModelInfo("claude-opus-5", 1_000 * _K, 128 * _K, 512, 5.0, 25.0),
+        ModelInfo("claude-sonnet-5", 1_000 * _K, 128 * _K, 1024, 2.0, 10.0),
+        ModelInfo("claude-fable-5-1", 1_000 * _K, 128 * _K, 512, 10.0, 50.0),
+        ModelInfo("claude-opus-4-8", 200 * _K, 128 * _K, 1024, 5.0, 25.0),
+        ModelInfo("claude-opus-4-7", 200 * _K, 128 * _K, 2048, 5.0, 25.0),
         ModelInfo("claude-opus-4-6", 200 * _K, 128 * _K, 4096, 5.0, 25.0),
         ModelInfo("claude-opus-4-5", 200 * _K, 64 * _K, 4096, 5.0, 25.0),
         ModelInfo("claude-opus-4-1", 200 * _K, 32 * _K, 1024, 15.0, 75.0),
-        # Documented floor is 1,024, but the API was observed not to cache Sonnet 4.6 prefixes below
-        # 2,048; the higher value keeps cache-health warnings honest.
-        ModelInfo("claude-sonnet-4-6", 200 * _K, 64 * _K, 2048, 3.0, 15.0),
+        ModelInfo("claude-sonnet-4-6", 200 * _K, 64 * _K, 1024, 3.0, 15.0),
         # End of life 2026-11-30; the SDK warns when it is used.
         ModelInfo("claude-sonnet-4-5", 200 * _K, 64 * _K, 1024, 3.0, 15.0, deprecated=True),
         ModelInfo("claude-haiku-4-5", 200 * _K, 64 * _K, 4096, 1.0, 5.0),

@@ -66,9 +66,12 @@ def _best_multiplier(uses: list[tuple[float, bool]]) -> float:
         gap = now - previous if previous is not None else inf
         read_five = five + CACHE_READ_MULTIPLIER if gap <= FIVE_MINUTES else inf
         read_hour = hour + CACHE_READ_MULTIPLIER if gap <= ONE_HOUR else inf
+        # A block read now may ride along in a longer prefix this request writes with either TTL,
+        # so after a read it can hold either lifetime (the API's advancing one-hour entry).
+        read = min(read_five, read_hour)
         none = best + 1.0
-        five = min(best + CACHE_WRITE_5M_MULTIPLIER if cacheable else inf, read_five)
-        hour = min(best + CACHE_WRITE_1H_MULTIPLIER if cacheable else inf, read_hour)
+        five = min(best + CACHE_WRITE_5M_MULTIPLIER if cacheable else inf, read)
+        hour = min(best + CACHE_WRITE_1H_MULTIPLIER if cacheable else inf, read)
         previous = now
     return min(none, five, hour)
 

@@ -7,11 +7,18 @@ Three families, each a list of `Event`s in time order (seconds from the trace st
   addressed in a few messages only, long quiet nights, so the morning's first question meets a night's
   worth of unanswered chatter;
 - tools: working sessions of 20-90 minutes, a message every 1-6 minutes, each answered after one to
-  three scripted tool rounds (`current_time`, `recall`).
+  three scripted tool rounds (`current_time`, `recall`);
+- help: short one-to-one help bursts (10-40 messages in under an hour, once or twice a day per chat)
+  with human request timing: gaps log-normal with a median of 60 s, 86% within 5 minutes, 98% within
+  an hour (the timing measured on public chat logs);
+- groupday: long group days with quiet nights: chatter in bursts from morning to late evening, the bot
+  addressed now and then, and each time often drawn into a short exchange (follow-ups with the same
+  human timing), nothing between midnight and morning.
 """
 
 from __future__ import annotations
 
+import math
 import random
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -20,7 +27,7 @@ from typing import Any
 START = datetime(2026, 11, 16, tzinfo=UTC)
 DAY = 86_400.0
 MINUTE = 60.0
-FAMILIES = ("private", "group", "tools")
+FAMILIES = ("private", "group", "tools", "help", "groupday")
 
 _TEXT = (
     "the deploy failed again after we moved the config to staging so maybe check the logs before lunch "
@@ -107,6 +114,56 @@ def tool_session(rng: random.Random, chat_id: str, *, days: int) -> list[Event]:
     return events
 
 
+HUMAN_MEDIAN_GAP = 60.0
+HUMAN_GAP_SIGMA = math.log(5.0) / 1.08
+"""ln-scale spread putting 86% of gaps within 5 minutes (z = 1.08) around a 60 s median."""
+
+
+def human_gap(rng: random.Random) -> float:
+    """Seconds to a person's next request in a conversation (at least 5 s)."""
+    return max(5.0, rng.lognormvariate(math.log(HUMAN_MEDIAN_GAP), HUMAN_GAP_SIGMA))
+
+
+def help_chat(rng: random.Random, chat_id: str, *, days: int) -> list[Event]:
+    events: list[Event] = []
+    for day in range(days):
+        t = day * DAY + rng.uniform(8.0, 12.0) * 3600
+        for _ in range(rng.randint(1, 2)):
+            end = t + 3600.0
+            for _ in range(rng.randint(10, 40)):
+                if t >= end:
+                    break
+                long_paste = rng.random() < 0.1
+                text = _sentence(rng, 150, 400) if long_paste else _sentence(rng, 4, 40)
+                events.append(Event(t, chat_id, False, f"{chat_id}-u", "Kim", text, True))
+                t += human_gap(rng)
+            t += rng.uniform(2.0, 6.0) * 3600
+    return events
+
+
+def group_day(rng: random.Random, chat_id: str, *, days: int, address_rate: float = 0.02) -> list[Event]:
+    events: list[Event] = []
+    members = [(f"{chat_id}-{i}", f"{name}{i}") for i, name in enumerate(_NAMES * 2)]
+    for day in range(days):
+        t = day * DAY + rng.uniform(7.0, 9.0) * 3600
+        end = day * DAY + rng.uniform(22.5, 23.9) * 3600
+        while t < end:
+            for _ in range(rng.randint(5, 80)):
+                user_id, name = rng.choice(members)
+                addressed = rng.random() < address_rate
+                events.append(Event(t, chat_id, True, user_id, name, _chatter(rng, addressed), addressed))
+                t += rng.uniform(5.0, 120.0)
+                while addressed and rng.random() < 0.6:  # an exchange with the bot
+                    t += human_gap(rng)
+                    events.append(Event(t, chat_id, True, user_id, name, _chatter(rng, True), True))
+            t += rng.uniform(10.0, 180.0) * MINUTE
+    return events
+
+
+def _chatter(rng: random.Random, addressed: bool) -> str:
+    return ("@bot " if addressed else "") + _sentence(rng, 3, 40)
+
+
 @dataclass(frozen=True, slots=True)
 class TraceSizes:
     """How much of each family one run replays (chats x days)."""
@@ -117,6 +174,9 @@ class TraceSizes:
     group_days: int = 3
     tool_chats: int = 2
     tool_days: int = 1
+    help_chats: int = 4
+    help_days: int = 2
+    long_group_days: int = 2
 
 
 def generate(family: str, *, seed: int = 2026, sizes: TraceSizes | None = None) -> list[Event]:
@@ -133,6 +193,11 @@ def generate(family: str, *, seed: int = 2026, sizes: TraceSizes | None = None) 
     elif family == "tools":
         for i in range(sizes.tool_chats):
             events += tool_session(rng, f"t{i}", days=sizes.tool_days)
+    elif family == "help":
+        for i in range(sizes.help_chats):
+            events += help_chat(rng, f"h{i}", days=sizes.help_days)
+    elif family == "groupday":
+        events += group_day(rng, "d0", days=sizes.long_group_days)
     else:
         raise ValueError(f"unknown trace family {family!r}; known: {', '.join(FAMILIES)}")
     events.sort(key=lambda e: (e.at, e.chat_id))

@@ -26,6 +26,7 @@ from gateway.store import (
     Store,
     UsageTotals,
 )
+from gateway.waste_report import waste_line
 
 BAR_WIDTH = 20
 
@@ -161,13 +162,14 @@ class AdminHandlers:
                 return "/stats all shows every chat's numbers, so it only works in a private chat with me."
             counts = await self.store.delivery_counts()
             text = format_global_stats(await self.store.global_stats(top=5))
-            return f"{text}\n{delivery_line(counts)}" if counts else text
+            text = f"{text}\n{delivery_line(counts)}" if counts else text
+            return f"{text}\n{waste_line(await self.store.cache_waste())}"
         if ctx.args.strip():
             return "Usage: /stats or /stats all"
         session = await self.store.active_session(ctx.chat_pk)  # a chat seen only via commands had none
         stats = await self.store.chat_stats(ctx.chat_pk)
         today = await self.store.cost_since(ctx.chat_pk, datetime.now(UTC) - timedelta(days=1))
-        return format_chat_stats(
+        text = format_chat_stats(
             stats,
             model=self.model,
             compressor_threshold=self.compressor_threshold,
@@ -176,6 +178,7 @@ class AdminHandlers:
             window_lines=await self._window_lines(session, ctx.chat_pk),
             deliveries=await self.store.delivery_counts(ctx.chat_pk),
         )
+        return f"{text}\n{waste_line(await self.store.cache_waste(ctx.chat_pk))}"
 
     async def _window_lines(self, session: SessionRecord, chat_pk: int) -> list[str]:
         rows = await self.store.load_window(session.id)

@@ -81,7 +81,7 @@ class AuxiliarySettings(_Section):
 
 class PromptCachingSettings(_Section):
     enabled: bool = True
-    cache_ttl: Literal["5m", "1h", "auto"] = "auto"
+    cache_ttl: Literal["5m", "1h", "auto", "api"] = "auto"
 
 
 class ContextSettings(_Section):

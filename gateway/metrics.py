@@ -17,6 +17,7 @@ from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 
+from agent.caching.waste import CacheWaste
 from agent.llm import LLMClient, LLMRequest, LLMResponse, ask
 from agent.streaming import TextSink
 from agent.usage import Usage
@@ -47,6 +48,9 @@ class _Arrivals:
 
     def take(self, key: ChatKey) -> float | None:
         return self.first.pop(key, None)
+
+
+WASTE_KINDS = ("unread_write", "expired_resend")
 
 
 class Metrics:
@@ -82,6 +86,14 @@ class Metrics:
         self.job_runs = Counter(
             "gateway_job_runs", "Scheduled job runs by result", ["job", "result"], registry=r
         )
+        self.cache_waste = Counter(
+            "gateway_cache_waste_usd",
+            "USD the prompt cache wasted: writes never read, prefixes re-sent just after they expired",
+            ["kind"],
+            registry=r,
+        )
+        for kind in WASTE_KINDS:
+            self.cache_waste.labels(kind=kind)
         self.reply_parts = Counter(
             "gateway_reply_parts",
             "Reply parts by delivery outcome (sent, retried: a transient failure, failed: given up)",
@@ -110,6 +122,11 @@ class Metrics:
         self.tokens.labels(kind="output").inc(usage.output_tokens)
         read, prompt = self._prompt_tokens
         self._prompt_tokens = (read + usage.cache_read_input_tokens, prompt + usage.prompt_tokens)
+
+    def observe_cache_waste(self, waste: CacheWaste) -> None:
+        """Waste judged when a call follows the previous one (`agent.caching.waste.between`)."""
+        self.cache_waste.labels(kind="unread_write").inc(waste.unread_write_usd)
+        self.cache_waste.labels(kind="expired_resend").inc(waste.expired_resend_usd)
 
     def observe_compaction(self, trigger: str, outcome: str) -> None:
         self.compactions.labels(trigger=trigger, outcome=outcome).inc()

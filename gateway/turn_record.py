@@ -13,7 +13,8 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 
 from agent.caching.health import CacheHealth
-from agent.caching.plan import CacheState, advance
+from agent.caching.plan import CacheState, TurnCachePlan, advance
+from agent.caching.waste import CacheCall, between
 from agent.context_engine import ContextEngine
 from agent.llm import LLMResponse
 from agent.loop import Compacted, Entry, TurnResult
@@ -77,6 +78,11 @@ class TurnRecorder:
         """The newest message of the turn so far: its new messages are stored right after it."""
         self.reports: list[CompactionReport] = []
         self.calls = 0
+        self.last_message_id: str | None = None
+        """The turn's last response id (the session's cache diagnostics compare the next request with it)."""
+        self._last_call: CacheCall | None = _last_call(self.health, model.name)
+        self.plan: TurnCachePlan | None = None
+        """The turn's cache plan: its start joins the session's turn history."""
 
     async def persist(self, messages: list[Message]) -> list[Ref]:
         stored = await self.store.append_messages(
@@ -118,14 +124,28 @@ class TurnRecorder:
         opens_turn = self.calls == 0
         self.calls += 1
         usage = response.usage
+        call = CacheCall(
+            at=self.clock().timestamp(),
+            model=response.model or self.model.name,
+            input_tokens=usage.input_tokens,
+            cache_read_tokens=usage.cache_read_input_tokens,
+            cache_write_tokens=usage.cache_creation_input_tokens,
+            ttl=ttl,
+        )
         if self.metrics is not None:
             self.metrics.observe_usage(usage, purpose=purpose)
+            if self._last_call is not None:
+                self.metrics.observe_cache_waste(between(self._last_call, call, now=call.at))
+        self._last_call = call
         self.health.record(
             usage,
             cacheable_prefix_sent=ttl is not None and usage.prompt_tokens >= self.model.min_cacheable_tokens,
             at=self.clock().timestamp(),
             ttl_seconds=TTL_SECONDS[ttl or "5m"],
+            miss_reason=response.cache_miss_reason,
+            missed_tokens=response.cache_missed_tokens,
         )
+        self.last_message_id = response.message_id or self.last_message_id
         await self.store.record_call(
             self.session.id,
             self.session.chat_pk,
@@ -155,4 +175,27 @@ class TurnRecorder:
                 for p in result.cache_points
                 if (message_id := newest_id(p.ref)) is not None
             ]
-        return advance(self.cache, points, now=self.clock(), health=self.health, calibration=self.calibration)
+        return advance(
+            self.cache,
+            points,
+            now=self.clock(),
+            health=self.health,
+            calibration=self.calibration,
+            turn=self.plan.turn if self.plan is not None else None,
+            last_message_id=self.last_message_id,
+        )
+
+
+def _last_call(health: CacheHealth, model: str) -> CacheCall | None:
+    """The session's previous call as its cache health remembers it (for the waste it left)."""
+    if not health.recent:
+        return None
+    last = health.recent[-1]
+    return CacheCall(
+        at=last.at,
+        model=model,
+        input_tokens=last.input_tokens,
+        cache_read_tokens=last.cache_read_tokens,
+        cache_write_tokens=last.cache_write_tokens,
+        ttl="1h" if last.ttl_seconds >= 3600 else "5m" if last.cacheable_prefix_sent else None,
+    )

@@ -32,7 +32,7 @@ from gateway.compaction_policy import CompactionPolicy
 from gateway.delivery import Outbox
 from gateway.media.aging import MediaAging
 from gateway.metrics import Metrics, TimedLLM
-from gateway.platforms.base import ChatRef
+from gateway.platforms.base import ChatKind, ChatRef
 from gateway.replies import compaction_notice, human_error
 from gateway.store import ChatLocks, SessionRecord, Store, StoredMessage, TurnSnapshot
 from gateway.streaming import LiveReply
@@ -217,7 +217,8 @@ class TurnRunner:
         cache: CacheState,
         live: LiveReply | None,
     ) -> TurnResult[Ref]:
-        plan = self._plan(session, cache, window, snapshot.rows)
+        plan = self._plan(chat, session, cache, window, snapshot.rows)
+        recorder.plan = plan
         calibration = self.settings.loop.calibration
         # the size the compressor judges the first call on: last reported prompt + what came since
         engine.expect_prompt(session.context_tokens(calibration.apply if calibration is not None else None))
@@ -246,6 +247,7 @@ class TurnRunner:
 
     def _plan(
         self,
+        chat: ChatRef,
         session: SessionRecord,
         cache: CacheState,
         window: list[Entry[Ref]],
@@ -260,14 +262,16 @@ class TurnRunner:
             tokens = sum(r.token_estimate for r in rows[start:])
             return calibration.apply(tokens) if calibration is not None else tokens
 
+        since = session.last_call_message_id
         return plan_turn(
             self.settings.cache_mode,
             cache,
-            gaps_seconds=session.cache_gaps,
             window_ids=[newest_id(e.ref) for e in window],
             tokens_after=tokens_after,
             prompt_tokens=session.context_tokens(),
             model=self.settings.model,
             now=self.clock(),
             last_call_at=session.last_call_at,
+            chatter=sum(1 for r in rows if since is None or r.id > since),
+            kind="private" if chat.kind == ChatKind.PRIVATE else "group",
         )

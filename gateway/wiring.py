@@ -18,13 +18,17 @@ def cache_ttl_of(settings: Settings) -> CacheTTL | None:
     if not settings.prompt_caching.enabled:
         return None
     ttl = settings.prompt_caching.cache_ttl
-    return "5m" if ttl == "auto" else ttl
+    if ttl == "auto" or ttl == "api":
+        return "5m"
+    return ttl
 
 
 def model_status_line(settings: Settings, model: ModelInfo) -> str:
     ttl: str | None = cache_ttl_of(settings)
     if ttl and settings.prompt_caching.cache_ttl == "auto":
         ttl = "auto: 5m/1h/none per chat"
+    elif ttl and settings.prompt_caching.cache_ttl == "api":
+        ttl = "api: the API's automatic caching, 5m"
     caching = f"ENABLED ({ttl} TTL)" if ttl else "disabled"
     comp = settings.compression
     compression = (

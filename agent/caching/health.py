@@ -51,12 +51,21 @@ class CacheHealth:
         self.cache_write_tokens = 0
         self.warm_miss_streak = 0
         self.thrash_events = 0
+        self.last_miss_reason: str | None = None
         self._last: CallSample | None = None
 
     def record(
-        self, usage: Usage, *, cacheable_prefix_sent: bool, at: float, ttl_seconds: float
+        self,
+        usage: Usage,
+        *,
+        cacheable_prefix_sent: bool,
+        at: float,
+        ttl_seconds: float,
+        miss_reason: str | None = None,
+        missed_tokens: int = 0,
     ) -> CallSample:
-        """Account for one call. `cacheable_prefix_sent`: a marked prefix >= the model minimum was sent."""
+        """Account for one call. `cacheable_prefix_sent`: a marked prefix >= the model minimum was sent;
+        `miss_reason`: where the API's cache diagnostics say the prompt diverged from the previous one."""
         call = CallSample(
             at=at,
             input_tokens=usage.input_tokens,
@@ -76,13 +85,16 @@ class CacheHealth:
             self.warm_miss_streak += 1
         else:
             self.warm_miss_streak = 0
+        if miss_reason is not None:
+            self.last_miss_reason = miss_reason
         if self.thrashing and not was_thrashing:
             self.thrash_events += 1
             logger.warning(
                 "prompt cache thrashing in chat %s: %d calls in a row within the TTL read nothing from "
-                "cache although a cacheable prefix was resent (is the system prompt or tool list changing?)",
+                "cache although a cacheable prefix was resent (%s)",
                 self.chat_key,
                 self.warm_miss_streak,
+                _explanation(miss_reason, missed_tokens),
             )
         self.calls += 1
         self.input_tokens += call.input_tokens
@@ -118,6 +130,7 @@ class CacheHealth:
             "cache_write_tokens": self.cache_write_tokens,
             "warm_miss_streak": self.warm_miss_streak,
             "thrash_events": self.thrash_events,
+            "last_miss_reason": self.last_miss_reason,
             "recent": [asdict(c) for c in self.recent],
         }
 
@@ -130,7 +143,27 @@ class CacheHealth:
         health.cache_write_tokens = int(data.get("cache_write_tokens", 0))
         health.warm_miss_streak = int(data.get("warm_miss_streak", 0))
         health.thrash_events = int(data.get("thrash_events", 0))
+        reason = data.get("last_miss_reason")
+        health.last_miss_reason = str(reason) if reason is not None else None
         for raw in data.get("recent", []):
             health.recent.append(CallSample(**raw))
         health._last = health.recent[-1] if health.recent else None
         return health
+
+
+_REASONS = {
+    "model_changed": "the model changed",
+    "system_changed": "the system prompt changed",
+    "tools_changed": "the tool definitions changed",
+    "messages_changed": "an earlier message changed instead of messages being appended",
+    "previous_message_not_found": "the API no longer knows the previous request",
+    "unavailable": "the API could not compare the requests",
+}
+
+
+def _explanation(reason: str | None, missed_tokens: int) -> str:
+    """The API's cache diagnostics quoted when it gave a reason; otherwise the usual suspects."""
+    if reason is None:
+        return "no reason from the API; is the system prompt or tool list changing?"
+    text = _REASONS.get(reason, reason)
+    return f"the API's cache diagnostics say {reason}: {text}, about {missed_tokens:,} tokens not read"

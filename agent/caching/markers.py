@@ -35,6 +35,8 @@ class CachedRequest:
     tools: list[dict[str, Any]] | None
     breakpoints: int
     """How many cache_control markers the request carries in total (tools included), at most 4."""
+    automatic: CacheTTL | None = None
+    """A top-level `cache_control` with this TTL: the API marks the last cacheable block itself."""
 
 
 def cache_marker(ttl: CacheTTL) -> dict[str, str]:

@@ -10,11 +10,13 @@ the agent loop's `CacheCursor` places each call's markers from that plan and dec
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Generic, Literal, TypeVar
 
+from agent.caching.forecast import ChatKind, TurnStart, forecast, remember
 from agent.caching.health import CacheHealth
 from agent.caching.markers import (
     CachedRequest,
@@ -23,13 +25,13 @@ from agent.caching.markers import (
     apply_marker_plan,
     strip_cache_control,
 )
-from agent.caching.policy import choose_tail
+from agent.caching.policy import LiveEntry, choose_tail
 from agent.models import TTL_SECONDS, CacheTTL, ModelInfo
 from agent.tokens import Calibration
 from agent.types import Message
 
 R = TypeVar("R")
-CacheMode = Literal["5m", "1h", "auto"]
+CacheMode = Literal["5m", "1h", "auto", "api"]
 EXPIRY_MARGIN = timedelta(seconds=30)
 """An entry this close to its expiry counts as expired: the request is sent a moment after deciding."""
 
@@ -57,6 +59,10 @@ class CacheState:
     calibration: Mapping[str, Any] = field(default_factory=dict)
     """`Calibration.to_dict()` as of the session's last turn: the token estimates its plan was made with,
     so a new process starts from them instead of from an unlearned factor."""
+    turns: tuple[TurnStart, ...] = ()
+    """The session's recent turn starts, oldest first: what the forecast of the next request learns from."""
+    last_message_id: str | None = None
+    """The id of the session's last response (cache diagnostics compare the next request with it)."""
 
     def live(self, now: datetime) -> list[CachedPrefix]:
         return [p for p in self.prefixes if p.live(now, margin=timedelta(0))]
@@ -70,6 +76,8 @@ class CacheState:
             "prefixes": [[p.message_id, p.ttl, p.at.timestamp()] for p in self.prefixes],
             "health": dict(self.health),
             "calibration": dict(self.calibration),
+            "turns": [t.to_json() for t in self.turns],
+            "last_message_id": self.last_message_id,
         }
 
     @classmethod
@@ -84,6 +92,8 @@ class CacheState:
             prefixes=prefixes,
             health=dict(data.get("health") or {}),
             calibration=dict(data.get("calibration") or {}),
+            turns=tuple(TurnStart.from_json(t) for t in data.get("turns") or []),
+            last_message_id=data.get("last_message_id"),
         )
 
     def health_for(self, chat_key: str) -> CacheHealth:
@@ -104,6 +114,15 @@ class TurnCachePlan:
     reads: tuple[tuple[int, CacheTTL], ...] = ()
     first_tail: CacheTTL | None = None
     round_tail: CacheTTL | None = None
+    previous_message_id: str | None = None
+    """The session's last response: cache diagnostics compare this turn's first request with it."""
+    diagnose: bool = False
+    """Ask the API's cache diagnostics why a prefix was not reused (whenever caching is on)."""
+    automatic: bool = False
+    """With `rolling`: no markers of ours, one top-level `cache_control` that the API places on the last
+    cacheable block itself (its automatic caching)."""
+    turn: TurnStart | None = None
+    """This turn's start, remembered in `CacheState.turns` by `advance`."""
 
 
 OFF = TurnCachePlan()
@@ -113,41 +132,61 @@ def plan_turn(
     mode: CacheMode | None,
     state: CacheState,
     *,
-    gaps_seconds: Sequence[float],
     window_ids: Sequence[int | None],
     tokens_after: Callable[[int], int],
     prompt_tokens: int,
     model: ModelInfo,
     now: datetime,
     last_call_at: datetime | None,
+    chatter: int,
+    kind: ChatKind,
 ) -> TurnCachePlan:
     """The turn's plan. Fixed modes roll `system_and_3`; `auto` reads every live cached prefix still in
     the window (`window_ids[i]` is the newest stored message of window message i) and writes the new
-    tail only when `choose_tail` finds it cheaper. `tokens_after(id)` is the size of the stored
-    messages after message `id`: what an unmarked tail leaves uncached."""
+    tail only when `choose_tail` finds it cheaper under the forecast of the next turn. `tokens_after(id)`
+    is the size of the stored messages after message `id`; `chatter` counts the messages stored since
+    the previous request."""
+    elapsed = None if last_call_at is None else max((now - last_call_at).total_seconds(), 0.0)
+    turn = TurnStart(now.timestamp(), elapsed, chatter)
     if mode is None:
-        return OFF
+        return TurnCachePlan(turn=turn)
+    previous = state.last_message_id
+    if mode == "api":
+        return TurnCachePlan(
+            rolling="5m", automatic=True, turn=turn, previous_message_id=previous, diagnose=True
+        )
     if mode != "auto":
-        return TurnCachePlan(rolling=mode)
+        return TurnCachePlan(rolling=mode, turn=turn, previous_message_id=previous, diagnose=True)
     index_of = {mid: i for i, mid in enumerate(window_ids) if mid is not None}
     live = sorted(
         (p for p in state.prefixes if p.message_id in index_of and p.live(now)),
         key=lambda p: index_of[p.message_id],
     )
     reads = tuple((index_of[p.message_id], p.ttl) for p in live)
-    newest = live[-1] if live else None
-    live_ttl: CacheTTL | None = None
-    if newest is not None:
-        live_ttl = "1h" if any(p.ttl == "1h" for p in live) else newest.ttl
-    tail = choose_tail(
-        gaps_seconds,
-        elapsed=None if last_call_at is None else (now - last_call_at).total_seconds(),
-        live_ttl=live_ttl,
-        prompt_tokens=prompt_tokens,
-        new_tokens=prompt_tokens if newest is None else tokens_after(newest.message_id),
-        model=model,
+    layers = _layers(live, tokens_after, prompt_tokens=prompt_tokens, now=now)
+    odds = forecast(state.turns, turn, kind=kind)
+    tail = choose_tail(odds, layers=layers, prompt_tokens=prompt_tokens, model=model)
+    return TurnCachePlan(
+        reads=reads,
+        first_tail=tail,
+        round_tail=tail or "5m",
+        turn=turn,
+        previous_message_id=previous,
+        diagnose=True,
     )
-    return TurnCachePlan(reads=reads, first_tail=tail, round_tail="5m")
+
+
+def _layers(
+    live: Sequence[CachedPrefix], tokens_after: Callable[[int], int], *, prompt_tokens: int, now: datetime
+) -> list[LiveEntry]:
+    """The live entries as cache layers after this request: the newest is read, so its life restarts;
+    the others keep what is left of theirs."""
+    layers: list[LiveEntry] = []
+    for n, prefix in enumerate(live):
+        ttl = TTL_SECONDS[prefix.ttl]
+        left = ttl if n == len(live) - 1 else ttl - (now - prefix.at).total_seconds()
+        layers.append(LiveEntry(max(prompt_tokens - tokens_after(prefix.message_id), 0), left))
+    return layers
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,6 +217,9 @@ class CacheCursor:
         """The call's request parts with their markers, and the call's TTL (None: no marker)."""
         plan = self.plan
         self._placed = None
+        if plan.rolling is not None and plan.automatic:
+            bare = strip_cache_control(system, messages, tools=tools)
+            return dataclasses.replace(bare, automatic=plan.rolling, breakpoints=1), plan.rolling
         if plan.rolling is not None:
             return apply_cache_control(system, messages, ttl=plan.rolling, tools=tools), plan.rolling
         tail = plan.first_tail if self.calls == 0 else plan.round_tail
@@ -230,9 +272,12 @@ def advance(
     now: datetime,
     health: CacheHealth | None = None,
     calibration: Calibration | None = None,
+    turn: TurnStart | None = None,
+    last_message_id: str | None = None,
 ) -> CacheState:
     """The session's cache after a turn: `points` are (message id, TTL, touched) of the prefixes cached
-    at its end; an untouched one keeps the time it was last written or read."""
+    at its end; an untouched one keeps the time it was last written or read; `turn` (its start) joins
+    the history the forecast learns from."""
     before = {p.message_id: p for p in state.prefixes}
     prefixes: list[CachedPrefix] = []
     for message_id, ttl, touched in points:
@@ -244,6 +289,8 @@ def advance(
         prefixes=tuple(prefixes),
         health=health.to_dict() if health is not None else state.health,
         calibration=calibration.to_dict() if calibration is not None else state.calibration,
+        turns=state.turns if turn is None else remember(state.turns, turn),
+        last_message_id=last_message_id or state.last_message_id,
     )
 
 

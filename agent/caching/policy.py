@@ -1,27 +1,31 @@
-"""Choosing the cache TTL (`prompt_caching.cache_ttl = auto`) from a chat's request gaps and the prices.
+"""Choosing the TTL of a request's new tail (`prompt_caching.cache_ttl = auto`) from the prices and a
+forecast of the next request.
 
-Cost model, per request and per token of the resent prefix, in units of the base input price:
+Prices, in units of the base input price per token: a 5-minute write 1.25, a one-hour write 2.0, a
+read 0.1, uncached input 1.0. An entry lives for its TTL after the request that wrote or last read it.
 
-    no marker:  every request pays the prefix at 1.0
-    5m marker:  a request within 5 min of the previous one reads it (0.1); otherwise it writes (1.25)
-    1h marker:  a request within 60 min reads it (0.1); otherwise it writes (2.0)
-
-A read refreshes the entry, so what matters is the gap to the previous request. With p5 and p60 the
-empirical probabilities that a gap is at most 5 and 60 minutes:
+Long-run cost per request with odds p5 and p60 that the next request comes within 5 and 60 minutes
+(`stationary_costs`, used when nothing is cached to decide for the whole prompt, and to say what
+re-buying a token costs):
 
     E[none] = 1.0      E[5m] = 0.1 p5 + 1.25 (1 - p5)      E[1h] = 0.1 p60 + 2.0 (1 - p60)
 
-The cheapest wins (ties go to the shorter TTL, whose misses cost less). Caching beats no marker when
-p5 > 0.25 / 1.15 ≈ 0.22 (5m) or p60 > 1 / 1.9 ≈ 0.53 (1h). The prefix size cancels out, except that a
-prefix below the model's minimum cacheable length is never cached, so no marker is worth placing.
+Per request (`tail_costs`): this request reads what is live whatever is chosen, so only its new tokens
+(after the longest live entry) and the next request's re-use of the whole prompt differ between the
+choices. After this request the prompt is held in layers: the entry just read (refreshed), an older
+one-hour entry (with the life it has left), and the new tail if it is marked. If the next request
+comes after a gap g, the tokens of the longest layer still alive at g are read at 0.1; the rest are
+bought again at `rebuy` (what the chat pays for a token it caches again). So a one-hour tail costs
+0.75 more than a five-minute one on the new tokens only, and saves re-buying everything after the old
+one-hour entry when the next request comes between 5 and 60 minutes: that is how the hour entry
+advances with the conversation, exactly when its odds pay for it.
 """
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, Protocol
 
 from agent.models import (
     CACHE_READ_MULTIPLIER,
@@ -34,9 +38,20 @@ from agent.models import (
 
 FIVE_MINUTES: Final = TTL_SECONDS["5m"]
 ONE_HOUR: Final = TTL_SECONDS["1h"]
-MIN_SAMPLES: Final = 3
-DEFAULT_TTL: Final[CacheTTL] = "5m"
-"""Used until a chat has enough gaps to measure: the API's and the seed's default."""
+
+WRITE_MULTIPLIER: Final[dict[CacheTTL | None, float]] = {
+    None: 1.0,
+    "5m": CACHE_WRITE_5M_MULTIPLIER,
+    "1h": CACHE_WRITE_1H_MULTIPLIER,
+}
+
+
+class GapOdds(Protocol):
+    """A forecast of the next request (`agent.caching.forecast.GapForecast`)."""
+
+    def cdf(self, seconds: float) -> float:
+        """The probability that the next request comes within `seconds`."""
+        ...
 
 
 def cheapest(*, five_minutes: float, one_hour: float, none: float) -> CacheTTL | None:
@@ -65,7 +80,7 @@ class TtlCosts:
 
 
 def stationary_costs(p5: float, p60: float) -> TtlCosts:
-    """The cost model of the module docstring for given odds of a gap within 5 and 60 minutes."""
+    """The long-run cost model of the module docstring for given odds of a gap within 5 and 60 minutes."""
     return TtlCosts(
         p5=p5,
         p60=p60,
@@ -76,7 +91,7 @@ def stationary_costs(p5: float, p60: float) -> TtlCosts:
 
 
 def expected_costs(gaps_seconds: Sequence[float]) -> TtlCosts:
-    """The cost model over the given gaps (at least one)."""
+    """The long-run cost model over the given gaps (at least one)."""
     if not gaps_seconds:
         raise ValueError("at least one gap is needed")
     n = len(gaps_seconds)
@@ -85,59 +100,25 @@ def expected_costs(gaps_seconds: Sequence[float]) -> TtlCosts:
     return stationary_costs(p5, p60)
 
 
-# --- per request, conditioned on the gap that just elapsed ----------------------------------------------
-
-
-def _gap_class(gap: float) -> int:
-    """0: within 5 min (a burst), 1: within the hour (a pause), 2: longer (a break)."""
-    return 0 if gap <= FIVE_MINUTES else 1 if gap <= ONE_HOUR else 2
+def rebuy_price(odds: GapOdds) -> float:
+    """What a token that fell out of the cache costs the chat when bought again: the write price of the
+    long-run best choice under the forecast (1.0 when not caching is best)."""
+    return WRITE_MULTIPLIER[stationary_costs(odds.cdf(FIVE_MINUTES), odds.cdf(ONE_HOUR)).best]
 
 
 @dataclass(frozen=True, slots=True)
-class NextGapOdds:
-    """Probabilities that the next request comes within 5 and 60 minutes, and the evidence behind them."""
+class LiveEntry:
+    """A cache layer after this request: the prefix tokens it holds and the seconds of life it has left
+    (its whole TTL when this request reads or writes it)."""
 
-    p5: float
-    p60: float
-    samples: int
-    """Past gaps that followed a gap of the same class as the current one."""
-
-
-PRIOR_WEIGHT: Final = 2.0
-"""How many pseudo-samples of the chat's overall gap mix a conditional estimate starts from."""
-
-
-def next_gap_odds(gaps_seconds: Sequence[float], *, elapsed: float | None) -> NextGapOdds:
-    """Odds for the next gap given the gap that just elapsed (None: none yet).
-
-    Counts, in the chat's history, the gaps that followed a gap of the same class (burst, pause,
-    break) and blends them with the overall mix, so a handful of pairs cannot swing the choice.
-    """
-    overall = expected_costs(gaps_seconds)
-    if elapsed is None:
-        return NextGapOdds(overall.p5, overall.p60, 0)
-    state = _gap_class(elapsed)
-    following = [b for a, b in itertools.pairwise(gaps_seconds) if _gap_class(a) == state]
-    n = len(following)
-    within5 = sum(1 for g in following if g <= FIVE_MINUTES)
-    within60 = sum(1 for g in following if g <= ONE_HOUR)
-    return NextGapOdds(
-        p5=(within5 + PRIOR_WEIGHT * overall.p5) / (n + PRIOR_WEIGHT),
-        p60=(within60 + PRIOR_WEIGHT * overall.p60) / (n + PRIOR_WEIGHT),
-        samples=n,
-    )
-
-
-_WRITE: Final[dict[CacheTTL | None, float]] = {
-    None: 1.0,
-    "5m": CACHE_WRITE_5M_MULTIPLIER,
-    "1h": CACHE_WRITE_1H_MULTIPLIER,
-}
+    tokens: int
+    left: float
 
 
 @dataclass(frozen=True, slots=True)
 class MarkerCosts:
-    """Expected cost (token x base price) of this request plus the next one's re-use, per choice."""
+    """Expected cost (token x base price) of this request's new tokens plus the next one's re-use of
+    the whole prompt, per tail choice."""
 
     none: float
     five_minutes: float
@@ -148,65 +129,48 @@ class MarkerCosts:
         return cheapest(five_minutes=self.five_minutes, one_hour=self.one_hour, none=self.none)
 
 
-# --- per request, with the read of a live prefix separate from the write of the new tail -----------------
+def next_request_cost(
+    layers: Sequence[LiveEntry], *, total_tokens: int, odds: GapOdds, rebuy: float
+) -> float:
+    """Expected cost of re-sending this request's `total_tokens` at the next request: per interval of
+    the gap, the longest layer alive is read and the rest bought again."""
+    cost = 0.0
+    previous_p = 0.0
+    for left in sorted({layer.left for layer in layers if layer.left > 0}):
+        covered = max(min(layer.tokens, total_tokens) for layer in layers if layer.left >= left)
+        p = odds.cdf(left)
+        band = max(p - previous_p, 0.0)
+        cost += band * (CACHE_READ_MULTIPLIER * covered + rebuy * (total_tokens - covered))
+        previous_p = max(p, previous_p)
+    return cost + (1.0 - previous_p) * rebuy * total_tokens
 
 
-def tail_costs(
-    odds: NextGapOdds, *, live_ttl: CacheTTL, total_tokens: int, new_tokens: int, rebuy: float
-) -> MarkerCosts:
-    """This request's new tokens plus the next request's whole prompt, per tail choice, when a marker
-    reads the live prefix (`live_ttl`, refreshed now) in every case; the old prefix is read at 0.1 now
-    whatever is chosen, so it only counts at the next request.
+def tail_costs(odds: GapOdds, *, layers: Sequence[LiveEntry], total_tokens: int, rebuy: float) -> MarkerCosts:
+    """The per-request costs of the module docstring; `layers` are the live entries this request
+    reads (refreshed) or leaves alone, without the new tail."""
+    held = max((min(layer.tokens, total_tokens) for layer in layers), default=0)
+    new = total_tokens - held
 
-    Marked with T: the new tokens are written now (1.25 or 2) and, like the old prefix, read at 0.1
-    if the next request comes within T (the old prefix also within `live_ttl`), else bought again at
-    `rebuy`. Unmarked: the new tokens cost 1x now and are still uncached at the next request, which
-    buys them at `rebuy`; the old prefix is read there only within `live_ttl`.
-    """
-    new = min(max(new_tokens, 0), total_tokens)
-    old = total_tokens - new
-    p_live = odds.p5 if live_ttl == "5m" else odds.p60
+    def total(ttl: CacheTTL | None) -> float:
+        tail = [LiveEntry(total_tokens, TTL_SECONDS[ttl])] if ttl is not None else []
+        return WRITE_MULTIPLIER[ttl] * new + next_request_cost(
+            [*layers, *tail], total_tokens=total_tokens, odds=odds, rebuy=rebuy
+        )
 
-    def next_cost(tokens: int, p: float) -> float:
-        return tokens * (CACHE_READ_MULTIPLIER * p + rebuy * (1.0 - p))
-
-    def marked(ttl: CacheTTL, p: float) -> float:
-        return _WRITE[ttl] * new + next_cost(new, p) + next_cost(old, max(p, p_live))
-
-    return MarkerCosts(
-        none=1.0 * new + rebuy * new + next_cost(old, p_live),
-        five_minutes=marked("5m", odds.p5),
-        one_hour=marked("1h", odds.p60),
-    )
+    return MarkerCosts(none=total(None), five_minutes=total("5m"), one_hour=total("1h"))
 
 
 def choose_tail(
-    gaps_seconds: Sequence[float],
-    *,
-    elapsed: float | None,
-    live_ttl: CacheTTL | None,
-    prompt_tokens: int,
-    new_tokens: int,
-    model: ModelInfo,
-    min_samples: int = MIN_SAMPLES,
+    odds: GapOdds, *, layers: Sequence[LiveEntry], prompt_tokens: int, model: ModelInfo
 ) -> CacheTTL | None:
-    """The TTL written on this request's newest message, or None to leave it unmarked.
-
-    With a live entry (`live_ttl`, read by its own marker whatever is chosen here) `tail_costs`
-    decides over the `new_tokens` after it; with none, the long-run cost per request under the
-    odds for the next gap.
-    """
+    """The TTL written on this request's newest message, or None to leave it unmarked. A prompt below
+    the model's minimum cacheable length is never marked (the API would write nothing)."""
     if prompt_tokens < model.min_cacheable_tokens:
         return None
-    if len(gaps_seconds) < min_samples:
-        return DEFAULT_TTL
-    odds = next_gap_odds(gaps_seconds, elapsed=elapsed)
-    if live_ttl is None:
-        # Nothing cached to read: the whole prompt is new, so the long-run cost per request under the
-        # odds for the next gap decides (as `expected_costs` does for the overall mix).
-        return stationary_costs(odds.p5, odds.p60).best
-    rebuy = _WRITE[expected_costs(gaps_seconds).best]
-    costs = tail_costs(
-        odds, live_ttl=live_ttl, total_tokens=prompt_tokens, new_tokens=new_tokens, rebuy=rebuy
-    )
-    return costs.best
+    held = max((layer.tokens for layer in layers), default=0)
+    if held >= prompt_tokens:
+        return None
+    if not layers:
+        # Nothing cached to read: the whole prompt is new, so the long-run cost per request decides.
+        return stationary_costs(odds.cdf(FIVE_MINUTES), odds.cdf(ONE_HOUR)).best
+    return tail_costs(odds, layers=layers, total_tokens=prompt_tokens, rebuy=rebuy_price(odds)).best

@@ -19,8 +19,10 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from agent.caching.waste import CacheWaste
 from gateway.errors import StoreError
 from gateway.store import appends as _appends
+from gateway.store import cache_waste as _cache_waste
 from gateway.store import compaction as _compaction
 from gateway.store import hotpath as _hot
 from gateway.store import jobs as _jobs
@@ -526,3 +528,8 @@ class Store(RecallMethods, DeliveryMethods):
     async def global_stats(self, *, top: int = 5) -> GlobalStats:
         async with self._tx("global_stats") as conn:
             return await _stats.global_stats(conn, top=top)
+
+    async def cache_waste(self, chat_pk: int | None = None) -> CacheWaste:
+        """The prompt cache's waste for one chat (None: every chat), as of now."""
+        async with self._tx("cache_waste") as conn:
+            return await _cache_waste.cache_waste(conn, chat_pk=chat_pk, now=self._clock())

@@ -86,3 +86,22 @@ def test_state_round_trips_through_a_dict() -> None:
     # the restored state continues the streak exactly where it stopped
     restored.record(MISS, cacheable_prefix_sent=True, at=180.0, ttl_seconds=TTL)
     assert restored.thrashing
+
+
+def test_the_thrash_warning_quotes_the_api_s_reason(caplog: pytest.LogCaptureFixture) -> None:
+    health = CacheHealth("chat 9")
+    usage = Usage(input_tokens=5_000)
+    with caplog.at_level(logging.WARNING, logger="agent.caching.health"):
+        for n in range(4):
+            health.record(
+                usage,
+                cacheable_prefix_sent=True,
+                at=60.0 * n,
+                ttl_seconds=300.0,
+                miss_reason="system_changed",
+                missed_tokens=4_800,
+            )
+    assert health.thrashing
+    assert "cache diagnostics say system_changed" in caplog.text
+    assert "4,800 tokens" in caplog.text
+    assert CacheHealth.from_dict(health.to_dict()).last_miss_reason == "system_changed"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+from agent.caching.forecast import TurnStart
 from agent.caching.health import CacheHealth
 from agent.caching.plan import CachedPrefix, CacheState, TurnCachePlan, advance, plan_turn
 from agent.models import lookup_model
@@ -15,17 +16,28 @@ WINDOW = [1, 2, 4, 5, 8]
 """The newest stored message of each window message."""
 
 
+def history(gaps: list[float], *, last_at: datetime) -> tuple[TurnStart, ...]:
+    """Turn starts separated by `gaps` (seconds), the last one at `last_at`, each after the gap before it."""
+    starts = [last_at.timestamp()]
+    for gap in reversed(gaps):
+        starts.insert(0, starts[0] - gap)
+    elapsed: list[float | None] = [None, *gaps]
+    return tuple(TurnStart(at, e, 1) for at, e in zip(starts, elapsed, strict=True))
+
+
 def plan(prefixes: list[CachedPrefix], gaps: list[float], *, new: int, elapsed: float) -> TurnCachePlan:
+    last = NOW - timedelta(seconds=elapsed)
     return plan_turn(
         "auto",
-        CacheState(tuple(prefixes)),
-        gaps_seconds=gaps,
+        CacheState(tuple(prefixes), turns=history(gaps, last_at=last)),
         window_ids=WINDOW,
         tokens_after=lambda _message_id: new,
         prompt_tokens=20_000,
         model=MODEL,
         now=NOW,
-        last_call_at=NOW - timedelta(seconds=elapsed),
+        last_call_at=last,
+        chatter=1,
+        kind="private",
     )
 
 
@@ -39,7 +51,7 @@ def test_live_prefixes_are_read_and_expired_or_vanished_ones_are_not() -> None:
     assert result.reads == ((1, "1h"),)
     # Every gap is 20 min: the next call comes within the hour, so the tail is written for an hour.
     assert result.first_tail == "1h"
-    assert result.round_tail == "5m"
+    assert result.round_tail == "1h"  # the turn's tool rounds keep the hour entry advancing
 
 
 def test_a_tail_is_left_unmarked_when_the_chat_rarely_returns_within_the_hour() -> None:
@@ -54,13 +66,14 @@ def test_an_entry_about_to_expire_is_not_counted_on() -> None:
     prefixes = [CachedPrefix(5, "5m", NOW - timedelta(seconds=290))]
     result = plan(prefixes, [60.0] * 10, new=500, elapsed=290.0)
     assert result.reads == ()
-    assert result.first_tail == "5m"
+    assert result.first_tail is not None  # nothing to read: the whole prompt is written again
 
 
 def test_fixed_modes_roll_and_disabled_caching_marks_nothing() -> None:
     state = CacheState((CachedPrefix(5, "1h", NOW),))
     args = {
-        "gaps_seconds": [60.0] * 5,
+        "chatter": 1,
+        "kind": "private",
         "window_ids": WINDOW,
         "tokens_after": lambda _id: 0,
         "prompt_tokens": 20_000,
@@ -68,18 +81,76 @@ def test_fixed_modes_roll_and_disabled_caching_marks_nothing() -> None:
         "now": NOW,
         "last_call_at": NOW,
     }
-    assert plan_turn("1h", state, **args) == TurnCachePlan(rolling="1h")  # type: ignore[arg-type]
-    assert plan_turn(None, state, **args) == TurnCachePlan()  # type: ignore[arg-type]
+    turn = TurnStart(NOW.timestamp(), 0.0, 1)
+    fixed = plan_turn("1h", state, **args)  # type: ignore[arg-type]
+    assert fixed == TurnCachePlan(rolling="1h", turn=turn, diagnose=True)
+    assert plan_turn(None, state, **args) == TurnCachePlan(turn=turn)  # type: ignore[arg-type]
+    automatic = plan_turn("api", state, **args)  # type: ignore[arg-type]
+    assert automatic == TurnCachePlan(rolling="5m", automatic=True, turn=turn, diagnose=True)
 
 
 def test_state_round_trips_and_advances_after_a_turn() -> None:
     health = CacheHealth("chat 1")
     old = CacheState((CachedPrefix(2, "1h", NOW - timedelta(minutes=50)), CachedPrefix(4, "5m", NOW)))
     later = NOW + timedelta(minutes=3)
-    new = advance(old, [(2, "1h", False), (9, "5m", True)], now=later, health=health)
+    turn = TurnStart(later.timestamp(), 180.0, 2)
+    new = advance(old, [(2, "1h", False), (9, "5m", True)], now=later, health=health, turn=turn)
     assert new.prefixes == (CachedPrefix(2, "1h", NOW - timedelta(minutes=50)), CachedPrefix(9, "5m", later))
+    assert new.turns == (turn,)
     assert CacheState.from_json(new.to_json()) == new
     assert new.health_for("chat 1").chat_key == "chat 1"
     assert not new.expired(later + timedelta(minutes=4))
     assert new.expired(later + timedelta(minutes=11))
     assert CacheState.from_json(None) == CacheState()
+
+
+def test_a_new_chat_caches_from_its_first_turn_and_reads_at_its_second() -> None:
+    """Hand-computed on a tiny sequence: 3,000 tokens, then 3,400 twenty minutes later."""
+    state = CacheState()
+    first = plan_turn(
+        "auto", state, window_ids=[1], tokens_after=lambda _id: 3_000, prompt_tokens=3_000, model=MODEL,
+        now=NOW, last_call_at=None, chatter=1, kind="private",
+    )  # fmt: skip
+    assert first.reads == ()
+    assert first.first_tail == "1h"  # the prior: no turns without a marker while history builds up
+    state = advance(state, [(1, "1h", True)], now=NOW, turn=first.turn)
+    later = NOW + timedelta(minutes=20)
+    second = plan_turn(
+        "auto", state, window_ids=[1, 2, 3], tokens_after=lambda _id: 400, prompt_tokens=3_400, model=MODEL,
+        now=later, last_call_at=NOW, chatter=1, kind="private",
+    )  # fmt: skip
+    assert second.reads == ((0, "1h"),)
+    assert second.first_tail == "1h"
+    # billed: 3,000 x 2.0 written, then 3,000 x 0.1 read + 400 x 2.0 written = 6,000 + 1,100 = 7,100
+    # token-units; with no marker until the chat had history it would have been 3,000 + 3,400 = 6,400
+    # and every later turn would pay in full again, where this one reads its 3,400 for 340.
+    state = advance(state, [(3, "1h", True)], now=later, turn=second.turn)
+    assert [t.at for t in state.turns] == [NOW.timestamp(), later.timestamp()]
+    assert state.live(later + timedelta(minutes=59)) != []
+
+
+def test_the_hour_entry_advances_past_a_lagging_one() -> None:
+    """A 1h entry 50 minutes old holds the first 10,000 tokens; a 5m entry (read now) 19,000; the chat
+    alternates quick replies with 10-30 minute pauses, so a 5m tail would leave 10,000 tokens to buy
+    again after a pause: the tail is written for the hour."""
+    prefixes = [
+        CachedPrefix(2, "1h", NOW - timedelta(minutes=50)),
+        CachedPrefix(5, "5m", NOW - timedelta(minutes=2)),
+    ]
+    sizes = {2: 10_000, 5: 1_000}
+    gaps = [60.0, 1_200.0, 90.0, 900.0, 60.0, 1_800.0, 120.0, 1_500.0, 60.0, 1_000.0]
+    last = NOW - timedelta(minutes=2)
+    result = plan_turn(
+        "auto",
+        CacheState(tuple(prefixes), turns=history(gaps, last_at=last)),
+        window_ids=WINDOW,
+        tokens_after=lambda message_id: sizes[message_id],
+        prompt_tokens=20_000,
+        model=MODEL,
+        now=NOW,
+        last_call_at=last,
+        chatter=1,
+        kind="private",
+    )
+    assert result.reads == ((1, "1h"), (3, "5m"))
+    assert result.first_tail == "1h"

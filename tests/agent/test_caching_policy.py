@@ -4,100 +4,102 @@ from __future__ import annotations
 
 import pytest
 
-from agent.caching.policy import choose_tail, expected_costs
+from agent.caching.forecast import TurnStart, forecast
+from agent.caching.policy import (
+    LiveEntry,
+    choose_tail,
+    expected_costs,
+    next_request_cost,
+    stationary_costs,
+    tail_costs,
+)
 from agent.models import lookup_model
 
 SONNET = lookup_model("claude-sonnet-4-6")
 MINUTE = 60.0
 
 
-def choose_ttl(gaps: list[float], *, prefix_tokens: int, model: object = SONNET) -> str | None:
-    """The TTL for a prompt with nothing cached, from the chat's overall gap mix."""
-    return choose_tail(
-        gaps, elapsed=None, live_ttl=None, prompt_tokens=prefix_tokens, new_tokens=prefix_tokens, model=SONNET
-    )
+class Steps:
+    """Odds given at a few points (seconds -> probability), a step function in between."""
+
+    def __init__(self, points: dict[float, float]) -> None:
+        self.points = sorted(points.items())
+
+    def cdf(self, seconds: float) -> float:
+        return max((p for x, p in self.points if x <= seconds), default=0.0)
 
 
-def test_gaps_of_eight_to_fifty_five_minutes_pick_the_hour() -> None:
-    gaps = [m * MINUTE for m in (8, 12, 20, 25, 31, 40, 47, 55)]
-    costs = expected_costs(gaps)
-    assert (costs.p5, costs.p60) == (0.0, 1.0)
-    # 5m: every request writes at 1.25; 1h: every request reads at 0.1; no marker: 1.0
-    assert costs.five_minutes == pytest.approx(1.25)
-    assert costs.one_hour == pytest.approx(0.1)
-    assert choose_ttl(gaps, prefix_tokens=20_000, model=SONNET) == "1h"
-
-
-def test_gaps_under_four_minutes_pick_five_minutes() -> None:
-    gaps = [m * MINUTE for m in (0.5, 1, 1.5, 2, 3, 3.5, 3.9)]
-    costs = expected_costs(gaps)
-    assert costs.five_minutes == pytest.approx(0.1)
-    assert costs.one_hour == pytest.approx(0.1)
-    # a tie goes to the shorter TTL, whose occasional misses cost 1.25 instead of 2.0
-    assert choose_ttl(gaps, prefix_tokens=20_000, model=SONNET) == "5m"
-
-
-def test_gaps_over_two_hours_make_no_marker_cheapest() -> None:
-    gaps = [m * MINUTE for m in (130, 180, 240, 600, 900)]
-    costs = expected_costs(gaps)
-    assert (costs.five_minutes, costs.one_hour, costs.none) == pytest.approx((1.25, 2.0, 1.0))
-    assert choose_ttl(gaps, prefix_tokens=20_000, model=SONNET) is None
-
-
-def test_mixed_gaps_with_worked_numbers() -> None:
+def test_long_run_costs_with_worked_numbers() -> None:
     # 3 of 10 within 5 min, 6 of 10 within an hour
     gaps = [m * MINUTE for m in (1, 2, 4, 10, 30, 50, 90, 120, 200, 300)]
     costs = expected_costs(gaps)
-    assert costs.p5 == pytest.approx(0.3)
-    assert costs.p60 == pytest.approx(0.6)
+    assert (costs.p5, costs.p60) == pytest.approx((0.3, 0.6))
     assert costs.five_minutes == pytest.approx(0.1 * 0.3 + 1.25 * 0.7)  # 0.905
     assert costs.one_hour == pytest.approx(0.1 * 0.6 + 2.0 * 0.4)  # 0.86
     assert costs.best == "1h"
-
-
-def test_break_even_points() -> None:
-    # 5m pays once p5 > 0.25 / 1.15 (about 0.217): 2 of 10 is below, 3 of 10 above
-    below = [60.0] * 2 + [7_200.0] * 8
-    above = [60.0] * 3 + [7_200.0] * 7
-    assert choose_ttl(below, prefix_tokens=20_000, model=SONNET) is None
-    assert choose_ttl(above, prefix_tokens=20_000, model=SONNET) == "5m"
-
-
-def test_prefix_below_the_model_minimum_is_never_marked() -> None:
-    gaps = [60.0] * 10
-    assert choose_ttl(gaps, prefix_tokens=SONNET.min_cacheable_tokens - 1, model=SONNET) is None
-    assert choose_ttl(gaps, prefix_tokens=SONNET.min_cacheable_tokens, model=SONNET) == "5m"
-
-
-def test_too_few_gaps_fall_back_to_the_default() -> None:
-    assert choose_ttl([], prefix_tokens=20_000, model=SONNET) == "5m"
-    assert choose_ttl([9_000.0, 9_000.0], prefix_tokens=20_000, model=SONNET) == "5m"
+    # 5m pays once p5 > 0.25 / 1.15 (about 0.217); 1h once p60 > 1 / 1.9 (about 0.53)
+    assert stationary_costs(0.2, 0.2).best is None
+    assert stationary_costs(0.25, 0.25).best == "5m"
+    assert stationary_costs(0.0, 0.55).best == "1h"
     with pytest.raises(ValueError):
         expected_costs([])
 
 
-def test_next_gap_odds_follow_the_gap_that_just_elapsed() -> None:
-    from agent.caching.policy import PRIOR_WEIGHT, next_gap_odds
-
-    # a working pattern: bursts of quick turns, each burst after a break of two hours or more
-    gaps = [m * MINUTE for m in (2, 3, 2, 150, 1, 2, 3, 180, 2, 2, 1, 200)]
-    overall = expected_costs(gaps)
-    after_break = next_gap_odds(gaps, elapsed=240 * MINUTE)
-    # the two breaks followed by another gap were both followed by a 1-minute or 2-minute gap
-    assert after_break.samples == 2
-    assert after_break.p5 == pytest.approx((2 + PRIOR_WEIGHT * overall.p5) / (2 + PRIOR_WEIGHT))
-    in_burst = next_gap_odds(gaps, elapsed=2 * MINUTE)
-    # nine burst gaps, followed by six quick ones and three breaks
-    assert in_burst.samples == 9
-    assert in_burst.p5 == pytest.approx((6 + PRIOR_WEIGHT * overall.p5) / (9 + PRIOR_WEIGHT))
-    assert after_break.p5 > overall.p5 > in_burst.p5
-    assert next_gap_odds(gaps, elapsed=None).p5 == pytest.approx(overall.p5)
+def test_a_new_chat_caches_from_its_first_request() -> None:
+    """No slow start: before any history the prior of the chat's kind decides."""
+    first = TurnStart(at=1_000_000.0, elapsed=None, chatter=1)
+    private = forecast((), first, kind="private")
+    # the published timing of human requests: 86% within 5 minutes, 98% within an hour
+    assert (private.cdf(300), private.cdf(3600)) == pytest.approx((0.86, 0.98))
+    # long-run costs: none 1.0, 5m 0.1 x 0.86 + 1.25 x 0.14 = 0.261, 1h 0.1 x 0.98 + 2 x 0.02 = 0.138
+    assert stationary_costs(0.86, 0.98).one_hour == pytest.approx(0.138)
+    assert choose_tail(private, layers=[], prompt_tokens=3_000, model=SONNET) == "1h"
+    group = forecast((), first, kind="group")
+    assert choose_tail(group, layers=[], prompt_tokens=3_000, model=SONNET) == "1h"
+    # below the model's minimum cacheable prefix nothing is marked (the API would write nothing)
+    assert SONNET.min_cacheable_tokens == 1024
+    assert choose_tail(private, layers=[], prompt_tokens=1_023, model=SONNET) is None
 
 
-def test_sparse_private_chat_keeps_the_hour_through_the_day() -> None:
-    gaps = [m * MINUTE for m in (12, 40, 25, 55, 9, 600, 30, 18, 44)]
-    for elapsed, live in ((20 * MINUTE, "1h"), (50 * MINUTE, "1h"), (9 * 60 * MINUTE, None)):
-        choice = choose_tail(
-            gaps, elapsed=elapsed, live_ttl=live, prompt_tokens=20_000, new_tokens=400, model=SONNET
-        )
-        assert choice == "1h", (elapsed, live)
+def test_the_one_hour_entry_advances_when_the_gap_may_outlast_five_minutes() -> None:
+    """The 1h entry holds 10,000 tokens (50 minutes old: 10 left), a 5m entry 14,000 (read now); the
+    prompt is 15,000. Odds: half within 5 min, 0.6 within 10, 0.9 within the hour; re-buying costs 2."""
+    odds = Steps({300.0: 0.5, 600.0: 0.6, 3600.0: 0.9})
+    layers = [LiveEntry(10_000, 600.0), LiveEntry(14_000, 300.0)]
+    costs = tail_costs(odds, layers=layers, total_tokens=15_000, rebuy=2.0)
+    # none: 1,000 new at 1.0; next: 0.5 x (0.1 x 14,000 + 2 x 1,000) + 0.1 x (0.1 x 10,000 + 2 x 5,000)
+    #       + 0.4 x 2 x 15,000 = 1,700 + 1,100 + 12,000
+    assert costs.none == pytest.approx(1_000 + 1_700 + 1_100 + 12_000)
+    # 5m: 1,000 new at 1.25; next: 0.5 x 1,500 + 0.1 x 11,000 + 0.4 x 30,000
+    assert costs.five_minutes == pytest.approx(1_250 + 750 + 1_100 + 12_000)
+    # 1h: 1,000 new at 2.0; next: 0.9 x 1,500 (read within the hour) + 0.1 x 30,000
+    assert costs.one_hour == pytest.approx(2_000 + 1_350 + 3_000)
+    assert costs.best == "1h"
+
+
+def test_inside_a_burst_the_tail_stays_five_minutes() -> None:
+    """95% of the next requests come within 5 minutes and the 1h entry lags by 500 tokens only."""
+    odds = Steps({300.0: 0.95, 3600.0: 0.99})
+    layers = [LiveEntry(14_500, 3600.0)]
+    costs = tail_costs(odds, layers=layers, total_tokens=15_000, rebuy=2.0)
+    # none: 500 + 0.99 x (1,450 + 1,000) + 0.01 x 30,000
+    assert costs.none == pytest.approx(500 + 0.99 * 2_450 + 300)
+    # 5m: 625 + 0.95 x 1,500 + 0.04 x 2,450 + 300
+    assert costs.five_minutes == pytest.approx(625 + 1_425 + 98 + 300)
+    # 1h: 1,000 + 0.99 x 1,500 + 300
+    assert costs.one_hour == pytest.approx(1_000 + 1_485 + 300)
+    assert costs.best == "5m"
+
+
+def test_a_tail_nobody_is_likely_to_read_is_left_unmarked() -> None:
+    odds = Steps({300.0: 0.02, 3600.0: 0.1})
+    layers = [LiveEntry(19_000, 3600.0)]
+    assert tail_costs(odds, layers=layers, total_tokens=20_000, rebuy=1.0).best is None
+
+
+def test_next_request_cost_counts_only_the_longest_live_layer() -> None:
+    odds = Steps({300.0: 1.0})
+    layers = [LiveEntry(4_000, 3600.0), LiveEntry(9_000, 300.0)]
+    assert next_request_cost(layers, total_tokens=10_000, odds=odds, rebuy=1.25) == pytest.approx(
+        0.1 * 9_000 + 1.25 * 1_000
+    )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator, Sequence
 from importlib.metadata import EntryPoint
 from pathlib import Path
@@ -126,6 +127,9 @@ def no_entry_points(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     yield
     unregister_context_engine("keeper")
     unregister_context_engine("lossless")
+    # the plugin registers itself when imported: forget the import with the registration, so a later
+    # test in this process (a gateway with context.engine: keeper) imports it and registers it again
+    sys.modules.pop("chat_gateway_plugins.context_engine.keeper", None)
 
 
 def test_a_plugin_folder_is_found_first(no_entry_points: None) -> None:

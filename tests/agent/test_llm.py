@@ -250,3 +250,36 @@ def test_retry_after_header_forms() -> None:
     rate = translate_status(429, "rate_limit_error", "x", {"retry-after": "12"})
     assert isinstance(rate, LLMRateLimitError)
     assert rate.retry_after == 12.0
+
+
+async def test_automatic_caching_and_cache_diagnostics_through_the_sdk(fake: FakeAnthropic) -> None:
+    """One top-level cache_control caches the whole prompt; diagnostics name what changed."""
+    client = client_for(fake)
+    system = [{"type": "text", "text": "Rules of the house. " * 600}]
+    question = [{"role": "user", "content": "hi"}]
+    auto = {"type": "ephemeral"}
+    try:
+        first = await client.create(
+            LLMRequest(model=MODEL, system=system, messages=question, max_tokens=64, automatic_cache=auto,
+                       diagnose=True)
+        )  # fmt: skip
+        grown = [*question, {"role": "assistant", "content": first.text}, {"role": "user", "content": "and?"}]
+        second = await client.create(
+            LLMRequest(model=MODEL, system=system, messages=grown, max_tokens=64, automatic_cache=auto,
+                       diagnose=True, previous_message_id=first.message_id)
+        )  # fmt: skip
+        changed = [{"type": "text", "text": "Rules of the house, 2026-11-24. " * 400}]
+        third = await client.create(
+            LLMRequest(model=MODEL, system=changed, messages=grown, max_tokens=64, automatic_cache=auto,
+                       diagnose=True, previous_message_id=second.message_id)
+        )  # fmt: skip
+    finally:
+        await client.close()
+    assert first.usage.cache_creation_input_tokens == first.usage.prompt_tokens
+    assert second.usage.cache_read_input_tokens == first.usage.prompt_tokens
+    assert second.cache_miss_reason is None  # the prompt only grew
+    assert third.usage.cache_read_input_tokens == 0
+    assert third.cache_miss_reason == "system_changed"
+    assert third.cache_missed_tokens == second.usage.prompt_tokens
+    assert fake.requests[0].body["cache_control"] == auto
+    assert fake.requests[0].body["diagnostics"] == {"previous_message_id": None}

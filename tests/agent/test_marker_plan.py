@@ -12,7 +12,6 @@ from agent.caching.markers import (
     apply_marker_plan,
     count_breakpoints,
 )
-from agent.caching.policy import NextGapOdds, tail_costs
 from agent.types import Message
 from tests.fakes.anthropic_cache import PrefixCache, serialize_prefix
 
@@ -117,25 +116,3 @@ def test_inputs_are_not_changed_and_an_empty_plan_places_nothing() -> None:
     assert [i for i, _ in markers(request)] == [1, 2]
     empty = apply_marker_plan("sys", messages, plan=MarkerPlan(), tools=tools)
     assert count_breakpoints(empty) == empty.breakpoints == 0
-
-
-def test_tail_costs_with_worked_numbers() -> None:
-    # 10,000-token prompt, 1,000 new since the live 1h entry; next call within 5 min 20%, within 1h 80%.
-    odds = NextGapOdds(p5=0.2, p60=0.8, samples=10)
-    costs = tail_costs(odds, live_ttl="1h", total_tokens=10_000, new_tokens=1_000, rebuy=2.0)
-    # none: 1,000 x 1 now + 1,000 x 2 at the next call + 9,000 x (0.1 x 0.8 + 2 x 0.2) = 7,320
-    assert round(costs.none, 6) == 7_320
-    # 5m: 1,000 x 1.25 + 1,000 x (0.1 x 0.2 + 2 x 0.8) + 9,000 x 0.48 (the 1h entry still holds it) = 7,190
-    assert round(costs.five_minutes, 6) == 7_190
-    # 1h: 1,000 x 2 + 1,000 x 0.48 + 9,000 x 0.48 = 6,800
-    assert round(costs.one_hour, 6) == 6_800
-    assert costs.best == "1h"
-
-
-def test_tail_left_unmarked_when_the_next_call_rarely_comes_in_time() -> None:
-    odds = NextGapOdds(p5=0.05, p60=0.3, samples=10)
-    costs = tail_costs(odds, live_ttl="5m", total_tokens=10_000, new_tokens=4_000, rebuy=1.0)
-    # none 4,000 + 4,000 + 6,000 x 0.955 = 13,730; 5m 5,000 + 10,000 x 0.955 = 14,550;
-    # 1h 8,000 + 4,000 x 0.73 + 6,000 x 0.73 = 15,300
-    assert (round(costs.none), round(costs.five_minutes), round(costs.one_hour)) == (13_730, 14_550, 15_300)
-    assert costs.best is None

@@ -51,10 +51,12 @@ def test_three_requests_priced_block_by_block() -> None:
     times = [0.0, 2 * MINUTE, 32 * MINUTE]
     requests = [SentRequest(t, b, {}) for t, b in zip(times, bodies, strict=True)]
     tokens = [b.tokens for b in serialize_prefix(bodies[2])]  # system, u1, a1, u2, a2, u3
-    # system and u1 are sent at 0, 2 and 32 min: a 1h write and two reads (2.2) beat 5m (1.25 + 0.1 + 1)
+    # system and u1 are sent at 0, 2 and 32 min: a 5m write, a read at 2 min inside the one-hour entry
+    # that request writes further on (the entry advances), and a read at 32 min: 1.25 + 0.1 + 0.1 = 1.45,
+    # less than a 1h write and two reads (2.2)
     # a1 and u2 at 2 and 32 min: paying twice (2.0) beats a 1h write and a read (2.1)
     # a2 and u3 once: 1.0
-    expected = (tokens[0] + tokens[1]) * 2.2 + (tokens[2] + tokens[3]) * 2.0 + (tokens[4] + tokens[5]) * 1.0
+    expected = (tokens[0] + tokens[1]) * 1.45 + (tokens[2] + tokens[3]) * 2.0 + (tokens[4] + tokens[5]) * 1.0
     assert oracle_input_usd(requests, min_cacheable={MODEL: 800}) == pytest.approx(expected * PRICE)
     # with a minimum above every prompt nothing can be cached: the oracle is the uncached price
     everything = sum(t for b in bodies for t in (x.tokens for x in serialize_prefix(b)))

@@ -108,6 +108,11 @@ def serialize_prefix(body: Mapping[str, Any]) -> list[PrefixBlock]:
         if message_ttl is not None and blocks:
             last = blocks[-1]
             blocks[-1] = PrefixBlock(last.fingerprint, last.tokens, last.ttl or message_ttl)
+    automatic = _ttl_of(body.get("cache_control"))
+    if automatic is not None and blocks and blocks[-1].ttl is None:
+        # Automatic caching: the API puts the breakpoint on the last block and moves it forward itself.
+        last = blocks[-1]
+        blocks[-1] = PrefixBlock(last.fingerprint, last.tokens, automatic)
     return blocks
 
 

@@ -25,6 +25,7 @@ from aiohttp import web
 from agent.usage import Usage
 from tests.fakes.anthropic_cache import DEFAULT_LOOKBACK, PrefixCache, serialize_prefix
 from tests.fakes.anthropic_control_api import add_control_routes
+from tests.fakes.anthropic_diagnostics import Diagnostics
 from tests.fakes.anthropic_media import MediaError, check_request_size
 from tests.fakes.anthropic_replies import (
     FAULT_KINDS,
@@ -111,6 +112,7 @@ class FakeAnthropic:
         self.keep_bodies = keep_bodies
         self.pacing = pacing or Pacing()
         self.cache = PrefixCache(lookback=cache_lookback)
+        self.diagnostics = Diagnostics()
         self.requests: list[RecordedRequest] = []
         self.count_tokens_calls = 0
         self._clock = clock
@@ -282,6 +284,9 @@ class FakeAnthropic:
         await self._pause(delay + (self.summary_delay if kind == "summary" else self.reply_delay))
         usage = record.usage = usage_payload(cache, output_tokens(content))
         message = message_payload(model=body["model"], content=content, stop_reason=stop_reason, usage=usage)
+        diagnostics = self.diagnostics.answer(body, message["id"])
+        if "diagnostics" in body:
+            message["diagnostics"] = diagnostics
         if kind == "reply" and body.get("stream"):
             return await write_stream(request, message, pacing=self.pacing, sleep=self._pause)
         if kind == "reply":

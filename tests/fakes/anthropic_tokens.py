@@ -52,7 +52,15 @@ def default_models() -> dict[str, ModelSpec]:
     opus_46 = ModelSpec("claude-opus-4-6", "Claude Opus 4.6", max_output=128_000, min_cacheable=4096)
     opus_41 = ModelSpec("claude-opus-4-1", "Claude Opus 4.1", max_output=32_000, min_cacheable=1024)
     haiku = ModelSpec("claude-haiku-4-5", "Claude Haiku 4.5", min_cacheable=4096)
+    current = [
+        ModelSpec("claude-opus-5", "Claude Opus 5", 1_000_000, 128_000, 512),
+        ModelSpec("claude-sonnet-5", "Claude Sonnet 5", 1_000_000, 128_000, 1024),
+        ModelSpec("claude-fable-5-1", "Claude Fable 5.1", 1_000_000, 128_000, 512),
+        ModelSpec("claude-opus-4-8", "Claude Opus 4.8", max_output=128_000, min_cacheable=1024),
+        ModelSpec("claude-opus-4-7", "Claude Opus 4.7", max_output=128_000, min_cacheable=2048),
+    ]
     return {
+        **{spec.id: spec for spec in current},
         sonnet.id: sonnet,
         sonnet_45.id: sonnet_45,
         "claude-sonnet-4-5-20250929": sonnet_45,

@@ -22,6 +22,7 @@ KNOWN_TOP_LEVEL = frozenset(
         "model", "messages", "max_tokens", "system", "tools", "tool_choice", "temperature", "top_p",
         "top_k", "stop_sequences", "stream", "metadata", "thinking", "service_tier", "container",
         "mcp_servers", "context_management", "output_config", "output_format", "inference_geo", "speed",
+        "cache_control", "diagnostics",
     }
 )  # fmt: skip
 TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,128}$")
@@ -83,6 +84,7 @@ def validate_request(
         raise InvalidRequest("messages: at least one message is required")
     _check_messages(messages, tool_names, strict=strict)
     _check_cache_markers(body)
+    _check_diagnostics(body.get("diagnostics", {}))
     try:
         validate_media(body, context_window=spec.context_window)
     except MediaError as exc:
@@ -283,6 +285,37 @@ def _cache_markers(body: Mapping[str, Any]) -> list[tuple[str, Any]]:
     return found
 
 
+def _check_automatic_marker(body: Mapping[str, Any], markers: list[tuple[str, Any]]) -> int:
+    """Automatic caching: a top-level `cache_control` takes one of the 4 breakpoint slots; the API
+    rejects it when an explicit marker on the last block asks for a different TTL. Returns its slots."""
+    top = body.get("cache_control")
+    if top is None:
+        return 0
+    if not isinstance(top, Mapping) or top.get("type") != "ephemeral":
+        raise InvalidRequest("cache_control.type: Input should be 'ephemeral'")
+    ttl = top.get("ttl", "5m")
+    if ttl not in ("5m", "1h"):
+        raise InvalidRequest("cache_control.ttl: Input should be '5m' or '1h'")
+    last = last_block_marker(body)
+    if last is not None and isinstance(last, Mapping) and last.get("ttl", "5m") != ttl:
+        raise InvalidRequest(
+            "cache_control: the top-level cache_control TTL must match the cache_control on the last block"
+        )
+    return 0 if last is not None else 1
+
+
+def last_block_marker(body: Mapping[str, Any]) -> Any:
+    """The explicit cache_control of the request's last block (None when it has none)."""
+    messages = body.get("messages") or []
+    if not messages:
+        return None
+    message = messages[-1]
+    content = message.get("content")
+    if isinstance(content, list) and content:
+        return content[-1].get("cache_control") or message.get("cache_control")
+    return message.get("cache_control")
+
+
 def _check_cache_markers(body: Mapping[str, Any]) -> None:
     markers = _cache_markers(body)
     seen_5m = False
@@ -303,8 +336,19 @@ def _check_cache_markers(body: Mapping[str, Any]) -> None:
                 "Note that blocks are processed in the following order: `tools`, `system`, `messages`."
             )
         seen_5m = seen_5m or ttl == "5m"
-    count = sum(1 for _, marker in markers if marker is not None)
+    count = sum(1 for _, marker in markers if marker is not None) + _check_automatic_marker(body, markers)
     if count > MAX_CACHE_BREAKPOINTS:
         raise InvalidRequest(
             f"A maximum of {MAX_CACHE_BREAKPOINTS} blocks with cache_control may be provided. Found {count}."
         )
+
+
+def _check_diagnostics(value: Any) -> None:
+    if not isinstance(value, Mapping):
+        raise InvalidRequest("diagnostics: Input should be a valid dictionary")
+    extra = sorted(set(value) - {"previous_message_id"})
+    if extra:
+        raise InvalidRequest(f"diagnostics.{extra[0]}: Extra inputs are not permitted")
+    previous = value.get("previous_message_id")
+    if previous is not None and not isinstance(previous, str):
+        raise InvalidRequest("diagnostics.previous_message_id: Input should be a valid string")

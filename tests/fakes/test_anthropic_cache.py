@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -213,3 +214,50 @@ def test_string_content_and_a_single_text_block_are_the_same_prefix() -> None:
     )
 
     assert as_string == as_block
+
+
+def test_automatic_caching_marks_the_last_block_and_moves_forward() -> None:
+    """One top-level cache_control: the API puts the breakpoint on the last block of each request."""
+    first = {"system": "s" * 4_000, "messages": [{"role": "user", "content": "q" * 2_000}]}
+    second = {
+        "system": "s" * 4_000,
+        "messages": [
+            {"role": "user", "content": "q" * 2_000},
+            {"role": "assistant", "content": "a" * 700},
+            {"role": "user", "content": "next question"},
+        ],
+    }
+    cache = PrefixCache()
+    auto = {"cache_control": {"type": "ephemeral"}}
+    one = cache.process("ns", serialize_prefix({**first, **auto}), min_cacheable=1024, now=0.0)
+    assert one.cache_read_input_tokens == 0
+    assert one.cache_creation_5m == one.prompt_tokens
+    two = cache.process("ns", serialize_prefix({**second, **auto}), min_cacheable=1024, now=60.0)
+    assert two.cache_read_input_tokens == one.prompt_tokens
+    assert two.cache_creation_5m == two.prompt_tokens - one.prompt_tokens
+    assert two.input_tokens == 0
+    # without it nothing is cached
+    plain = cache.process("ns2", serialize_prefix(second), min_cacheable=1024, now=0.0)
+    assert plain.input_tokens == plain.prompt_tokens
+
+
+def test_automatic_caching_takes_a_breakpoint_slot_and_must_match_the_last_block() -> None:
+    from tests.fakes.anthropic_tokens import default_models
+    from tests.fakes.anthropic_validation import InvalidRequest, validate_request
+
+    marked = {"type": "text", "text": "x", "cache_control": {"type": "ephemeral"}}
+    body: dict[str, Any] = {
+        "model": "claude-sonnet-4-6",
+        "max_tokens": 100,
+        "cache_control": {"type": "ephemeral", "ttl": "1h"},
+        "system": [dict(marked) for _ in range(4)],
+        "messages": [{"role": "user", "content": "hi"}],
+    }
+    with pytest.raises(InvalidRequest, match="maximum of 4"):
+        validate_request(body, default_models())
+    body["system"] = "s"
+    body["messages"] = [{"role": "user", "content": [dict(marked)]}]
+    with pytest.raises(InvalidRequest, match="must match"):
+        validate_request(body, default_models())
+    body["cache_control"] = {"type": "ephemeral"}
+    validate_request(body, default_models())

@@ -168,6 +168,28 @@ async def test_the_summary_call_of_a_compaction_is_accounted(bot: Bot) -> None:
     assert cost > 0
 
 
+async def test_stats_shows_money_spent_on_cache_writes_never_read(bot: Bot, fake: FakeAnthropic) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from sqlalchemy import select, update
+
+    from gateway.store.rows import llm_calls
+
+    await chatter(bot, n=2)
+    async with bot.store.engine.begin() as conn:
+        ids = [r.id for r in (await conn.execute(select(llm_calls.c.id).order_by(llm_calls.c.id))).all()]
+        now = datetime.now(UTC)
+        # the second reply came 7 minutes after the first: the first one's 5-minute write was never read
+        for call_id, at in zip(ids, (now - timedelta(minutes=9), now - timedelta(minutes=2)), strict=True):
+            await conn.execute(update(llm_calls).where(llm_calls.c.id == call_id).values(created_at=at))
+    written = [r.usage["cache_creation_input_tokens"] for r in fake.requests if r.kind == "reply"]
+    text = await only(bot, "/stats", user=ADMIN)
+    assert f"on writes never read ({written[0]:,} tokens)" in text
+    assert "Cache waste: $" in text
+    assert "reply hit ratio" in text
+    assert "Cache waste: $" in await only(bot, "/stats all", user=ADMIN)
+
+
 PLUGINS = Path(__file__).resolve().parents[1] / "plugins"
 
 

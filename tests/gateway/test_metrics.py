@@ -7,6 +7,7 @@ import socket
 from pathlib import Path
 
 import aiohttp
+import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from agent.usage import Usage
@@ -109,3 +110,28 @@ async def test_metrics_move_after_a_turn(tmp_path: Path, sqlite_url: str) -> Non
     assert moved("gateway_overhead_seconds_count") == 1
     assert after[("gateway_spool_depth", ())] == 0
     assert 0.0 <= after[("gateway_cache_hit_ratio", ())] <= 1.0
+
+
+async def test_cache_waste_is_counted_when_a_write_goes_unread(sqlite_url: str) -> None:
+    """Two replies 7 minutes apart in a chat cached for 5 minutes: the first write was never read."""
+    from datetime import UTC, datetime, timedelta
+
+    from tests.support.gateway_bot import running_bot
+    from tests.support.memory_adapter import ADMIN
+
+    start = datetime(2026, 11, 16, 9, 0, tzinfo=UTC)
+    now = [start]
+    async with (
+        FakeAnthropic(clock=lambda: 0.0) as fake,
+        running_bot(fake, sqlite_url, prompt_caching={"cache_ttl": "5m"}) as bot,
+    ):
+        bot.gateway.turns.clock = lambda: now[0]
+        await bot.adapter.say("context: " + "word " * 2_000, user=ADMIN)
+        now[0] = start + timedelta(minutes=7)
+        fake.set_time(420.0)
+        await bot.adapter.say("and now?", user=ADMIN)
+        values = samples(bot.gateway.metrics.exposition().decode())
+    written = [r.usage["cache_creation_input_tokens"] for r in fake.requests if r.kind == "reply"]
+    unread = values[("gateway_cache_waste_usd_total", (("kind", "unread_write"),))]
+    assert unread == pytest.approx(written[0] * 3.0 * 1.25 / 1_000_000)
+    assert values[("gateway_cache_waste_usd_total", (("kind", "expired_resend"),))] > 0
