@@ -59,6 +59,8 @@ class EngineState:
     pause_reason: str | None = None
     awaiting_effect: bool = False
     """True right after an automatic compaction until the next API-reported prompt size arrives."""
+    adopted_compaction: str | None = None
+    """The fingerprint of the newest server-side compaction block already taken into the window."""
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -173,6 +175,11 @@ class ContextEngine(ABC):
         or the request it is about to send): an automatic run judges the threshold and the pause on it,
         since the messages alone leave out the system prompt, tools and what is still to come."""
         self.state.last_prompt_tokens = max(self.state.last_prompt_tokens or 0, prompt_tokens)
+
+    def request_options(self) -> tuple[dict[str, Any], tuple[str, ...]] | None:
+        """The API's `context_management` and the beta headers it needs, when this engine lets the API
+        manage the context inside reply calls (None: the engine does it all itself)."""
+        return None
 
     def tool_schemas(self) -> list[dict[str, Any]]:
         """Extra tools this engine exposes to the model (none by default)."""

@@ -6,7 +6,8 @@
    module, including those published in the `chat_gateway.plugins` entry-point group, which are
    imported only when an engine name is not found in step 1);
 3. the `chat_gateway.context_engines` entry-point group (name -> factory);
-4. the built-in engines: `compressor` (which always means the built-in one, whatever a plugin claims).
+4. the built-in engines: `compressor` (which always means the built-in one, whatever a plugin claims)
+   and `server` (the Messages API's server-side compaction, `agent.server_compaction`).
 
 A plugin is never activated implicitly: only the configured name is looked up, and nothing is imported
 for the default `compressor`. An unknown name raises `UnknownEngineError` naming the engines available.
@@ -25,6 +26,7 @@ from types import ModuleType
 
 from agent.context_compressor import ContextCompressor
 from agent.context_engine import ContextEngine
+from agent.server_compaction import ServerCompaction
 
 logger = logging.getLogger(__name__)
 
@@ -35,7 +37,7 @@ FOLDER = "context_engine"
 
 EngineFactory = Callable[..., ContextEngine]
 
-BUILTINS: dict[str, EngineFactory] = {BUILTIN_ENGINE: ContextCompressor}
+BUILTINS: dict[str, EngineFactory] = {BUILTIN_ENGINE: ContextCompressor, "server": ServerCompaction}
 _registered: dict[str, EngineFactory] = {}
 
 

@@ -30,6 +30,7 @@ from agent.errors import (
     LLMServerError,
     LLMUnavailableError,
 )
+from agent.messages import compaction_on_wire
 from agent.streaming import TextSink
 from agent.types import Block, Message
 from agent.usage import Usage
@@ -59,6 +60,10 @@ class LLMRequest:
     """Ask for cache diagnostics: the response says why the prefix of `previous_message_id`'s request
     could not be reused."""
     previous_message_id: str | None = None
+    context_management: Mapping[str, Any] | None = None
+    """The API's context management edits (server-side compaction), sent with `betas`."""
+    betas: tuple[str, ...] = ()
+    """Beta headers the request needs; a request with any goes through the SDK's beta namespace."""
     # No temperature: the pinned SDK (API version 2026-10-21) no longer accepts one on messages.create.
 
 
@@ -77,6 +82,10 @@ class LLMResponse:
     cache_miss_reason: str | None = None
     """What the API's cache diagnostics name as the divergence from the previous request, if any."""
     cache_missed_tokens: int = 0
+    compaction_usage: Usage | None = None
+    """When the API compacted the conversation in this call (server-side compaction): what its
+    summarizing iteration used, over the prompt as sent. `usage` is then the reply's own iteration,
+    over the compacted context (the API reports the two separately and bills both)."""
 
     @property
     def text(self) -> str:
@@ -233,6 +242,15 @@ def usage_of(raw: Any) -> Usage:
     )
 
 
+def _compaction_usage(raw: Any) -> dict[str, Any]:
+    """The summed usage of the compaction iterations the API reports in `usage.iterations`, if any."""
+    iterations = getattr(raw, "iterations", None) or []
+    spent = [usage_of(i) for i in iterations if getattr(i, "type", None) == "compaction"]
+    if not spent:
+        return {}
+    return {"compaction_usage": sum(spent, Usage())}
+
+
 def _cache_miss(message: Any) -> dict[str, Any]:
     """`cache_miss_reason` and `cache_missed_tokens` from the response's cache diagnostics, if any."""
     diagnostics = getattr(message, "diagnostics", None)
@@ -295,7 +313,9 @@ class AnthropicClient:
         kwargs: dict[str, Any] = {
             "model": request.model,
             "max_tokens": request.max_tokens,
-            "messages": list(request.messages),
+            "messages": compaction_on_wire(
+                list(request.messages), server_compaction=request.context_management is not None
+            ),
         }
         if request.system:
             kwargs["system"] = list(request.system)
@@ -305,14 +325,19 @@ class AnthropicClient:
             kwargs["cache_control"] = dict(request.automatic_cache)
         if request.diagnose:
             kwargs["diagnostics"] = {"previous_message_id": request.previous_message_id}
+        if request.context_management is not None:
+            kwargs["context_management"] = dict(request.context_management)
+        if request.betas:
+            kwargs["betas"] = list(request.betas)
+        api = self._sdk.beta.messages if request.betas else self._sdk.messages
         started = time.monotonic()
         token = _DEADLINE.set(started + self._total_timeout_s)
         try:
             async with asyncio.timeout(self._total_timeout_s):
                 if on_text is None:
-                    message = await self._sdk.messages.create(**kwargs)
+                    message = await api.create(**kwargs)
                 else:
-                    message = await self._streamed(kwargs, on_text)
+                    message = await self._streamed(api, kwargs, on_text)
         except TimeoutError as exc:
             raise LLMUnavailableError(
                 f"Anthropic API gave no answer within {self._total_timeout_s:.0f}s"
@@ -323,8 +348,8 @@ class AnthropicClient:
             _DEADLINE.reset(token)
         return self._response(message, time.monotonic() - started)
 
-    async def _streamed(self, kwargs: dict[str, Any], on_text: TextSink) -> Any:
-        async with self._sdk.messages.stream(**kwargs) as stream:
+    async def _streamed(self, api: Any, kwargs: dict[str, Any], on_text: TextSink) -> Any:
+        async with api.stream(**kwargs) as stream:
             content_type = stream.response.headers.get("content-type", "")
             if not content_type.startswith("text/event-stream"):
                 raise _NotAStream(f"content-type {content_type or 'missing'}")
@@ -344,6 +369,7 @@ class AnthropicClient:
             request_id=getattr(message, "_request_id", None),
             message_id=message.id,
             **_cache_miss(message),
+            **_compaction_usage(message.usage),
         )
         logger.debug(
             "llm call model=%s stop=%s in=%d out=%d cache_read=%d cache_write=%d latency=%.2fs",

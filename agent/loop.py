@@ -21,6 +21,7 @@ from agent.caching.plan import CacheCursor, CachePoint, TurnCachePlan
 from agent.context_engine import ContextEngine
 from agent.errors import ContextOverflowError
 from agent.llm import LLMClient, LLMRequest, LLMResponse, ask
+from agent.messages import has_compaction
 from agent.models import CacheTTL, ModelInfo
 from agent.oversize import TokenCounter, render_for_model
 from agent.streaming import StreamSink
@@ -63,8 +64,11 @@ class TurnHooks(Protocol[R]):
         """Store new assistant / tool-result messages; return their refs in order."""
         ...
 
-    async def compact(self, window: Sequence[Entry[R]], *, force: bool, why: str) -> Compacted[R] | None:
-        """Compact the session whose window this is, now; None when nothing changed."""
+    async def compact(
+        self, window: Sequence[Entry[R]], *, force: bool, why: str, server: bool = False
+    ) -> Compacted[R] | None:
+        """Compact the session whose window this is, now; None when nothing changed. `server`: the API
+        compacted the conversation in the last call, and the engine takes that into the window."""
         ...
 
     async def usage(
@@ -170,6 +174,7 @@ class _Turn(Generic[R]):
         self.last_raw_estimate = raw
         calibration = self.config.calibration
         estimate = calibration.apply(raw) if calibration is not None else raw
+        managed = self.engine.request_options()
         request = LLMRequest(
             model=self.config.model.name,
             system=cached.system_blocks,
@@ -179,6 +184,8 @@ class _Turn(Generic[R]):
             automatic_cache=None if cached.automatic is None else cache_marker(cached.automatic),
             diagnose=self.config.cache_plan.diagnose,
             previous_message_id=self.previous_message_id,
+            context_management=managed[0] if managed is not None else None,
+            betas=managed[1] if managed is not None else (),
         )
         return request, estimate, ttl
 
@@ -192,13 +199,13 @@ class _Turn(Generic[R]):
 
     # --- compaction --------------------------------------------------------------------------------
 
-    async def compact(self, *, force: bool, why: str, size: int | None = None) -> bool:
+    async def compact(self, *, force: bool, why: str, size: int | None = None, server: bool = False) -> bool:
         """Ask the caller to compact the session; True when the window changed. `size` is the prompt
         size that reached the engine's threshold (what an automatic run is judged on)."""
         if size is not None:
             self.engine.expect_prompt(size)
         logger.info("in-loop compaction (%s, force=%s) over %d messages", why, force, len(self.window))
-        done = await self.hooks.compact(self.window, force=force, why=why)
+        done = await self.hooks.compact(self.window, force=force, why=why, server=server)
         if done is None:
             return False
         self.window = list(done.window)
@@ -251,7 +258,9 @@ class _Turn(Generic[R]):
         self.previous_message_id = response.message_id or self.previous_message_id
         self.calls += 1
         if self.config.calibration is not None:
-            self.config.calibration.observe(estimated=self.last_raw_estimate, reported=response.usage)
+            # a server-side compaction's own iteration saw the prompt as sent; the reply's saw the summary
+            reported = response.compaction_usage or response.usage
+            self.config.calibration.observe(estimated=self.last_raw_estimate, reported=reported)
         self.engine.update_from_usage(response.usage)
         await self.hooks.usage(response, purpose="reply", last_ref=last_ref, ttl=ttl)
         return response
@@ -325,6 +334,8 @@ async def run_turn(
             logger.warning("model returned no content (stop_reason=%s)", stop_reason)
             break
         await turn.append(response.as_message())
+        if has_compaction(response.as_message()):
+            await turn.compact(force=True, why="the API compacted the conversation in this call", server=True)
         uses = response.tool_uses
         if stop_reason != "tool_use" or not uses:
             break

@@ -5,6 +5,8 @@
 - `repair_tool_pairs`: every tool_result follows its tool_use in the message right before it. A result
   whose call is gone becomes plain text (its content is kept, clipped); a call whose result is gone gets
   a stub result. Inputs are never changed; messages are copied only when changed.
+- `compaction_on_wire`: a server-side compaction block travels as the API expects it only in a request
+  that enables server-side compaction (the newest one); anywhere else its summary is sent as text.
 """
 
 from __future__ import annotations
@@ -148,3 +150,46 @@ def repair_tool_pairs(
         inserted.append(len(out))
         out.append({"role": "user", "content": [_stub(t, stub_text, stub_is_error) for t in pending]})
     return out, RepairReport(tuple(orphaned), tuple(stubbed), tuple(inserted))
+
+
+COMPACTION_TEXT_PREFIX = "[Summary of the earlier conversation, written when it was compacted]"
+NO_SUMMARY = "[an earlier compaction produced no summary]"
+
+
+def compaction_on_wire(messages: list[Message], *, server_compaction: bool) -> list[Message]:
+    """`messages` with every `compaction` block the request cannot carry as one turned into text.
+
+    With server-side compaction on, the newest compaction block is sent verbatim (the API drops what
+    precedes it and continues from its summary); older ones, and all of them in a request without the
+    compaction beta (a summary call, a session whose engine changed), become a text block holding the
+    summary, so what it summarised is never lost from the model's view. A block whose compaction failed
+    (no content) is dropped: the API treats it as a no-op. Inputs are not changed.
+    """
+    positions = [
+        (i, j)
+        for i, m in enumerate(messages)
+        if not isinstance(m["content"], str)
+        for j, b in enumerate(m["content"])
+        if b.get("type") == "compaction"
+    ]
+    if not positions:
+        return messages
+    keep = positions[-1] if server_compaction else None
+    out = list(messages)
+    for i in sorted({i for i, _ in positions}):
+        blocks: list[Block] = []
+        for j, block in enumerate(blocks_of(messages[i])):
+            if block.get("type") != "compaction" or (i, j) == keep:
+                blocks.append(block)
+            elif block.get("content"):
+                text: Block = {"type": "text", "text": f"{COMPACTION_TEXT_PREFIX}\n{block['content']}"}
+                if "cache_control" in block:
+                    text["cache_control"] = block["cache_control"]
+                blocks.append(text)
+        out[i] = {"role": messages[i]["role"], "content": blocks or [{"type": "text", "text": NO_SUMMARY}]}
+    return out
+
+
+def has_compaction(message: Message) -> bool:
+    """True when the message carries a server-side compaction block."""
+    return any(b.get("type") == "compaction" for b in blocks_of(message))

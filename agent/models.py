@@ -44,6 +44,8 @@ class ModelInfo:
     deprecated: bool = False
     known: bool = True
     """False for the conservative stand-in returned for a model missing from the table."""
+    server_compaction: bool = False
+    """The Messages API's server-side compaction (`compact_20260112`) is available for this model."""
 
     @property
     def cache_write_5m_per_mtok(self) -> float:
@@ -68,15 +70,15 @@ MODELS: Final[Mapping[str, ModelInfo]] = {
     for m in (
         # Minimum cacheable prefix per model, as documented (2026-11): below it the API caches nothing,
         # so the cache plan never marks a shorter prompt and the cost model never counts a write.
-        ModelInfo("claude-opus-5", 1_000 * _K, 128 * _K, 512, 5.0, 25.0),
-        ModelInfo("claude-sonnet-5", 1_000 * _K, 128 * _K, 1024, 2.0, 10.0),
+        ModelInfo("claude-opus-5", 1_000 * _K, 128 * _K, 512, 5.0, 25.0, server_compaction=True),
+        ModelInfo("claude-sonnet-5", 1_000 * _K, 128 * _K, 1024, 2.0, 10.0, server_compaction=True),
         ModelInfo("claude-fable-5-1", 1_000 * _K, 128 * _K, 512, 10.0, 50.0),
-        ModelInfo("claude-opus-4-8", 200 * _K, 128 * _K, 1024, 5.0, 25.0),
-        ModelInfo("claude-opus-4-7", 200 * _K, 128 * _K, 2048, 5.0, 25.0),
-        ModelInfo("claude-opus-4-6", 200 * _K, 128 * _K, 4096, 5.0, 25.0),
+        ModelInfo("claude-opus-4-8", 200 * _K, 128 * _K, 1024, 5.0, 25.0, server_compaction=True),
+        ModelInfo("claude-opus-4-7", 200 * _K, 128 * _K, 2048, 5.0, 25.0, server_compaction=True),
+        ModelInfo("claude-opus-4-6", 200 * _K, 128 * _K, 4096, 5.0, 25.0, server_compaction=True),
         ModelInfo("claude-opus-4-5", 200 * _K, 64 * _K, 4096, 5.0, 25.0),
         ModelInfo("claude-opus-4-1", 200 * _K, 32 * _K, 1024, 15.0, 75.0),
-        ModelInfo("claude-sonnet-4-6", 200 * _K, 64 * _K, 1024, 3.0, 15.0),
+        ModelInfo("claude-sonnet-4-6", 200 * _K, 64 * _K, 1024, 3.0, 15.0, server_compaction=True),
         # End of life 2026-11-30; the SDK warns when it is used.
         ModelInfo("claude-sonnet-4-5", 200 * _K, 64 * _K, 1024, 3.0, 15.0, deprecated=True),
         ModelInfo("claude-haiku-4-5", 200 * _K, 64 * _K, 4096, 1.0, 5.0),

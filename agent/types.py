@@ -10,7 +10,7 @@ from typing import Any, Literal, TypeAlias, TypedDict
 
 Role: TypeAlias = Literal["user", "assistant"]
 Block: TypeAlias = dict[str, Any]
-"""One content block: {"type": "text"|"tool_use"|"tool_result"|"image", ...}."""
+"""One content block: {"type": "text"|"tool_use"|"tool_result"|"image"|"compaction", ...}."""
 
 
 class Message(TypedDict):
@@ -19,7 +19,8 @@ class Message(TypedDict):
 
 
 def text_of(message: Message) -> str:
-    """All human-readable text of a message (text blocks and tool_result text), joined by newlines."""
+    """All human-readable text of a message (text blocks, tool_result text and the summary of a
+    server-side compaction block), joined by newlines."""
     content = message["content"]
     if isinstance(content, str):
         return content
@@ -28,6 +29,8 @@ def text_of(message: Message) -> str:
         kind = block.get("type")
         if kind == "text":
             parts.append(str(block.get("text", "")))
+        elif kind == "compaction" and block.get("content"):
+            parts.append(str(block["content"]))
         elif kind == "tool_result":
             inner = block.get("content", "")
             if isinstance(inner, str):

@@ -31,6 +31,8 @@ logger = logging.getLogger(__name__)
 
 Ref = tuple[int, ...]
 IN_LOOP = "agent"
+SERVER = "server"
+"""A server-side compaction the API made in a reply call, taken into the stored window."""
 
 
 def window_entries(rows: Sequence[StoredMessage]) -> list[Entry[Ref]]:
@@ -105,9 +107,12 @@ class TurnRecorder:
             self.after_id = stored[-1].message.id
         return [(s.message.id,) for s in stored]
 
-    async def compact(self, window: Sequence[Entry[Ref]], *, force: bool, why: str) -> Compacted[Ref] | None:
+    async def compact(
+        self, window: Sequence[Entry[Ref]], *, force: bool, why: str, server: bool = False
+    ) -> Compacted[Ref] | None:
+        trigger = SERVER if server else IN_LOOP
         report = await self.compactor.compact(
-            self.session, self.engine, trigger=IN_LOOP, force=force, through_id=self.after_id
+            self.session, self.engine, trigger=trigger, force=force, through_id=self.after_id
         )
         self.reports.append(report)
         if not report.changed:
@@ -137,8 +142,10 @@ class TurnRecorder:
             if self._last_call is not None:
                 self.metrics.observe_cache_waste(between(self._last_call, call, now=call.at))
         self._last_call = call
+        await self._record_server_compaction(response, ttl)
         self.health.record(
-            usage,
+            # a server-side compaction's own iteration is the one that read the prefix as sent
+            response.compaction_usage or usage,
             cacheable_prefix_sent=ttl is not None and usage.prompt_tokens >= self.model.min_cacheable_tokens,
             at=self.clock().timestamp(),
             ttl_seconds=TTL_SECONDS[ttl or "5m"],
@@ -163,6 +170,28 @@ class TurnRecorder:
             ),
             last_message_id=newest_id(last_ref),
             engine_state=self.engine.state.to_json(),
+        )
+
+    async def _record_server_compaction(self, response: LLMResponse, ttl: CacheTTL | None) -> None:
+        """The API's compaction iteration is billed apart from the reply's: it is a summary call."""
+        spent = response.compaction_usage
+        if spent is None:
+            return
+        if self.metrics is not None:
+            self.metrics.observe_usage(spent, purpose="summary")
+        await self.store.record_call(
+            self.session.id,
+            self.session.chat_pk,
+            CallRecord(
+                model=response.model or self.model.name,
+                purpose="summary",
+                input_tokens=spent.input_tokens,
+                output_tokens=spent.output_tokens,
+                cache_creation_tokens=spent.cache_creation_input_tokens,
+                cache_read_tokens=spent.cache_read_input_tokens,
+                cost_usd=cost_usd(self.model, spent, ttl=ttl or "5m"),
+                cache_ttl=ttl,
+            ),
         )
 
     def cache_after(self, result: TurnResult[Ref] | None) -> CacheState:

@@ -3,15 +3,19 @@ the bot, the prompt-cache TTL and the model line printed at start-up (pure)."""
 
 from __future__ import annotations
 
+import logging
 from datetime import timedelta
 
 from agent.engines import EngineFactory, UnknownEngineError, resolve_engine
 from agent.loop import LoopConfig
-from agent.models import CacheTTL, ModelInfo
+from agent.models import MODELS, CacheTTL, ModelInfo, lookup_model
+from agent.server_compaction import MIN_TRIGGER_TOKENS, ServerCompaction
 from agent.tokens import Calibration
 from gateway.auth import AccessPolicy, policy_from_ids
 from gateway.compaction_policy import CompactionPolicy
 from gateway.config import ConfigError, Settings
+
+logger = logging.getLogger(__name__)
 
 
 def cache_ttl_of(settings: Settings) -> CacheTTL | None:
@@ -48,13 +52,36 @@ def context_engine(settings: Settings) -> EngineFactory:
     """The configured context engine's factory, found once at start-up: an unknown or broken engine
     stops the start-up with one line naming `context.engine` (every turn would fail otherwise)."""
     try:
-        return resolve_engine(settings.context.engine, plugins_dir=settings.context.plugins_dir)
+        factory = resolve_engine(settings.context.engine, plugins_dir=settings.context.plugins_dir)
     except UnknownEngineError as exc:
         raise ConfigError(f"context.engine: {exc}") from exc
     except Exception as exc:  # a plugin that fails to import
         raise ConfigError(
             f"context.engine: engine {settings.context.engine!r} failed to load: {type(exc).__name__}: {exc}"
         ) from exc
+    if factory is ServerCompaction:
+        _check_server_compaction(settings)
+    return factory
+
+
+def _check_server_compaction(settings: Settings) -> None:
+    """`server` needs a model the API compacts for; below the API's minimum trigger it falls back to the
+    built-in compressor, which is worth one line at start-up."""
+    model = lookup_model(settings.model, context_override=settings.model_context_length)
+    if not model.server_compaction:
+        able = ", ".join(m.name for m in MODELS.values() if m.server_compaction)
+        raise ConfigError(
+            f"context.engine: 'server' needs a model with server-side compaction ({able}); "
+            f"{settings.model} has none"
+        )
+    threshold = int(model.context_window * settings.compression.threshold)
+    if threshold < MIN_TRIGGER_TOKENS:
+        logger.warning(
+            "context.engine server: the compressor threshold (%d tokens) is below the API's minimum "
+            "compaction trigger (%d); the built-in compressor compacts this window instead",
+            threshold,
+            MIN_TRIGGER_TOKENS,
+        )
 
 
 def loop_config(settings: Settings, model: ModelInfo, calibration: Calibration) -> LoopConfig:

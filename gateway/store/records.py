@@ -14,11 +14,11 @@ from typing import Any, Literal, TypeAlias
 Role: TypeAlias = Literal["user", "assistant"]
 Content: TypeAlias = str | list[dict[str, Any]]
 MessageState: TypeAlias = Literal["active", "archived", "summary", "reverted"]
-Trigger: TypeAlias = Literal["hygiene", "agent", "after_reply", "manual", "scheduled"]
+Trigger: TypeAlias = Literal["hygiene", "agent", "server", "after_reply", "manual", "scheduled"]
 Outcome: TypeAlias = Literal["ok", "degraded", "aborted"]
 Purpose: TypeAlias = Literal["reply", "summary"]
 
-TRIGGERS: frozenset[str] = frozenset({"hygiene", "agent", "after_reply", "manual", "scheduled"})
+TRIGGERS: frozenset[str] = frozenset({"hygiene", "agent", "server", "after_reply", "manual", "scheduled"})
 OUTCOMES: frozenset[str] = frozenset({"ok", "degraded", "aborted"})
 
 

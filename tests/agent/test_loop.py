@@ -133,12 +133,12 @@ class Hooks:
         return refs
 
     async def compact(
-        self, window: Sequence[Entry[object]], *, force: bool, why: str
+        self, window: Sequence[Entry[object]], *, force: bool, why: str, server: bool = False
     ) -> Compacted[object] | None:
         assert self.engine is not None
         refs = [e.ref for e in window]
         result = await self.engine.compress([e.message for e in window], force=force)
-        self.compactions.append((result, refs, "agent"))
+        self.compactions.append((result, refs, "server" if server else "agent"))
         if not result.changed:
             return None
         new: list[Entry[object]] = []

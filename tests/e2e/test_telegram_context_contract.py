@@ -14,6 +14,8 @@ import asyncio
 import json
 from pathlib import Path
 
+import pytest
+
 from agent.summary import SUMMARY_PREFIX
 from tests.e2e.conftest import BOT_USERNAME, WorldFactory, body_text
 from tests.e2e.harness import GatewayProcess, base_env
@@ -127,13 +129,29 @@ async def test_a_group_compacted_before_the_first_reply_never_shows_two_summarie
         assert all(prompt_tokens(r) <= THRESHOLD * 1.05 for r in world.replies())
 
 
-async def test_an_unknown_engine_stops_the_start_up(tmp_path: Path, db_url: str) -> None:
+@pytest.mark.parametrize(
+    ("engine", "model", "line"),
+    [
+        ("lcm", "claude-sonnet-4-6", "unknown context engine 'lcm'; available: compressor, server"),
+        (
+            "server",
+            "claude-haiku-4-5",
+            "'server' needs a model with server-side compaction (claude-opus-5, claude-sonnet-5, "
+            "claude-opus-4-8, claude-opus-4-7, claude-opus-4-6, claude-sonnet-4-6); "
+            "claude-haiku-4-5 has none",
+        ),
+    ],
+)
+async def test_an_unknown_engine_stops_the_start_up(
+    tmp_path: Path, db_url: str, engine: str, model: str, line: str
+) -> None:
     env = base_env(
         database_url=db_url,
         anthropic_url="http://127.0.0.1:9",
         tmp=tmp_path,
         TELEGRAM_BOT_TOKEN="123456:TEST-token-abcdefghijklmnopqrstuvwxyz",
-        CONTEXT__ENGINE="lcm",
+        CONTEXT__ENGINE=engine,
+        MODEL=model,
     )
     gw = GatewayProcess(env, cwd=tmp_path)
     await gw.start(ready=None)
@@ -141,6 +159,4 @@ async def test_an_unknown_engine_stops_the_start_up(tmp_path: Path, db_url: str)
     await asyncio.wait_for(gw.proc.wait(), timeout=60)  # it stops by itself
     code = await gw.stop()
     assert code == 2
-    assert gw.logs == ["gateway: context.engine: unknown context engine 'lcm'; available: compressor"], (
-        gw.logs
-    )
+    assert gw.logs == [f"gateway: context.engine: {line}"], gw.logs
