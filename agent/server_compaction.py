@@ -38,11 +38,13 @@ class ServerCompaction(ContextCompressor):
     """Server-side compaction at the threshold; the built-in compressor for everything else."""
 
     name = "server"
+    min_trigger_tokens = MIN_TRIGGER_TOKENS
+    """The API's floor; a deployment whose endpoint documents another one overrides it in a subclass."""
 
     @property
     def server_trigger(self) -> int | None:
         """The input size at which the API compacts, or None when the threshold is below its minimum."""
-        if not self.config.enabled or self.threshold_tokens < MIN_TRIGGER_TOKENS:
+        if not self.config.enabled or self.threshold_tokens < self.min_trigger_tokens:
             return None
         return self.threshold_tokens
 

@@ -9,7 +9,7 @@ from datetime import timedelta
 from agent.engines import EngineFactory, UnknownEngineError, resolve_engine
 from agent.loop import LoopConfig
 from agent.models import MODELS, CacheTTL, ModelInfo, lookup_model
-from agent.server_compaction import MIN_TRIGGER_TOKENS, ServerCompaction
+from agent.server_compaction import ServerCompaction
 from agent.tokens import Calibration
 from gateway.auth import AccessPolicy, policy_from_ids
 from gateway.compaction_policy import CompactionPolicy
@@ -59,12 +59,12 @@ def context_engine(settings: Settings) -> EngineFactory:
         raise ConfigError(
             f"context.engine: engine {settings.context.engine!r} failed to load: {type(exc).__name__}: {exc}"
         ) from exc
-    if factory is ServerCompaction:
-        _check_server_compaction(settings)
+    if isinstance(factory, type) and issubclass(factory, ServerCompaction):
+        _check_server_compaction(settings, factory.min_trigger_tokens)
     return factory
 
 
-def _check_server_compaction(settings: Settings) -> None:
+def _check_server_compaction(settings: Settings, min_trigger: int) -> None:
     """`server` needs a model the API compacts for; below the API's minimum trigger it falls back to the
     built-in compressor, which is worth one line at start-up."""
     model = lookup_model(settings.model, context_override=settings.model_context_length)
@@ -75,12 +75,12 @@ def _check_server_compaction(settings: Settings) -> None:
             f"{settings.model} has none"
         )
     threshold = int(model.context_window * settings.compression.threshold)
-    if threshold < MIN_TRIGGER_TOKENS:
+    if threshold < min_trigger:
         logger.warning(
             "context.engine server: the compressor threshold (%d tokens) is below the API's minimum "
             "compaction trigger (%d); the built-in compressor compacts this window instead",
             threshold,
-            MIN_TRIGGER_TOKENS,
+            min_trigger,
         )
 
 
