@@ -42,16 +42,19 @@ class SentRequest:
 
 
 def billed_input_usd(requests: Iterable[SentRequest]) -> float:
-    """Input cost as the API bills it: uncached input, writes at their TTL's price, reads."""
+    """Input cost as the API bills it: uncached input, writes at their TTL's price, reads (every
+    iteration of a call that compacted server-side: its summarizing one and its reply)."""
     total = 0.0
     for r in requests:
-        u = r.usage
-        split = u.get("cache_creation") or {}
-        five = int(split.get("ephemeral_5m_input_tokens", u["cache_creation_input_tokens"]))
-        hour = int(split.get("ephemeral_1h_input_tokens", 0))
         model = lookup_model(str(r.body["model"]))
-        total += cost_usd(model, Usage(u["input_tokens"], 0, five, u["cache_read_input_tokens"]), ttl="5m")
-        total += cost_usd(model, Usage(0, 0, hour, 0), ttl="1h")
+        for u in r.usage.get("iterations") or [r.usage]:
+            split = u.get("cache_creation") or {}
+            five = int(split.get("ephemeral_5m_input_tokens", u["cache_creation_input_tokens"]))
+            hour = int(split.get("ephemeral_1h_input_tokens", 0))
+            total += cost_usd(
+                model, Usage(u["input_tokens"], 0, five, u["cache_read_input_tokens"]), ttl="5m"
+            )
+            total += cost_usd(model, Usage(0, 0, hour, 0), ttl="1h")
     return total
 
 

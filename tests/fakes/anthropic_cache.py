@@ -1,9 +1,10 @@
 """A pure model of Anthropic's prompt prefix cache, used by the fake API to report cache usage.
 
 The request prefix is an ordered sequence of blocks: tool definitions, system blocks, then every message's
-content blocks. A breakpoint is a block carrying ``cache_control`` (a message-level marker means the message's
-last block). The cache, per namespace (api key, model), maps the hash of the prefix up to and including a
-block to an expiry time and TTL.
+content blocks as the model sees them (server-side compaction drops what precedes the last compaction block,
+see ``anthropic_compaction.effective_body``). A breakpoint is a block carrying ``cache_control`` (a
+message-level marker means the message's last block). The cache, per namespace (api key, model), maps the
+hash of the prefix up to and including a block to an expiry time and TTL.
 
 - Read: the longest prefix, among each breakpoint and the ``lookback`` block positions before it, whose hash
   is cached and unexpired; a hit refreshes that entry (now + its TTL).
@@ -20,6 +21,7 @@ from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from tests.fakes.anthropic_compaction import effective_body
 from tests.fakes.anthropic_tokens import (
     MESSAGE_OVERHEAD,
     TOOL_USE_SYSTEM_PROMPT,
@@ -66,8 +68,19 @@ def _ttl_of(cache_control: Any) -> str | None:
     return str(cache_control.get("ttl", "5m"))
 
 
+def _block_view(block: Mapping[str, Any]) -> dict[str, Any]:
+    """What a content block hashes as: without its cache marker; a compaction block also without the null
+    fields a client may add when it sends the block back."""
+    view = without_cache_control(block)
+    if view.get("type") == "compaction":
+        return {k: v for k, v in view.items() if v is not None}
+    return view
+
+
 def serialize_prefix(body: Mapping[str, Any]) -> list[PrefixBlock]:
-    """The request's prompt as prefix blocks, in the order the cache sees them: tools, system, messages."""
+    """The effective request's prompt as prefix blocks, in the order the cache sees them: tools, system,
+    messages from the last compaction block on."""
+    body = effective_body(body)
     blocks: list[PrefixBlock] = []
     for position, tool in enumerate(body.get("tools") or []):
         blocks.append(
@@ -99,7 +112,7 @@ def serialize_prefix(body: Mapping[str, Any]) -> list[PrefixBlock]:
             first = position == 0
             blocks.append(
                 PrefixBlock(
-                    canonical_json([role, first, without_cache_control(block)]),
+                    canonical_json([role, first, _block_view(block)]),
                     content_block_tokens(block) + (MESSAGE_OVERHEAD if first else 0),
                     _ttl_of(block.get("cache_control")),
                 )

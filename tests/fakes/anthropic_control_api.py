@@ -6,6 +6,8 @@
 - ``POST /_fake/clock``: ``{"advance": seconds}`` or ``{"set": time}``; answers ``{"now": time}``;
 - ``GET /_fake/requests``: ``{"requests": [...], "total_usage": {...}}``;
 - ``POST /_fake/pacing``: ``{"first_token_s", "tokens_per_s"}`` (how fast replies are generated);
+- ``POST /_fake/compaction``: ``{"summary_tokens"}``, the budget of server-side compaction summaries (a
+  custom summarizer is a callable, so it exists only in-process);
 - ``POST /_fake/reset``.
 """
 
@@ -89,6 +91,14 @@ def add_control_routes(app: web.Application, fake: FakeAnthropic) -> None:
         )
         return web.json_response(asdict(fake.pacing))
 
+    async def compaction(request: web.Request) -> web.Response:
+        payload = await body_of(request)
+        tokens = payload.get("summary_tokens")
+        if not isinstance(tokens, int) or isinstance(tokens, bool) or tokens < 1:
+            return _bad("summary_tokens must be a positive integer")
+        fake.compaction_summary_tokens = tokens
+        return web.json_response({"summary_tokens": tokens})
+
     async def reset(request: web.Request) -> web.Response:
         fake.reset()
         return web.json_response({"reset": True})
@@ -98,4 +108,5 @@ def add_control_routes(app: web.Application, fake: FakeAnthropic) -> None:
     app.router.add_post("/_fake/clock", clock)
     app.router.add_get("/_fake/requests", requests)
     app.router.add_post("/_fake/pacing", pacing)
+    app.router.add_post("/_fake/compaction", compaction)
     app.router.add_post("/_fake/reset", reset)

@@ -43,6 +43,8 @@ async def _serve(args: argparse.Namespace) -> None:
         reply_delay=args.reply_delay,
         summary_delay=args.summary_delay,
     )
+    if args.compaction_summary_tokens is not None:
+        fake.compaction_summary_tokens = args.compaction_summary_tokens
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
@@ -61,6 +63,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--lenient", action="store_true", help="accept same-role runs and unknown keys")
     parser.add_argument("--reply-delay", type=float, default=0.0)
     parser.add_argument("--summary-delay", type=float, default=0.0)
+    parser.add_argument(
+        "--compaction-summary-tokens",
+        type=int,
+        default=None,
+        help="budget of server-side compaction summaries",
+    )
     logging.basicConfig(level=logging.WARNING)
     asyncio.run(_serve(parser.parse_args(argv)))
 
@@ -114,6 +122,10 @@ class RemoteFakeAnthropic:
 
     async def set_pacing(self, *, first_token_s: float = 0.0, tokens_per_s: float = 0.0) -> None:
         await self._post("pacing", {"first_token_s": first_token_s, "tokens_per_s": tokens_per_s})
+
+    async def set_compaction_summary_tokens(self, tokens: int) -> None:
+        """The budget of the default server-side compaction summary."""
+        await self._post("compaction", {"summary_tokens": tokens})
 
     async def advance(self, seconds: float) -> float:
         return float((await self._post("clock", {"advance": seconds}))["now"])

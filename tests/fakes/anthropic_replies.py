@@ -153,6 +153,14 @@ def _all_texts(body: Mapping[str, Any]) -> Iterable[str]:
     for message in body.get("messages") or []:
         yield from _text_blocks(message)
         yield from _tool_result_texts(message)
+        yield from _compaction_texts(message)
+
+
+def _compaction_texts(message: Mapping[str, Any]) -> list[str]:
+    """Summaries carried by server-side compaction blocks (what a later summary must keep)."""
+    content = message.get("content")
+    blocks = content if isinstance(content, list) else []
+    return [str(b["content"]) for b in blocks if b.get("type") == "compaction" and b.get("content")]
 
 
 def conversation_identifiers(body: Mapping[str, Any]) -> list[str]:

@@ -2,8 +2,9 @@
 
 It validates requests as the real API does, answers scripted replies, tool calls and faults (else a
 deterministic echo or structured summary), and reports usage from a prefix-cache model on a controllable
-clock. Use it in-process (``async with FakeAnthropic() as fake``) or as a process
-(``python -m tests.fakes.anthropic_server --port 0`` prints ``LISTENING <url>``; control under ``/_fake/``).
+clock; server-side compaction (beta ``compact-2026-01-12``) as ``anthropic_compaction`` describes. Use it
+in-process (``async with FakeAnthropic() as fake``) or as a process (``python -m
+tests.fakes.anthropic_server --port 0`` prints ``LISTENING <url>``; control under ``/_fake/``).
 """
 
 from __future__ import annotations
@@ -23,7 +24,22 @@ from typing import Any
 from aiohttp import web
 
 from agent.usage import Usage
-from tests.fakes.anthropic_cache import DEFAULT_LOOKBACK, PrefixCache, serialize_prefix
+from tests.fakes.anthropic_cache import (
+    DEFAULT_LOOKBACK,
+    CacheUsage,
+    PrefixBlock,
+    PrefixCache,
+    serialize_prefix,
+)
+from tests.fakes.anthropic_compaction import (
+    MIN_TRIGGER,
+    CompactEdit,
+    Summarizer,
+    beta_flags,
+    compaction_edit,
+    effective_body,
+    run_compaction,
+)
 from tests.fakes.anthropic_control_api import add_control_routes
 from tests.fakes.anthropic_diagnostics import Diagnostics
 from tests.fakes.anthropic_media import MediaError, check_request_size
@@ -48,6 +64,7 @@ from tests.fakes.anthropic_validation import (
 )
 from tests.fakes.anthropic_wire import (
     Pacing,
+    compacted_usage,
     error_response,
     json_response,
     message_payload,
@@ -69,10 +86,33 @@ class RecordedRequest:
     """"reply", "summary", or "invalid" for a body that failed validation before it could be classified."""
     at: float
     usage: dict[str, Any] | None = None
+    """The response's usage; when the call compacted, its top-level fields are the message iteration's
+    and ``usage["iterations"]`` lists both iterations."""
     status: int | None = None
+    compacted: bool = False
+    """Whether the API compacted the conversation in this call (server-side compaction)."""
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
+
+    def billed(self) -> Usage:
+        """What the call costs: the sum of its iterations when it has them, else its usage (zero when
+        it has none)."""
+        if self.usage is None:
+            return Usage()
+        parts = self.usage.get("iterations") or [self.usage]
+        return sum(
+            (
+                Usage(
+                    part["input_tokens"],
+                    part["output_tokens"],
+                    part["cache_creation_input_tokens"],
+                    part["cache_read_input_tokens"],
+                )
+                for part in parts
+            ),
+            Usage(),
+        )
 
 
 class FakeAnthropic:
@@ -111,6 +151,13 @@ class FakeAnthropic:
         self.echo_limit = echo_limit
         self.keep_bodies = keep_bodies
         self.pacing = pacing or Pacing()
+        self.compaction_summary_tokens = 2000
+        """Budget of the default server-side compaction summary."""
+        self.compaction_min_trigger = MIN_TRIGGER
+        """The least compaction trigger accepted (the API's 50,000; lowered only by benchmarks that
+        compare the engines on small windows)."""
+        self.compaction_summarizer: Summarizer | None = None
+        """Writes server-side compaction summaries instead of the default (gets the effective request)."""
         self.cache = PrefixCache(lookback=cache_lookback)
         self.diagnostics = Diagnostics()
         self.requests: list[RecordedRequest] = []
@@ -213,15 +260,11 @@ class FakeAnthropic:
         self._offset = 0.0
 
     def total_usage(self) -> Usage:
+        """Everything billed by delivered calls, compaction iterations included."""
         total = Usage()
         for record in self.requests:
-            if record.status == 200 and record.usage is not None:
-                total += Usage(
-                    record.usage["input_tokens"],
-                    record.usage["output_tokens"],
-                    record.usage["cache_creation_input_tokens"],
-                    record.usage["cache_read_input_tokens"],
-                )
+            if record.status == 200:
+                total += record.billed()
         return total
 
     # ---- handlers --------------------------------------------------------------------------------
@@ -261,10 +304,13 @@ class FakeAnthropic:
         try:
             body = record.body = await self._read_json(request)
             spec = validate_request(body, self.models, strict=self.strict)
+            betas = beta_flags(request.headers.getall("anthropic-beta", []))
+            edit = compaction_edit(body, betas, spec, min_trigger=self.compaction_min_trigger)
         except InvalidRequest as exc:
             return error_response(exc.status, exc.error_type, exc.message)
         kind = record.kind = "summary" if self.summary_detector(body) else "reply"
-        blocks = serialize_prefix(body)
+        effective = effective_body(body)
+        blocks = serialize_prefix(effective)
         prompt = sum(block.tokens for block in blocks)
         fault = self._take_fault(kind)
         if fault is not None:
@@ -274,17 +320,21 @@ class FakeAnthropic:
         if prompt > spec.context_window:
             error = prompt_too_long(prompt, spec)
             return error_response(error.status, error.error_type, error.message)
-        if prompt + int(body["max_tokens"]) > spec.context_window:
-            error = exceeds_context(prompt, int(body["max_tokens"]), spec)
-            return error_response(error.status, error.error_type, error.message)
-        cache = self.cache.process(
-            (self.api_key, spec.id), blocks, min_cacheable=spec.min_cacheable, now=self.now()
-        )
-        content, stop_reason, delay = self._reply_for(body, kind)
+        if edit is not None and prompt > edit.trigger:
+            # No prompt + max_tokens check: the reply is sampled from the compacted context, far smaller.
+            record.compacted = True
+            content, stop_reason, delay, usage = self._compacted_answer(effective, kind, edit, spec)
+        else:
+            if prompt + int(body["max_tokens"]) > spec.context_window:
+                error = exceeds_context(prompt, int(body["max_tokens"]), spec)
+                return error_response(error.status, error.error_type, error.message)
+            cache = self._charge(blocks, spec)
+            content, stop_reason, delay = self._reply_for(effective, kind)
+            usage = usage_payload(cache, output_tokens(content))
         await self._pause(delay + (self.summary_delay if kind == "summary" else self.reply_delay))
-        usage = record.usage = usage_payload(cache, output_tokens(content))
+        record.usage = usage
         message = message_payload(model=body["model"], content=content, stop_reason=stop_reason, usage=usage)
-        diagnostics = self.diagnostics.answer(body, message["id"])
+        diagnostics = self.diagnostics.answer(effective, message["id"])
         if "diagnostics" in body:
             message["diagnostics"] = diagnostics
         if kind == "reply" and body.get("stream"):
@@ -294,6 +344,31 @@ class FakeAnthropic:
         if body.get("stream"):
             return await write_stream(request, message)
         return json_response(message)
+
+    def _charge(self, blocks: list[PrefixBlock], spec: ModelSpec) -> CacheUsage:
+        """Account one sampled prompt against the prefix cache."""
+        return self.cache.process(
+            (self.api_key, spec.id), blocks, min_cacheable=spec.min_cacheable, now=self.now()
+        )
+
+    def _compacted_answer(
+        self, effective: Mapping[str, Any], kind: str, edit: CompactEdit, spec: ModelSpec
+    ) -> tuple[list[dict[str, Any]], str, float, dict[str, Any]]:
+        """Server-side compaction: the compaction iteration, then (unless paused) the message iteration
+        from the compacted context. Content, stop reason, extra delay and usage, as ``_reply_for``."""
+        run = run_compaction(
+            effective,
+            edit,
+            charge=lambda body: self._charge(serialize_prefix(body), spec),
+            summarizer=self.compaction_summarizer,
+            summary_tokens=self.compaction_summary_tokens,
+        )
+        if run.continuation is None:
+            return [run.block], "compaction", 0.0, compacted_usage(run.usage, run.output_tokens, None, 0)
+        cache = self._charge(serialize_prefix(run.continuation), spec)
+        content, stop_reason, delay = self._reply_for(effective, kind)
+        usage = compacted_usage(run.usage, run.output_tokens, cache, output_tokens(content))
+        return [run.block, *content], stop_reason, delay, usage
 
     def _take_fault(self, kind: str) -> Fault | None:
         for fault in self._faults:

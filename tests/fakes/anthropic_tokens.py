@@ -9,6 +9,7 @@ Costs (all documented, all deterministic):
 - tool definition: ``ceil(bytes of its canonical JSON without cache_control / 3.5)`` + ``TOOL_OVERHEAD``;
   a request with tools also pays ``TOOL_USE_SYSTEM_PROMPT`` once (the API's tool-use system prompt);
 - tool_use: name and canonical JSON input as text; tool_result: its content's text and images;
+- compaction (server-side compaction's summary block): its summary as text;
 - image: ceil(w x h / 750) after fitting to 1568 px (``IMAGE_TOKENS`` when it cannot be decoded); PDF
   document: each page's text plus its page image (``anthropic_media``); other blocks: their JSON as text.
 The prompt is the sum of its blocks, so the cache model can split it exactly at block boundaries.
@@ -35,29 +36,37 @@ IMAGE_TOKENS = 1600
 
 @dataclass(frozen=True, slots=True)
 class ModelSpec:
-    """What the fake knows of a model: its canonical id, window, output cap and minimum cacheable prefix."""
+    """What the fake knows of a model: its canonical id, window, output cap, minimum cacheable prefix and
+    whether it supports server-side compaction (the ``compact_20260112`` edit)."""
 
     id: str
     display_name: str
     context_window: int = 200_000
     max_output: int = 64_000
     min_cacheable: int = 1024
+    compaction: bool = False
 
 
 def default_models() -> dict[str, ModelSpec]:
     """The current models, keyed by every name the API accepts for them (dated ids are aliases)."""
-    sonnet = ModelSpec("claude-sonnet-4-6", "Claude Sonnet 4.6", min_cacheable=1024)
+    sonnet = ModelSpec("claude-sonnet-4-6", "Claude Sonnet 4.6", min_cacheable=1024, compaction=True)
     sonnet_45 = ModelSpec("claude-sonnet-4-5", "Claude Sonnet 4.5", min_cacheable=1024)
     opus = ModelSpec("claude-opus-4-5", "Claude Opus 4.5", min_cacheable=4096)
-    opus_46 = ModelSpec("claude-opus-4-6", "Claude Opus 4.6", max_output=128_000, min_cacheable=4096)
+    opus_46 = ModelSpec(
+        "claude-opus-4-6", "Claude Opus 4.6", max_output=128_000, min_cacheable=4096, compaction=True
+    )
     opus_41 = ModelSpec("claude-opus-4-1", "Claude Opus 4.1", max_output=32_000, min_cacheable=1024)
     haiku = ModelSpec("claude-haiku-4-5", "Claude Haiku 4.5", min_cacheable=4096)
     current = [
-        ModelSpec("claude-opus-5", "Claude Opus 5", 1_000_000, 128_000, 512),
-        ModelSpec("claude-sonnet-5", "Claude Sonnet 5", 1_000_000, 128_000, 1024),
+        ModelSpec("claude-opus-5", "Claude Opus 5", 1_000_000, 128_000, 512, compaction=True),
+        ModelSpec("claude-sonnet-5", "Claude Sonnet 5", 1_000_000, 128_000, 1024, compaction=True),
         ModelSpec("claude-fable-5-1", "Claude Fable 5.1", 1_000_000, 128_000, 512),
-        ModelSpec("claude-opus-4-8", "Claude Opus 4.8", max_output=128_000, min_cacheable=1024),
-        ModelSpec("claude-opus-4-7", "Claude Opus 4.7", max_output=128_000, min_cacheable=2048),
+        ModelSpec(
+            "claude-opus-4-8", "Claude Opus 4.8", max_output=128_000, min_cacheable=1024, compaction=True
+        ),
+        ModelSpec(
+            "claude-opus-4-7", "Claude Opus 4.7", max_output=128_000, min_cacheable=2048, compaction=True
+        ),
     ]
     return {
         **{spec.id: spec for spec in current},
@@ -152,6 +161,8 @@ def content_block_tokens(block: Mapping[str, Any]) -> int:
         body = text_tokens(str(block.get("name", ""))) + text_tokens(canonical_json(block.get("input", {})))
     elif kind == "tool_result":
         body = _tool_result_tokens(block.get("content", ""))
+    elif kind == "compaction":
+        body = text_tokens(str(block.get("content") or ""))
     elif kind in ("thinking", "redacted_thinking"):
         body = text_tokens(str(block.get("thinking", block.get("data", ""))))
     else:

@@ -1,5 +1,8 @@
 """Request validation for the fake Anthropic API: the rules the real Messages API enforces, with its messages.
 
+Server-side compaction's request rules (the edit, the beta header, the models) are in
+``anthropic_compaction``; here only the ``compaction`` content block's shape.
+
 Strict mode (the default) also rejects two things the real API quietly tolerates, because they are bugs in
 the caller: consecutive messages with the same role (the real API merges them) and unknown top-level keys.
 """
@@ -15,7 +18,13 @@ from tests.fakes.anthropic_tokens import ModelSpec
 
 MAX_CACHE_BREAKPOINTS = 4
 KNOWN_BLOCK_TYPES = frozenset(
-    {"text", "image", "document", "tool_use", "tool_result", "thinking", "redacted_thinking", "search_result"}
+    {
+        "text", "image", "document", "tool_use", "tool_result", "thinking", "redacted_thinking",
+        "search_result", "compaction",
+    }
+)  # fmt: skip
+COMPACTION_KEYS = frozenset(
+    {"type", "content", "encrypted_content", "signature", "tool_changes", "cache_control"}
 )
 KNOWN_TOP_LEVEL = frozenset(
     {
@@ -173,7 +182,7 @@ def _check_messages(messages: list[Any], tool_names: set[str], *, strict: bool) 
         role = message.get("role")
         if role not in ("user", "assistant"):
             raise InvalidRequest(f"messages.{i}.role: Input should be 'user' or 'assistant'")
-        if i == 0 and role != "user":
+        if i == 0 and role != "user" and not _opens_with_compaction(message):
             raise InvalidRequest('messages: first message must use the "user" role')
         if strict and i > 0 and messages[i - 1].get("role") == role:
             raise InvalidRequest(
@@ -182,6 +191,30 @@ def _check_messages(messages: list[Any], tool_names: set[str], *, strict: bool) 
             )
         _check_content(message, i, tool_names, final_assistant=(i == last and role == "assistant"))
     _check_tool_pairing(messages if strict else _merge_same_roles(messages))
+
+
+def _opens_with_compaction(message: Mapping[str, Any]) -> bool:
+    """A request may start with an assistant message whose first block is a compaction block: the client
+    sends the conversation from its newest server-side compaction on."""
+    blocks = _blocks(message)
+    return bool(blocks) and isinstance(blocks[0], Mapping) and blocks[0].get("type") == "compaction"
+
+
+def _check_compaction_block(block: Mapping[str, Any], role: str, where: str) -> None:
+    if role != "assistant":
+        raise InvalidRequest(f"{where}: compaction blocks may only appear in assistant messages")
+    extra = sorted(set(block) - COMPACTION_KEYS)
+    if extra:
+        raise InvalidRequest(f"{where}.compaction.{extra[0]}: Extra inputs are not permitted")
+    for key in ("content", "encrypted_content", "signature"):
+        if block.get(key) is not None and not isinstance(block[key], str):
+            raise InvalidRequest(f"{where}.compaction.{key}: Input should be a valid string")
+    if block.get("content") == "":
+        raise InvalidRequest(
+            f"{where}.compaction.content: empty content is not allowed (null marks a failed one)"
+        )
+    if block.get("tool_changes") is not None and not isinstance(block["tool_changes"], list):
+        raise InvalidRequest(f"{where}.compaction.tool_changes: Input should be a valid list")
 
 
 def _check_content(
@@ -207,6 +240,8 @@ def _check_content(
         kind = block["type"]
         if kind == "text":
             _check_text_block(block, where)
+        elif kind == "compaction":
+            _check_compaction_block(block, role, where)
         elif kind == "tool_use":
             if role != "assistant":
                 raise InvalidRequest(f"{where}: tool_use blocks may only appear in assistant messages")

@@ -53,6 +53,42 @@ def usage_payload(cache: CacheUsage, output_tokens: int) -> dict[str, Any]:
     }
 
 
+def iteration_usage(kind: str, cache: CacheUsage, output_tokens: int) -> dict[str, Any]:
+    """One entry of ``usage.iterations``: ``"compaction"`` or ``"message"``."""
+    return {
+        "type": kind,
+        "input_tokens": cache.input_tokens,
+        "output_tokens": output_tokens,
+        "cache_read_input_tokens": cache.cache_read_input_tokens,
+        "cache_creation_input_tokens": cache.cache_creation_input_tokens,
+        "cache_creation": {
+            "ephemeral_5m_input_tokens": cache.cache_creation_5m,
+            "ephemeral_1h_input_tokens": cache.cache_creation_1h,
+        },
+    }
+
+
+NOTHING_SAMPLED = CacheUsage(0, 0, 0, 0)
+
+
+def compacted_usage(
+    compaction: CacheUsage, summary_tokens: int, message: CacheUsage | None, output_tokens: int
+) -> dict[str, Any]:
+    """Usage of a call in which the API compacted the conversation (server-side compaction).
+
+    The top-level fields are the message iteration's alone: the API documents that they leave out
+    compaction iterations (they are the sum of the non-compaction ones). A call paused after compaction
+    (``message`` None) samples no message, so they are all zero there. ``iterations`` lists the compaction
+    iteration, then the message iteration; their sum is what the call bills.
+    """
+    sampled = message or NOTHING_SAMPLED
+    output = output_tokens if message is not None else 0
+    iterations = [iteration_usage("compaction", compaction, summary_tokens)]
+    if message is not None:
+        iterations.append(iteration_usage("message", message, output))
+    return {**usage_payload(sampled, output), "iterations": iterations}
+
+
 def message_payload(
     *, model: str, content: Sequence[Mapping[str, Any]], stop_reason: str, usage: Mapping[str, Any]
 ) -> dict[str, Any]:
@@ -75,7 +111,7 @@ def _chunks(text: str) -> list[str]:
 def stream_events(message: Mapping[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     """The SSE events that deliver ``message``: start, one start/deltas/stop per block, delta, stop."""
     usage = dict(message["usage"])
-    start_usage = {**usage, "output_tokens": 1}
+    start_usage = {k: v for k, v in usage.items() if k != "iterations"} | {"output_tokens": 1}
     events: list[tuple[str, dict[str, Any]]] = [
         (
             "message_start",
@@ -93,6 +129,10 @@ def stream_events(message: Mapping[str, Any]) -> list[tuple[str, dict[str, Any]]
                 {"type": "input_json_delta", "partial_json": part}
                 for part in _chunks(json.dumps(block["input"]))
             ]
+        elif block["type"] == "compaction":
+            # A compaction block is not streamed piecemeal: one delta carries the whole summary.
+            opening = {"type": "compaction", "content": None}
+            pieces = [{"type": "compaction_delta", "content": block["content"]}]
         else:
             opening = {"type": "text", "text": ""}
             pieces = [{"type": "text_delta", "text": part} for part in _chunks(block["text"])]
@@ -107,13 +147,16 @@ def stream_events(message: Mapping[str, Any]) -> list[tuple[str, dict[str, Any]]
     delta_usage = {
         k: usage[k] for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
     }
+    delta_usage["output_tokens"] = usage["output_tokens"]
+    if "iterations" in usage:
+        delta_usage["iterations"] = usage["iterations"]
     events.append(
         (
             "message_delta",
             {
                 "type": "message_delta",
                 "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None},
-                "usage": {**delta_usage, "output_tokens": usage["output_tokens"]},
+                "usage": delta_usage,
             },
         )
     )
@@ -136,7 +179,8 @@ class Pacing:
 
     def total_seconds(self, message: Mapping[str, Any]) -> float:
         texts = [str(b.get("text", "")) for b in message["content"] if b.get("type") == "text"]
-        return self.first_token_s + sum(self.token_seconds(t) for t in texts)
+        summaries = [str(b["content"] or "") for b in message["content"] if b.get("type") == "compaction"]
+        return self.first_token_s + sum(self.token_seconds(t) for t in [*summaries, *texts])
 
 
 Sleep = Callable[[float], Awaitable[None]]
@@ -164,7 +208,8 @@ async def write_stream(
             wait = pacing.first_token_s if first else 0.0
             first = False
             delta = data["delta"]
-            wait += pacing.token_seconds(str(delta.get("text") or delta.get("partial_json") or ""))
+            text = delta.get("text") or delta.get("partial_json") or delta.get("content") or ""
+            wait += pacing.token_seconds(str(text))
             if wait > 0:
                 await sleep(wait)
         await response.write(f"event: {name}\ndata: {json.dumps(data)}\n\n".encode())
