@@ -214,6 +214,9 @@ class _Turn(Generic[R]):
             self.system = done.system
         return True
 
+    async def adopt_server_compaction(self) -> None:
+        await self.compact(force=True, why="the API compacted the conversation in the last call", server=True)
+
     # --- one call ------------------------------------------------------------------------------------
 
     async def call(self) -> LLMResponse:
@@ -334,14 +337,19 @@ async def run_turn(
             logger.warning("model returned no content (stop_reason=%s)", stop_reason)
             break
         await turn.append(response.as_message())
-        if has_compaction(response.as_message()):
-            await turn.compact(force=True, why="the API compacted the conversation in this call", server=True)
+        # the API compacted the conversation in this call: take it into the window once the turn's
+        # messages are whole again (a tool call's results are stored first)
+        compacted_by_api = has_compaction(response.as_message())
         uses = response.tool_uses
         if stop_reason != "tool_use" or not uses:
+            if compacted_by_api:
+                await turn.adopt_server_compaction()
             break
         if config.stream is not None:
             await config.stream.working([str(u.get("name", "")) for u in uses])
         await turn.append(await turn.run_tools(uses))
+        if compacted_by_api:
+            await turn.adopt_server_compaction()
         if iterations >= config.max_iterations:
             logger.warning("turn stopped at the iteration limit (%d)", config.max_iterations)
             stop_reason = STOP_ITERATION_LIMIT

@@ -10,7 +10,12 @@ gateway (`bench.replay`) against the fake Anthropic prefix-cache model, once per
     default   the project's default settings (`prompt_caching.cache_ttl=auto`: per chat and request, from
               a forecast of its next request), with the idle-compaction job run at simulated times
 
-and the oracle, the hindsight lower bound computed offline from the default's own request sequence
+`--engines` compares the two context engines instead, at a small window (default 16,000 tokens) where
+the traces compact often: the default settings with the built-in compressor, and with `server` (the API
+compacts server-side; at this scale the benchmark engine `server-scaled` of `bench.engines`, whose floor
+the fake API is told to accept). Cost counts every iteration the API bills, summaries included.
+
+The oracle is the hindsight lower bound computed offline from the default's own request sequence
 (`bench.oracle`). Costs are input-side only (uncached input, cache writes, cache reads), summary calls
 included, in USD at the model table's prices. Targets: default <= the cheaper of 5m and 1h, and
 default / oracle <= 1.05, in every family.
@@ -20,10 +25,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 from dataclasses import dataclass
 from typing import Any
 
 from bench.databases import DEFAULT_POSTGRES_URL, fresh_database
+from bench.engines import SCALED, use_scaled_server
 from bench.oracle import billed_input_usd, oracle_input_usd
 from bench.replay import ReplayResult, replay
 from bench.traces import FAMILIES, TraceSizes, describe, generate
@@ -92,6 +99,54 @@ async def run(
     return results
 
 
+ENGINE_WINDOW = 16_000
+
+
+async def run_engines(
+    *, sizes: TraceSizes | None = None, db: str = "postgres", pg_url: str = DEFAULT_POSTGRES_URL, window: int
+) -> dict[str, dict[str, float]]:
+    """Per family, the default settings with the built-in compressor and with server-side compaction."""
+    sizes = sizes or TraceSizes()
+    results: dict[str, dict[str, float]] = {}
+    for family in FAMILIES:
+        events = generate(family, sizes=sizes)
+        row: dict[str, float] = {}
+        for engine in ("compressor", "server"):
+            overrides: dict[str, Any] = {"model_context_length": window}
+            if engine == "server":
+                overrides["context"] = {"engine": SCALED}
+            async with fresh_database(db, postgres_url=pg_url, durable=False) as url:
+                result = await replay(
+                    events,
+                    database_url=url,
+                    settings_overrides=overrides,
+                    jobs=True,
+                    prepare=functools.partial(use_scaled_server, window=window)
+                    if engine == "server"
+                    else None,
+                )
+            row[engine] = billed_input_usd(result.requests)
+            row[f"{engine}_calls"] = len(result.requests)
+            row[f"{engine}_compactions"] = result.summary_calls + result.server_compactions
+            row[f"{engine}_server"] = result.server_compactions
+            print(
+                f"engines[{family}] {engine:10s} ${row[engine]:.4f} ({len(result.requests)} calls, "
+                f"{result.summary_calls} summary calls, {result.server_compactions} server-side compactions, "
+                f"{result.wall_s:.1f}s)",
+                flush=True,
+            )
+        results[family] = row
+    print(f"engines summary at a {window:,}-token window (USD input cost, summaries included)")
+    print(f"{'family':9s} {'compressor':>10s} {'server':>9s} {'server/comp':>11s} {'compactions c/s':>16s}")
+    for family, row in results.items():
+        ratio = row["server"] / row["compressor"]
+        print(
+            f"{family:9s} {row['compressor']:10.4f} {row['server']:9.4f} {ratio:11.2f} "
+            f"{int(row['compressor_compactions']):>8d}/{int(row['server_compactions'])}"
+        )
+    return results
+
+
 def _print_table(results: dict[str, dict[str, float]]) -> None:
     print("cost summary (USD input cost; ratios to the oracle of the default policy's own requests)")
     head = " ".join(f"{n:>9s}" for n in (*NAMES, "oracle"))
@@ -116,8 +171,13 @@ def main() -> None:
     parser.add_argument("--postgres-url", default=DEFAULT_POSTGRES_URL)
     parser.add_argument("--quick", action="store_true", help="one chat per family, one or two days")
     parser.add_argument("--window", type=int, default=None, help="model context window override (tokens)")
+    parser.add_argument("--engines", action="store_true", help="compare the built-in and server-side engines")
     args = parser.parse_args()
     sizes = TraceSizes(1, 1, 1, 2, 1, 1, 2, 1, 1) if args.quick else TraceSizes()
+    if args.engines:
+        window = args.window or ENGINE_WINDOW
+        asyncio.run(run_engines(sizes=sizes, db=args.db, pg_url=args.postgres_url, window=window))
+        return
     asyncio.run(run(sizes=sizes, db=args.db, pg_url=args.postgres_url, window=args.window))
 
 

@@ -27,7 +27,9 @@ from typing import Any
 
 from agent.llm import AnthropicClient
 from agent.summary import is_summary_message
+from agent.types import text_of
 from bench.databases import DEFAULT_POSTGRES_URL, fresh_database
+from bench.engines import SCALED, use_scaled_server
 from bench.memory_adapter import MemoryAdapter
 from bench.replay import API_KEY, SCAN_EVERY, SimClock, bench_settings, run_idle_scan
 from bench.traces import DAY, Event, group_chat, private_chat
@@ -154,17 +156,22 @@ def _incoming(step: Step, n: int, clock: SimClock) -> IncomingMessage:
     )
 
 
-async def run_chats(database_url: str, steps: Sequence[Step]) -> dict[str, Any]:
+async def run_chats(database_url: str, steps: Sequence[Step], engine: str = "compressor") -> dict[str, Any]:
     """Replay the steps through the real gateway in simulated time; the idle job runs every 5 minutes."""
     clock = SimClock()
     logging.getLogger("gateway").setLevel(logging.ERROR)
     async with FakeAnthropic(api_key=API_KEY, clock=lambda: 0.0, echo_limit=300, keep_bodies=False) as fake:
+        context = {}
+        if engine == "server":
+            use_scaled_server(fake, WINDOW)
+            context = {"context": {"engine": SCALED}}
         settings = bench_settings(
             database_url,
             fake.base_url,
             scheduler={"enabled": False},
             model_context_length=WINDOW,
             telegram_admin_ids=frozenset({int(ADMIN)}),
+            **context,
         )
         store = await Store.open(database_url, clock=clock.utc)
         llm = AnthropicClient(api_key=API_KEY, base_url=fake.base_url)
@@ -187,7 +194,11 @@ async def run_chats(database_url: str, steps: Sequence[Step]) -> dict[str, Any]:
             await gateway.stop()
             await llm.close()
             await store.close()
-        return {"calls": len(fake.requests), "scheduled": scheduled}
+        return {
+            "calls": len(fake.requests),
+            "scheduled": scheduled,
+            "server": sum(1 for r in fake.requests if r.compacted),
+        }
 
 
 async def classify(store: Store, chat_id: str, facts: Sequence[Fact]) -> Counter[str]:
@@ -195,7 +206,12 @@ async def classify(store: Store, chat_id: str, facts: Sequence[Fact]) -> Counter
     session = await store.active_session(chat.id)
     rows = await store.load_window(session.id)
     summary = " ".join(r.text for r in rows if is_summary_message({"role": r.role, "content": r.content}))
-    window = " ".join(r.text for r in rows if not is_summary_message({"role": r.role, "content": r.content}))
+    summary += " ".join(_compaction_summaries(r.content) for r in rows)
+    window = " ".join(
+        _visible_text(r.content)
+        for r in rows
+        if not is_summary_message({"role": r.role, "content": r.content})
+    )
     pins = " ".join(p.text for p in await store.pins(chat.id))
     counts: Counter[str] = Counter()
     for fact in facts:
@@ -211,6 +227,20 @@ async def classify(store: Store, chat_id: str, facts: Sequence[Fact]) -> Counter
             counts["lost"] += 1
             print(f"  lost ({fact.kind}): {fact.text!r} (query {fact.query!r})")
     return counts
+
+
+def _compaction_summaries(content: Any) -> str:
+    """The summaries of the API's compaction blocks in a stored message (server-side compaction)."""
+    if isinstance(content, str):
+        return ""
+    return " ".join(str(b.get("content") or "") for b in content if b.get("type") == "compaction")
+
+
+def _visible_text(content: Any) -> str:
+    """A stored message's text outside any compaction block (what is in the window word for word)."""
+    if isinstance(content, str):
+        return content
+    return text_of({"role": "user", "content": [b for b in content if b.get("type") != "compaction"]})
 
 
 async def _recalled(store: Store, chat_pk: int, fact: Fact) -> bool:
@@ -249,11 +279,13 @@ def paste_burst(group: list[Event], rng: random.Random, *, messages: int = 30) -
     return [*lines, Step(start + messages * 5 + 5, ask)]
 
 
-async def run_one(kind: str, pg_url: str, seed: int = 2026) -> dict[str, Counter[str]]:
+async def run_one(
+    kind: str, pg_url: str, seed: int = 2026, engine: str = "compressor"
+) -> dict[str, Counter[str]]:
     steps, facts = build(seed)
     started = time.perf_counter()
     async with fresh_database(kind, postgres_url=pg_url, durable=False) as url:
-        info = await run_chats(url, steps)
+        info = await run_chats(url, steps, engine)
         store = await Store.open(url)
         try:
             results = {chat: await classify(store, chat, chat_facts) for chat, chat_facts in facts.items()}
@@ -266,7 +298,8 @@ async def run_one(kind: str, pg_url: str, seed: int = 2026) -> dict[str, Counter
             await store.close()
     days = (steps[-1].at - steps[0].at) / DAY
     print(
-        f"fidelity[{kind}] {len(steps)} messages over {days:.1f} days, {info['calls']} API calls, "
+        f"fidelity[{kind}] engine {engine}: {info['server']} server-side compactions; "
+        f"{len(steps)} messages over {days:.1f} days, {info['calls']} API calls, "
         f"{time.perf_counter() - started:.0f}s; compactions: "
         + ", ".join(f"{k} {v}" for k, v in sorted(compactions.items())),
         flush=True,
@@ -285,11 +318,11 @@ def print_table(kind: str, results: dict[str, Counter[str]]) -> None:
 
 
 async def run(
-    *, dbs: Sequence[str], pg_url: str = DEFAULT_POSTGRES_URL
+    *, dbs: Sequence[str], pg_url: str = DEFAULT_POSTGRES_URL, engine: str = "compressor"
 ) -> dict[str, dict[str, Counter[str]]]:
     out: dict[str, dict[str, Counter[str]]] = {}
     for kind in dbs:
-        out[kind] = await run_one(kind, pg_url)
+        out[kind] = await run_one(kind, pg_url, engine=engine)
         print_table(kind, out[kind])
     return out
 
@@ -298,9 +331,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--db", choices=["postgres", "sqlite", "both"], default="both")
     parser.add_argument("--postgres-url", default=DEFAULT_POSTGRES_URL)
+    parser.add_argument("--engine", choices=["compressor", "server"], default="compressor")
     args = parser.parse_args()
     dbs = ["sqlite", "postgres"] if args.db == "both" else [args.db]
-    asyncio.run(run(dbs=dbs, pg_url=args.postgres_url))
+    asyncio.run(run(dbs=dbs, pg_url=args.postgres_url, engine=args.engine))
 
 
 if __name__ == "__main__":

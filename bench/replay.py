@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -63,6 +63,10 @@ class ReplayResult:
     wall_s: float
     min_cacheable: dict[str, int]
     scheduled_compactions: int
+    server_compactions: int = 0
+    """Calls in which the API compacted the conversation (server-side compaction)."""
+    summary_calls: int = 0
+    """Summary calls of the built-in compressor."""
 
 
 SCAN_EVERY = 300.0
@@ -90,13 +94,17 @@ async def replay(
     database_url: str,
     settings_overrides: dict[str, Any],
     jobs: bool = False,
+    prepare: Callable[[FakeAnthropic], None] | None = None,
 ) -> ReplayResult:
     """Replay `events`; with `jobs`, the idle-compaction job runs at the last scan time before each
-    event (the scheduler itself stays off: job bodies run at simulated times instead)."""
+    event (the scheduler itself stays off: job bodies run at simulated times instead). `prepare` sets up
+    the fake API before the gateway starts."""
     clock = SimClock()
     started = time.perf_counter()
     logging.getLogger("gateway").setLevel(logging.WARNING)
     async with FakeAnthropic(api_key=API_KEY, clock=lambda: 0.0, echo_limit=600) as fake:
+        if prepare is not None:
+            prepare(fake)
         overrides = {"scheduler": {"enabled": False}, **settings_overrides}
         settings = bench_settings(database_url, fake.base_url, **overrides)
         store = await Store.open(database_url, clock=clock.utc)
@@ -139,4 +147,8 @@ async def replay(
             raise RuntimeError(f"{len(failed)} API call(s) failed during the replay, first: {failed[0].kind}")
         sent = [SentRequest(r.at, r.body, r.usage) for r in fake.requests if r.usage is not None]
         floors = {name: spec.min_cacheable for name, spec in fake.models.items()}
-        return ReplayResult(sent, len(adapter.sent), time.perf_counter() - started, floors, scheduled)
+        compacted = sum(1 for r in fake.requests if r.compacted)
+        summaries = sum(1 for r in fake.requests if r.kind == "summary")
+        return ReplayResult(
+            sent, len(adapter.sent), time.perf_counter() - started, floors, scheduled, compacted, summaries
+        )

@@ -3,6 +3,8 @@ taken into the window (everything before it archived, once), and the built-in co
 
 from __future__ import annotations
 
+import itertools
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -15,6 +17,8 @@ from agent.messages import COMPACTION_TEXT_PREFIX, NO_SUMMARY, compaction_on_wir
 from agent.models import lookup_model
 from agent.server_compaction import BETA, EDIT_TYPE, MIN_TRIGGER_TOKENS, ServerCompaction
 from agent.tokens import Calibration, estimate_message
+from agent.tools.current_time import current_time_tool
+from agent.tools.registry import ToolRegistry
 from agent.types import Message, text_of
 from agent.usage import Usage
 from tests.agent.test_loop import Hooks, ScriptedLLM, reply, turn, user
@@ -167,3 +171,25 @@ def test_the_builtin_engines_send_no_edit_below_the_minimum(kind: str) -> None:
     request = LLMRequest(model="m", system=(), messages=[user("x")], max_tokens=10)
     assert request.context_management is None
     assert request.betas == ()
+
+
+async def test_a_compaction_in_a_tool_call_is_taken_in_once_its_results_are_stored() -> None:
+    clock = current_time_tool(lambda: datetime(2026, 3, 14, 15, 9, tzinfo=UTC))
+    call = reply(tools=[("t1", clock.name, {})])
+    compacting = LLMResponse(
+        [{"type": "compaction", "content": SUMMARY}, *call.content],
+        "tool_use",
+        Usage(400, 20),
+        call.model,
+        compaction_usage=Usage(5_000, 300),
+    )
+    llm, hooks, eng = ScriptedLLM(compacting, reply("It is 15:09.")), Hooks(), engine()
+    window = [Entry(m, i + 1) for i, m in enumerate(chat(5))]
+    result = await turn(llm, hooks=hooks, engine=eng, window=window, tools=ToolRegistry([clock]))
+    (compacted, _, trigger) = hooks.compactions[0]
+    assert trigger == "server"
+    # the window it adopted ends with the tool's results, so the next request alternates roles
+    assert compacted.messages[-1]["content"][0]["type"] == "tool_result"  # type: ignore[index]
+    roles = [m["role"] for m in llm.requests[1].messages]
+    assert all(a != b for a, b in itertools.pairwise(roles)), roles
+    assert result.reply_text == "It is 15:09."
