@@ -161,15 +161,7 @@ class Compactor:
         await self.store.record_call(
             session.id,
             session.chat_pk,
-            CallRecord(
-                model=model,
-                purpose="summary",
-                input_tokens=usage.input_tokens,
-                output_tokens=usage.output_tokens,
-                cache_creation_tokens=usage.cache_creation_input_tokens,
-                cache_read_tokens=usage.cache_read_input_tokens,
-                cost_usd=cost_usd(lookup_model(model), usage),
-            ),
+            CallRecord.of(model, "summary", usage, cost_usd=cost_usd(lookup_model(model), usage)),
         )
 
 

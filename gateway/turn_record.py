@@ -156,13 +156,10 @@ class TurnRecorder:
         await self.store.record_call(
             self.session.id,
             self.session.chat_pk,
-            CallRecord(
-                model=response.model or self.model.name,
-                purpose="reply",
-                input_tokens=usage.input_tokens,
-                output_tokens=usage.output_tokens,
-                cache_creation_tokens=usage.cache_creation_input_tokens,
-                cache_read_tokens=usage.cache_read_input_tokens,
+            CallRecord.of(
+                response.model or self.model.name,
+                "reply",
+                usage,
                 latency_ms=int(response.latency_s * 1000),
                 cost_usd=cost_usd(self.model, usage, ttl=ttl or "5m"),
                 cache_ttl=ttl,
@@ -182,13 +179,10 @@ class TurnRecorder:
         await self.store.record_call(
             self.session.id,
             self.session.chat_pk,
-            CallRecord(
-                model=response.model or self.model.name,
-                purpose="summary",
-                input_tokens=spent.input_tokens,
-                output_tokens=spent.output_tokens,
-                cache_creation_tokens=spent.cache_creation_input_tokens,
-                cache_read_tokens=spent.cache_read_input_tokens,
+            CallRecord.of(
+                response.model or self.model.name,
+                "summary",
+                spent,
                 cost_usd=cost_usd(self.model, spent, ttl=ttl or "5m"),
                 cache_ttl=ttl,
             ),

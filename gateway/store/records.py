@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, TypeAlias
 
+from agent.usage import Usage
+
 Role: TypeAlias = Literal["user", "assistant"]
 Content: TypeAlias = str | list[dict[str, Any]]
 MessageState: TypeAlias = Literal["active", "archived", "summary", "reverted"]
@@ -137,6 +139,32 @@ class CallRecord:
     @property
     def prompt_tokens(self) -> int:
         return self.input_tokens + self.cache_creation_tokens + self.cache_read_tokens
+
+    @classmethod
+    def of(
+        cls,
+        model: str,
+        purpose: Purpose,
+        usage: Usage,
+        *,
+        cost_usd: float,
+        latency_ms: int = 0,
+        cache_ttl: str | None = None,
+        opens_turn: bool = True,
+    ) -> CallRecord:
+        """The record of one call from the usage the API reported for it."""
+        return cls(
+            model=model,
+            purpose=purpose,
+            input_tokens=usage.input_tokens,
+            output_tokens=usage.output_tokens,
+            cache_creation_tokens=usage.cache_creation_input_tokens,
+            cache_read_tokens=usage.cache_read_input_tokens,
+            latency_ms=latency_ms,
+            cost_usd=cost_usd,
+            cache_ttl=cache_ttl,
+            opens_turn=opens_turn,
+        )
 
 
 @dataclass(frozen=True, slots=True)
