@@ -11,7 +11,7 @@ import pytest
 
 from agent.context_engine import CompressionConfig, Outcome, SummaryRequest, SummaryResponse
 from agent.engines import resolve_engine
-from agent.llm import LLMRequest, LLMResponse
+from agent.llm import LLMResponse
 from agent.loop import Entry, LoopConfig
 from agent.messages import COMPACTION_TEXT_PREFIX, NO_SUMMARY, compaction_on_wire
 from agent.models import lookup_model
@@ -122,7 +122,8 @@ def test_the_newest_compaction_block_travels_verbatim_only_with_the_beta() -> No
     only_block: Message = {"role": "assistant", "content": [{"type": "compaction", "content": None}]}
     failed = compaction_on_wire([user("a"), only_block], server_compaction=False)
     assert failed[1]["content"] == [{"type": "text", "text": NO_SUMMARY}]
-    assert compaction_on_wire(messages[:1], server_compaction=True) is not None
+    unchanged = messages[:1]
+    assert compaction_on_wire(unchanged, server_compaction=True) is unchanged  # nothing to rewrite
 
 
 def test_the_summary_is_the_messages_text() -> None:
@@ -160,15 +161,16 @@ async def test_the_loop_takes_the_apis_compaction_into_the_window() -> None:
 
 
 @pytest.mark.parametrize("kind", ["compressor", "server"])
-def test_the_builtin_engines_send_no_edit_below_the_minimum(kind: str) -> None:
+async def test_the_builtin_engines_send_no_edit_below_the_minimum(kind: str) -> None:
     eng: Any = resolve_engine(kind)(
         context_length=20_000,
         config=CompressionConfig(),
         summarizer=_summarize,
         count_tokens=estimate_message,
     )
-    assert eng.request_options() is None
-    request = LLMRequest(model="m", system=(), messages=[user("x")], max_tokens=10)
+    llm = ScriptedLLM(reply("hello"))
+    await turn(llm, engine=eng)
+    (request,) = llm.requests
     assert request.context_management is None
     assert request.betas == ()
 
