@@ -10,6 +10,14 @@ re-buying a token costs):
 
     E[none] = 1.0      E[5m] = 0.1 p5 + 1.25 (1 - p5)      E[1h] = 0.1 p60 + 2.0 (1 - p60)
 
+With nothing cached (`whole_prompt_ttl`) that model decides, with one refinement: when it picks 1h
+but a quick follow-up is more likely than not (p5 >= `FOLLOW_UP_ODDS`), the prompt is written for 5
+minutes instead. The follow-up reads it and its own one-hour tail carries the whole prompt into the
+hour entry for the price of its new tokens only, so the likely case pays 1.25 instead of 2.0 for the
+prompt, and the unlikely one (a pause of 5-60 minutes) writes it again. Where quick follow-ups are
+rare (a group after a break) the choice stays as the long-run model makes it: a 5-minute write there
+is mostly wasted.
+
 Per request (`tail_costs`): this request reads what is live whatever is chosen, so only its new tokens
 (after the longest live entry) and the next request's re-use of the whole prompt differ between the
 choices. After this request the prompt is held in layers: the entry just read (refreshed), an older
@@ -36,6 +44,9 @@ from agent.models import (
     ModelInfo,
 )
 
+FOLLOW_UP_ODDS: Final = 0.5
+"""The odds of a next request within 5 minutes from which a prompt written after a break takes the 5m
+route to the hour entry (see the module docstring)."""
 FIVE_MINUTES: Final = TTL_SECONDS["5m"]
 ONE_HOUR: Final = TTL_SECONDS["1h"]
 
@@ -106,6 +117,15 @@ def rebuy_price(odds: GapOdds) -> float:
     return WRITE_MULTIPLIER[stationary_costs(odds.cdf(FIVE_MINUTES), odds.cdf(ONE_HOUR)).best]
 
 
+def whole_prompt_ttl(odds: GapOdds) -> CacheTTL | None:
+    """The TTL for a prompt with nothing cached to read (after a break, or a new chat): the long-run
+    cost per request decides, except that 1h becomes 5m when a quick follow-up is more likely than
+    not (the follow-up moves the prompt into the hour entry for the price of its own new tokens)."""
+    p5 = odds.cdf(FIVE_MINUTES)
+    best = stationary_costs(p5, odds.cdf(ONE_HOUR)).best
+    return "5m" if best == "1h" and p5 >= FOLLOW_UP_ODDS else best
+
+
 @dataclass(frozen=True, slots=True)
 class LiveEntry:
     """A cache layer after this request: the prefix tokens it holds and the seconds of life it has left
@@ -171,6 +191,5 @@ def choose_tail(
     if held >= prompt_tokens:
         return None
     if not layers:
-        # Nothing cached to read: the whole prompt is new, so the long-run cost per request decides.
-        return stationary_costs(odds.cdf(FIVE_MINUTES), odds.cdf(ONE_HOUR)).best
+        return whole_prompt_ttl(odds)
     return tail_costs(odds, layers=layers, total_tokens=prompt_tokens, rebuy=rebuy_price(odds)).best

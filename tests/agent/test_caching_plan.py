@@ -104,29 +104,39 @@ def test_state_round_trips_and_advances_after_a_turn() -> None:
     assert CacheState.from_json(None) == CacheState()
 
 
-def test_a_new_chat_caches_from_its_first_turn_and_reads_at_its_second() -> None:
-    """Hand-computed on a tiny sequence: 3,000 tokens, then 3,400 twenty minutes later."""
+def test_a_new_chat_caches_from_its_first_turn_and_its_follow_up_moves_it_to_the_hour() -> None:
+    """Hand-computed on a tiny sequence: 3,000 tokens, 3,400 two minutes later, 3,800 twenty minutes
+    after that."""
     state = CacheState()
     first = plan_turn(
         "auto", state, window_ids=[1], tokens_after=lambda _id: 3_000, prompt_tokens=3_000, model=MODEL,
         now=NOW, last_call_at=None, chatter=1, kind="private",
     )  # fmt: skip
     assert first.reads == ()
-    assert first.first_tail == "1h"  # the prior: no turns without a marker while history builds up
-    state = advance(state, [(1, "1h", True)], now=NOW, turn=first.turn)
-    later = NOW + timedelta(minutes=20)
+    # the prior of a one-to-one chat: a follow-up within 5 minutes is 86% likely, so the prompt is
+    # written for 5 minutes and the follow-up carries it into the hour entry (no slow start either)
+    assert first.first_tail == "5m"
+    state = advance(state, [(1, "5m", True)], now=NOW, turn=first.turn)
+    follow_up = NOW + timedelta(minutes=2)
     second = plan_turn(
         "auto", state, window_ids=[1, 2, 3], tokens_after=lambda _id: 400, prompt_tokens=3_400, model=MODEL,
-        now=later, last_call_at=NOW, chatter=1, kind="private",
+        now=follow_up, last_call_at=NOW, chatter=1, kind="private",
     )  # fmt: skip
-    assert second.reads == ((0, "1h"),)
+    assert second.reads == ((0, "5m"),)
     assert second.first_tail == "1h"
-    # billed: 3,000 x 2.0 written, then 3,000 x 0.1 read + 400 x 2.0 written = 6,000 + 1,100 = 7,100
-    # token-units; with no marker until the chat had history it would have been 3,000 + 3,400 = 6,400
-    # and every later turn would pay in full again, where this one reads its 3,400 for 340.
-    state = advance(state, [(3, "1h", True)], now=later, turn=second.turn)
-    assert [t.at for t in state.turns] == [NOW.timestamp(), later.timestamp()]
-    assert state.live(later + timedelta(minutes=59)) != []
+    state = advance(state, [(3, "1h", True)], now=follow_up, turn=second.turn)
+    later = follow_up + timedelta(minutes=20)
+    third = plan_turn(
+        "auto", state, window_ids=[1, 2, 3, 4, 5], tokens_after=lambda i: {3: 400}.get(i, 0),
+        prompt_tokens=3_800, model=MODEL, now=later, last_call_at=follow_up, chatter=1, kind="private",
+    )  # fmt: skip
+    assert third.reads == ((2, "1h"),)
+    # billed, in token-units: 3,000 x 1.25 = 3,750; then 3,000 x 0.1 + 400 x 2.0 = 1,100; then the
+    # 3,400 of the hour entry are read (340) twenty minutes later. Fixed 1h pays 6,000 for the first
+    # turn instead of 3,750 (the rest is the same); with no marker until the chat had history the three
+    # turns would have cost 3,000 + 3,400 + 3,800 = 10,200.
+    assert [t.at for t in state.turns] == [NOW.timestamp(), follow_up.timestamp()]
+    assert state.live(follow_up + timedelta(minutes=59)) != []
 
 
 def test_the_hour_entry_advances_past_a_lagging_one() -> None:

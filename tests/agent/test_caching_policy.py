@@ -12,6 +12,7 @@ from agent.caching.policy import (
     next_request_cost,
     stationary_costs,
     tail_costs,
+    whole_prompt_ttl,
 )
 from agent.models import lookup_model
 
@@ -53,8 +54,12 @@ def test_a_new_chat_caches_from_its_first_request() -> None:
     assert (private.cdf(300), private.cdf(3600)) == pytest.approx((0.86, 0.98))
     # long-run costs: none 1.0, 5m 0.1 x 0.86 + 1.25 x 0.14 = 0.261, 1h 0.1 x 0.98 + 2 x 0.02 = 0.138
     assert stationary_costs(0.86, 0.98).one_hour == pytest.approx(0.138)
-    assert choose_tail(private, layers=[], prompt_tokens=3_000, model=SONNET) == "1h"
+    # 1h wins the long run, but a follow-up within 5 minutes is more likely than not: 5m now (1.25),
+    # and the follow-up's one-hour tail carries the prompt into the hour entry
+    assert choose_tail(private, layers=[], prompt_tokens=3_000, model=SONNET) == "5m"
     group = forecast((), first, kind="group")
+    # in a group a quick follow-up is the exception (35%): the prompt goes straight to the hour
+    assert (group.cdf(300), group.cdf(3600)) == pytest.approx((0.35, 0.80))
     assert choose_tail(group, layers=[], prompt_tokens=3_000, model=SONNET) == "1h"
     # below the model's minimum cacheable prefix nothing is marked (the API would write nothing)
     assert SONNET.min_cacheable_tokens == 1024
@@ -103,3 +108,15 @@ def test_next_request_cost_counts_only_the_longest_live_layer() -> None:
     assert next_request_cost(layers, total_tokens=10_000, odds=odds, rebuy=1.25) == pytest.approx(
         0.1 * 9_000 + 1.25 * 1_000
     )
+
+
+def test_after_a_break_the_prompt_takes_the_five_minute_route_only_when_a_follow_up_is_likely() -> None:
+    """Nothing cached: 20,000 tokens to write. With p5 0.6 and p60 0.95 the long run prefers 1h
+    (0.1 x 0.95 + 2 x 0.05 = 0.195 against 0.1 x 0.6 + 1.25 x 0.4 = 0.56), yet 5m is written: per
+    token 1.25 now and 0.1 at the follow-up, whose 1h tail carries it on (60%), or 1.25 + a re-write
+    (40%), against 2.0 + 0.1. With p5 0.4 and the same p60 it goes straight to the hour."""
+    assert whole_prompt_ttl(Steps({300.0: 0.6, 3600.0: 0.95})) == "5m"
+    assert whole_prompt_ttl(Steps({300.0: 0.4, 3600.0: 0.95})) == "1h"
+    # where the long run says none or 5m, that stands
+    assert whole_prompt_ttl(Steps({300.0: 0.1, 3600.0: 0.3})) is None
+    assert whole_prompt_ttl(Steps({300.0: 0.9, 3600.0: 0.9})) == "5m"

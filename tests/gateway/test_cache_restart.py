@@ -34,7 +34,7 @@ async def two_turns(db_url: str, *, restart: bool) -> tuple[dict[str, Any], dict
         fake.script_reply("Noted.")
         adapter = MemoryAdapter()
         async with running_bot(fake, db_url, adapter=adapter) as bot:
-            # A new private chat: its prior (people come back within the hour) makes its tail an hour's entry.
+            # A new private chat: its prior (a follow-up within 5 minutes is likely) writes it for 5 minutes.
             await bot.adapter.say(BIG, user=ALICE)
             chat_pk = await bot.chat_pk("telegram", ALICE.user_id)
             state = CacheState.from_json((await bot.store.active_session(chat_pk)).cache_state)
@@ -58,10 +58,12 @@ async def test_a_restart_between_turns_keeps_the_cache_plan(tmp_path: Path) -> N
         urls.append(url)
     body_r, usage_r, state = await two_turns(urls[0], restart=True)
     body_c, usage_c, _ = await two_turns(urls[1], restart=False)
-    # the tool round carried the first call's hour entry forward to the end of the turn
-    assert [p.ttl for p in state.prefixes] == ["1h"]
+    # the tool round carried the first call's entry forward to the end of the turn
+    assert [p.ttl for p in state.prefixes] == ["5m"]
     assert len(state.turns) == 1
     assert markers(body_r) == markers(body_c)
-    assert markers(body_r)[0][2] == {"type": "ephemeral", "ttl": "1h"}  # the hour entry is read
+    # the follow-up reads that entry and carries it into the hour: its tail is written for an hour, and
+    # the read marker before it says 1h too (a one-hour marker never follows a five-minute one)
+    assert [m[2] for m in markers(body_r)] == [{"type": "ephemeral", "ttl": "1h"}] * 2
     assert json.dumps(body_r["system"]) == json.dumps(body_c["system"])
     assert usage_r["cache_read_input_tokens"] == usage_c["cache_read_input_tokens"] > 0
