@@ -79,7 +79,6 @@ class TurnRecorder:
         self.after_id = after_id
         """The newest message of the turn so far: its new messages are stored right after it."""
         self.reports: list[CompactionReport] = []
-        self.calls = 0
         self.last_message_id: str | None = None
         """The turn's last response id (the session's cache diagnostics compare the next request with it)."""
         self._last_call: CacheCall | None = _last_call(self.health, model.name)
@@ -126,8 +125,6 @@ class TurnRecorder:
     async def usage(
         self, response: LLMResponse, *, purpose: str, last_ref: Ref | None, ttl: CacheTTL | None
     ) -> None:
-        opens_turn = self.calls == 0
-        self.calls += 1
         usage = response.usage
         call = CacheCall(
             at=self.clock().timestamp(),
@@ -163,7 +160,6 @@ class TurnRecorder:
                 latency_ms=int(response.latency_s * 1000),
                 cost_usd=cost_usd(self.model, usage, ttl=ttl or "5m"),
                 cache_ttl=ttl,
-                opens_turn=opens_turn,
             ),
             last_message_id=newest_id(last_ref),
             engine_state=self.engine.state.to_json(),

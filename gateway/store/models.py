@@ -139,7 +139,6 @@ class ChatSession(Base):
     rolling_summary: Mapped[str | None] = mapped_column(Text)
     compaction_count: Mapped[int] = mapped_column(Integer)
     engine_state: Mapped[dict[str, Any]]
-    cache_gaps: Mapped[list[Any]]
     # What the prompt cache holds (agent.caching.plan.CacheState as JSON), so every worker plans alike.
     cache_state: Mapped[dict[str, Any] | None]
     # When a message was last stored in the session (arrival time, not the platform's timestamp).

@@ -51,8 +51,6 @@ class SessionRecord:
     rolling_summary: str | None
     compaction_count: int
     engine_state: dict[str, Any]
-    cache_gaps: list[float]
-    """Recent gaps between turns (seconds), for the cache TTL policy."""
     cache_state: dict[str, Any]
     """`agent.caching.plan.CacheState` as JSON: what the prompt cache holds for this session."""
     last_activity_at: datetime | None
@@ -133,8 +131,6 @@ class CallRecord:
     latency_ms: int = 0
     cost_usd: float = 0.0
     cache_ttl: str | None = None
-    opens_turn: bool = True
-    """A turn's first reply call: only these add a gap to `sessions.cache_gaps` (tool rounds do not)."""
 
     @property
     def prompt_tokens(self) -> int:
@@ -150,7 +146,6 @@ class CallRecord:
         cost_usd: float,
         latency_ms: int = 0,
         cache_ttl: str | None = None,
-        opens_turn: bool = True,
     ) -> CallRecord:
         """The record of one call from the usage the API reported for it."""
         return cls(
@@ -163,7 +158,6 @@ class CallRecord:
             latency_ms=latency_ms,
             cost_usd=cost_usd,
             cache_ttl=cache_ttl,
-            opens_turn=opens_turn,
         )
 
 

@@ -201,7 +201,6 @@ class Store(RecallMethods, DeliveryMethods):
             "tokens_since_call": 0,
             "compaction_count": 0,
             "engine_state": {},
-            "cache_gaps": [],
             "cache_state": {},
         }
 

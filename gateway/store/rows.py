@@ -77,7 +77,6 @@ def to_session(row: Row[Any]) -> SessionRecord:
         rolling_summary=row.rolling_summary,
         compaction_count=row.compaction_count,
         engine_state=dict(row.engine_state or {}),
-        cache_gaps=[float(g) for g in (row.cache_gaps or [])],
         cache_state=dict(row.cache_state or {}),
         last_activity_at=row.last_activity_at,
     )

@@ -16,10 +16,6 @@ from gateway.store.records import CallRecord
 from gateway.store.rows import llm_calls, messages, sessions
 from gateway.store.window import WINDOW_STATES
 
-CACHE_GAPS_KEPT = 20
-"""Recent gaps between turns (first reply call after the previous last one) kept on the session
-(seconds), for a cache-TTL policy."""
-
 
 async def record_call(
     conn: AsyncConnection,
@@ -53,13 +49,6 @@ async def record_call(
                 update(sessions).where(sessions.c.id == session_pk).values(engine_state=engine_state)
             )
         return
-    session = (
-        await conn.execute(select(sessions).where(sessions.c.id == session_pk).with_for_update())
-    ).one()
-    gaps = [float(g) for g in (session.cache_gaps or [])]
-    if session.last_call_at is not None and call.opens_turn:
-        # Between a turn's first call and the previous turn's last: tool rounds are not chat gaps.
-        gaps = [*gaps, round((now - session.last_call_at).total_seconds(), 3)][-CACHE_GAPS_KEPT:]
     since = 0
     if last_message_id is not None:
         # Messages stored after the one the call ended with (they arrived during the turn).
@@ -77,7 +66,6 @@ async def record_call(
         "last_call_message_id": last_message_id,
         "last_call_at": now,
         "tokens_since_call": int(since),
-        "cache_gaps": gaps,
     }
     if engine_state is not None:
         values["engine_state"] = engine_state

@@ -34,7 +34,6 @@ SESSION = SessionRecord(
     rolling_summary=None,
     compaction_count=0,
     engine_state={},
-    cache_gaps=[],
     cache_state={},
     last_activity_at=NOW - timedelta(minutes=31),
 )

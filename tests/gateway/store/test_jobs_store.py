@@ -69,7 +69,7 @@ async def test_idle_scan_finds_quiet_big_sessions_once_per_idle_spell(clocked: t
     assert quiet_big in [s.id for s in again]
 
 
-async def test_reply_calls_record_gaps_and_the_context_size(clocked: tuple[Store, Clock]) -> None:
+async def test_reply_calls_record_the_last_call_and_the_context_size(clocked: tuple[Store, Clock]) -> None:
     store, clock = clocked
     chat, session = await new_chat(store)
     ids = await fill(store, session, 4)
@@ -80,7 +80,6 @@ async def test_reply_calls_record_gaps_and_the_context_size(clocked: tuple[Store
 
     state = await store.get_session(session)
     assert state.last_call_at == clock.now
-    assert state.cache_gaps == [1200.0]
     assert state.context_tokens() == 1400  # reported prompt: 100 + 300 + 1000
 
 

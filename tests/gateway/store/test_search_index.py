@@ -6,13 +6,13 @@ from datetime import UTC, datetime
 
 import pytest
 from alembic.script import ScriptDirectory
-from sqlalchemy import insert
+from sqlalchemy import JSON, column, insert, table
 
 from gateway.store import Store
 from gateway.store.db import create_engine
 from gateway.store.migrate import alembic_config, upgrade_async
 from gateway.store.recall_records import SearchRequest
-from gateway.store.rows import chats, compactions, messages, sessions
+from gateway.store.rows import chats, compactions, messages
 
 NOW = datetime(2026, 2, 1, 8, 0, tzinfo=UTC)
 _BEFORE_INDEX = str(ScriptDirectory.from_config(alembic_config()).get_revision("0005").down_revision)
@@ -70,7 +70,12 @@ async def test_existing_messages_are_indexed_by_the_migration(empty_url: str) ->
                 "engine_state": {},
                 "cache_gaps": [],
             }
-            await conn.execute(insert(sessions).values(**session))
+            # the sessions table as it was at that revision (it still had cache_gaps)
+            json_columns = ("engine_state", "cache_gaps")
+            old_sessions = table(
+                "sessions", *(column(name, JSON if name in json_columns else None) for name in session)
+            )
+            await conn.execute(insert(old_sessions).values(**session))
             compaction = {
                 "id": 1,
                 "session_pk": 1,
