@@ -9,11 +9,14 @@ gateway (`bench.replay`) against the fake Anthropic prefix-cache model, once per
               the last cacheable block and moves forward itself; no scheduled compaction
     default   the project's default settings (`prompt_caching.cache_ttl=auto`: per chat and request, from
               a forecast of its next request), with the idle-compaction job run at simulated times
+    server    the default settings with `context.engine: server` (the API compacts server-side); at a
+              window whose threshold is below the API's 50,000-token floor, the benchmark engine
+              `server-scaled` of `bench.engines`, whose floor the fake API is told to accept
 
-`--engines` compares the two context engines instead, at a small window (default 16,000 tokens) where
-the traces compact often: the default settings with the built-in compressor, and with `server` (the API
-compacts server-side; at this scale the benchmark engine `server-scaled` of `bench.engines`, whose floor
-the fake API is told to accept). Cost counts every iteration the API bills, summaries included.
+At the model's own window no trace reaches the compressor's threshold, so `server` costs what `default`
+costs; `--window 16000` makes the traces compact often. `--engines` compares only the two context
+engines (default 16,000 tokens), with their compaction counts. Cost counts every iteration the API
+bills, summaries included.
 
 The oracle is the hindsight lower bound computed offline from the default's own request sequence
 (`bench.oracle`). Costs are input-side only (uncached input, cache writes, cache reads), summary calls
@@ -25,12 +28,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import functools
 from dataclasses import dataclass
 from typing import Any
 
 from bench.databases import DEFAULT_POSTGRES_URL, fresh_database
-from bench.engines import SCALED, use_scaled_server
+from bench.engines import server_engine
 from bench.oracle import billed_input_usd, oracle_input_usd
 from bench.replay import ReplayResult, replay
 from bench.traces import FAMILIES, TraceSizes, describe, generate
@@ -53,6 +55,7 @@ POLICIES = (
     Policy("1h", {"prompt_caching": {"enabled": True, "cache_ttl": "1h"}, **NO_SCHEDULED}, jobs=False),
     Policy("api", {"prompt_caching": {"enabled": True, "cache_ttl": "api"}, **NO_SCHEDULED}, jobs=False),
     Policy("default", {}, jobs=True),
+    Policy("server", {"context": {"engine": "server"}}, jobs=True),
 )
 NAMES = tuple(p.name for p in POLICIES)
 
@@ -62,8 +65,14 @@ async def _run(
 ) -> ReplayResult:
     events = generate(family, sizes=sizes)
     overrides = {**policy.overrides, **({"model_context_length": window} if window else {})}
+    prepare = None
+    if policy.name == "server":
+        engine, prepare = server_engine(window)
+        overrides["context"] = {"engine": engine}
     async with fresh_database(db, postgres_url=pg_url, durable=False) as url:
-        return await replay(events, database_url=url, settings_overrides=overrides, jobs=policy.jobs)
+        return await replay(
+            events, database_url=url, settings_overrides=overrides, jobs=policy.jobs, prepare=prepare
+        )
 
 
 async def run(
@@ -91,7 +100,9 @@ async def run(
                 f"cost[{family}] {policy.name:8s} ${row[policy.name]:.4f} "
                 f"(oracle of this sequence ${row[f'oracle_{policy.name}']:.4f}; "
                 f"{len(result.requests)} calls, "
-                f"{result.scheduled_compactions} scheduled compactions, {result.wall_s:.1f}s)",
+                f"{result.scheduled_compactions} scheduled compactions, "
+                f"{result.summary_calls} summary calls, "
+                f"{result.server_compactions} server-side compactions, {result.wall_s:.1f}s)",
                 flush=True,
             )
         results[family] = row
@@ -113,17 +124,13 @@ async def run_engines(
         row: dict[str, float] = {}
         for engine in ("compressor", "server"):
             overrides: dict[str, Any] = {"model_context_length": window}
+            prepare = None
             if engine == "server":
-                overrides["context"] = {"engine": SCALED}
+                name, prepare = server_engine(window)
+                overrides["context"] = {"engine": name}
             async with fresh_database(db, postgres_url=pg_url, durable=False) as url:
                 result = await replay(
-                    events,
-                    database_url=url,
-                    settings_overrides=overrides,
-                    jobs=True,
-                    prepare=functools.partial(use_scaled_server, window=window)
-                    if engine == "server"
-                    else None,
+                    events, database_url=url, settings_overrides=overrides, jobs=True, prepare=prepare
                 )
             row[engine] = billed_input_usd(result.requests)
             row[f"{engine}_calls"] = len(result.requests)
@@ -150,13 +157,14 @@ async def run_engines(
 def _print_table(results: dict[str, dict[str, float]]) -> None:
     print("cost summary (USD input cost; ratios to the oracle of the default policy's own requests)")
     head = " ".join(f"{n:>9s}" for n in (*NAMES, "oracle"))
-    print(f"{'family':9s} {head} {'def/or':>7s} {'best fixed/or':>13s} {'api/or':>7s}")
+    print(f"{'family':9s} {head} {'def/or':>7s} {'best fixed/or':>13s} {'api/or':>7s} {'server/or':>9s}")
     for family, row in results.items():
         d = row["oracle_default"]
         fixed = min(row["5m"], row["1h"])
         cells = " ".join(f"{row[n]:9.4f}" for n in NAMES)
         print(
-            f"{family:9s} {cells} {d:9.4f} {row['default'] / d:7.2f} {fixed / d:13.2f} {row['api'] / d:7.2f}"
+            f"{family:9s} {cells} {d:9.4f} {row['default'] / d:7.2f} {fixed / d:13.2f} "
+            f"{row['api'] / d:7.2f} {row['server'] / d:9.2f}"
         )
         if d > min(row[n] for n in NAMES):
             print(f"  WARNING: the oracle is not a lower bound for {family}")

@@ -10,8 +10,10 @@ else (the request's edit, the API's summary, taking it into the window) is the p
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from agent.engines import register_context_engine
-from agent.server_compaction import ServerCompaction
+from agent.server_compaction import MIN_TRIGGER_TOKENS, ServerCompaction
 from agent.summary import summary_budget
 from tests.fakes.anthropic_server import FakeAnthropic
 
@@ -30,3 +32,15 @@ def use_scaled_server(fake: FakeAnthropic, window: int) -> None:
     register_context_engine(SCALED, ScaledServerCompaction)
     fake.compaction_min_trigger = SCALED_FLOOR
     fake.compaction_summary_tokens = summary_budget(10**9, window)
+
+
+Prepare = Callable[[FakeAnthropic], None]
+
+
+def server_engine(window: int | None, threshold: float = 0.5) -> tuple[str, Prepare | None]:
+    """The engine name and fake set-up for the server-side engine at `window` (None: the model's own):
+    the production `server` engine where the compressor's threshold reaches the API's floor, the
+    scaled one below it."""
+    if window is None or window * threshold >= MIN_TRIGGER_TOKENS:
+        return "server", None
+    return SCALED, lambda fake: use_scaled_server(fake, window)
