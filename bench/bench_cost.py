@@ -166,7 +166,8 @@ def _print_table(results: dict[str, dict[str, float]]) -> None:
             f"{family:9s} {cells} {d:9.4f} {row['default'] / d:7.2f} {fixed / d:13.2f} "
             f"{row['api'] / d:7.2f} {row['server'] / d:9.2f}"
         )
-        if d > min(row[n] for n in NAMES):
+        # the server engine compacts at other points, so its requests are not the default's
+        if d > min(row[n] for n in NAMES if n != "server"):
             print(f"  WARNING: the oracle is not a lower bound for {family}")
         if row["default"] > fixed:
             print(f"  default above the cheaper fixed TTL for {family} by {row['default'] / fixed - 1:.1%}")
