@@ -36,6 +36,9 @@ _BUMP = (
     .returning(*sessions.c)
 )
 _ACTIVE_SESSION = select(sessions).where(sessions.c.chat_pk == bindparam("b_chat_pk"), sessions.c.active)
+_ACTIVE_SESSION_SHARED = _ACTIVE_SESSION.with_for_update(read=True)
+"""The session row under a share lock (Postgres `FOR SHARE`): a message being stored waits for the reader
+to finish, and a message already counted in the row is committed before the reader goes on."""
 _WINDOW = (
     select(messages)
     .where(messages.c.session_pk == bindparam("b_session_pk"), messages.c.state.in_(WINDOW_STATES))
@@ -110,20 +113,31 @@ async def stored_duplicate(
 
 
 async def active_session_row(
-    conn: AsyncConnection, insert: InsertFn, chat_pk: int, new_session: dict[str, Any]
+    conn: AsyncConnection,
+    insert: InsertFn,
+    chat_pk: int,
+    new_session: dict[str, Any],
+    *,
+    shared: bool = False,
 ) -> Row[Any]:
+    """The chat's active session row (created if needed); `shared` holds a share lock on it until the
+    transaction ends."""
     params = {"b_chat_pk": chat_pk}
-    row = (await conn.execute(_ACTIVE_SESSION, params)).one_or_none()
+    statement = _ACTIVE_SESSION_SHARED if shared else _ACTIVE_SESSION
+    row = (await conn.execute(statement, params)).one_or_none()
     if row is None:
         await _ensure_session(conn, insert, chat_pk, new_session)
-        row = (await conn.execute(_ACTIVE_SESSION, params)).one()
+        row = (await conn.execute(statement, params)).one()
     return row
 
 
 async def turn_snapshot(
     conn: AsyncConnection, insert: InsertFn, chat_pk: int, new_session: dict[str, Any]
 ) -> TurnSnapshot:
-    """The active session (created if needed) and its window rows."""
-    row = await active_session_row(conn, insert, chat_pk, new_session)
+    """The active session (created if needed) and its window rows, consistent with each other: the
+    session row is read under a share lock, so its counters (tokens since the last call) count exactly
+    the messages the window query then returns. Without it, on Postgres a message committed between the
+    two reads was in the rows but not in the counters."""
+    row = await active_session_row(conn, insert, chat_pk, new_session, shared=True)
     rows = [to_message(r) for r in await conn.execute(_WINDOW, {"b_session_pk": row.id})]
     return TurnSnapshot(session=to_session(row), rows=rows, pins=await pin_texts(conn, chat_pk))

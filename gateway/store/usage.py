@@ -49,6 +49,10 @@ async def record_call(
                 update(sessions).where(sessions.c.id == session_pk).values(engine_state=engine_state)
             )
         return
+    # Lock the session row before counting what arrived since the call: a message being stored right
+    # now adds its tokens to tokens_since_call in its own transaction; counted after its commit, or
+    # added after this one, it is never lost (an absolute value computed first would overwrite it).
+    await conn.execute(select(sessions.c.id).where(sessions.c.id == session_pk).with_for_update())
     since = 0
     if last_message_id is not None:
         # Messages stored after the one the call ended with (they arrived during the turn).
