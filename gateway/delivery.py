@@ -28,6 +28,8 @@ RETRY_DELAYS_S = (1.0, 2.0, 4.0, 8.0, 15.0)
 """Waits before the 2nd, 3rd... attempt of a part after a transient failure; then it is given up."""
 STALE_CLAIM = timedelta(seconds=30)
 """A part claimed longer ago than this by a process that is gone is sent again by `resume`."""
+RESUME_JOB = "deliveries_resume"
+"""The second look at open parts after start-up, in `gateway_job_runs` (its result: ok or error)."""
 MAX_RETRY_AFTER_S = 60.0
 EDIT_FIRST_DELAY_S = 0.5
 """Where a preview is a real message (groups, Discord), the first one waits this long: a reply written
@@ -205,7 +207,13 @@ class Outbox:
         try:
             await self._resume_once()
         except Exception:
+            # The parts stay open (counted as waiting in /stats); the failed pass is counted here.
             logger.exception("sending replies left over from before the restart failed")
+            result = "error"
+        else:
+            result = "ok"
+        if self.metrics is not None:
+            self.metrics.observe_job(RESUME_JOB, result)
 
     async def _resume_once(self) -> int:
         records = await self.store.open_deliveries(stale_before=self.store.now() - STALE_CLAIM)
