@@ -11,24 +11,20 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import func, select, text, update
+from sqlalchemy import select, text, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from agent.caching.waste import CacheWaste
 from gateway.errors import StoreError
 from gateway.store import appends as _appends
-from gateway.store import cache_waste as _cache_waste
 from gateway.store import compaction as _compaction
 from gateway.store import hotpath as _hot
-from gateway.store import jobs as _jobs
 from gateway.store import pins as _pins
 from gateway.store import receipts as _receipts
-from gateway.store import stats as _stats
 from gateway.store import usage as _usage
 from gateway.store.db import create_engine, dialect_of, translate_errors
 from gateway.store.deliveries import DeliveryMethods, DeliveryRecord, NewReply, insert_reply
@@ -38,10 +34,8 @@ from gateway.store.records import (
     AppendResult,
     CallRecord,
     ChatRecord,
-    ChatStats,
     CompactionApply,
     CompactionRecord,
-    GlobalStats,
     NewMessage,
     NewSummary,
     Outcome,
@@ -50,10 +44,10 @@ from gateway.store.records import (
     Trigger,
     TurnSnapshot,
 )
+from gateway.store.reporting import ReportingMethods
 from gateway.store.rows import (
     chats,
     clean_text,
-    llm_calls,
     messages,
     sessions,
     to_chat,
@@ -84,7 +78,7 @@ def utc_now() -> datetime:
     return datetime.now(UTC)
 
 
-class Store(RecallMethods, DeliveryMethods):
+class Store(RecallMethods, DeliveryMethods, ReportingMethods):
     """Async access to chats, sessions, messages, compactions and LLM usage."""
 
     def __init__(self, engine: AsyncEngine, *, clock: Clock = utc_now) -> None:
@@ -440,41 +434,7 @@ class Store(RecallMethods, DeliveryMethods):
                 engine_state=engine_state,
             )
 
-    async def cost_since(self, chat_pk: int, since: datetime) -> float:
-        async with self._tx("cost_since") as conn:
-            total = (
-                await conn.execute(
-                    select(func.coalesce(func.sum(llm_calls.c.cost_usd), 0.0)).where(
-                        llm_calls.c.chat_pk == chat_pk, llm_calls.c.created_at >= since
-                    )
-                )
-            ).scalar_one()
-        return float(total)
-
-    # Scheduled jobs (queries in gateway/store/jobs.py) --------------------------------------------
-
-    async def idle_sessions(
-        self, *, idle_since: datetime, min_tokens: int, limit: int = 100
-    ) -> list[SessionRecord]:
-        """Active sessions idle since `idle_since` with at least `min_tokens` of context, oldest first."""
-        async with self._tx("idle_sessions") as conn:
-            return await _jobs.idle_sessions(conn, idle_since=idle_since, min_tokens=min_tokens, limit=limit)
-
-    async def delete_archived_before(self, cutoff: datetime) -> int:
-        """Delete one batch of archived messages older than `cutoff` (never active or summary rows)."""
-        async with self._tx("delete_archived_before") as conn:
-            return await _jobs.delete_archived_before(conn, cutoff)
-
-    async def rollup_usage_day(self, day: date) -> int:
-        """Recompute `usage_daily` rows for one UTC day from the usage log; returns the rows written."""
-        async with self._tx("rollup_usage_day") as conn:
-            return await _jobs.rollup_day(conn, day, now=self.now(), dialect=self.dialect)
-
-    async def daily_usage(self, day: date) -> list[_jobs.DailyUsage]:
-        async with self._tx("daily_usage") as conn:
-            return await _jobs.daily_usage(conn, day)
-
-    # Compaction, search, stats (implemented in sibling modules) -----------------------------------
+    # Compaction (implemented in gateway/store/compaction.py) --------------------------------------
 
     async def apply_compaction(self, session_pk: int, change: CompactionApply) -> CompactionRecord:
         """Archive, prune, insert the summary and update the counters: all or nothing."""
@@ -519,16 +479,3 @@ class Store(RecallMethods, DeliveryMethods):
         """Restore the window as it was before the last compaction still in effect."""
         async with self._tx("undo_last_compaction") as conn:
             return await _compaction.undo_last(conn, session_pk)
-
-    async def chat_stats(self, chat_pk: int, *, recent_calls: int = 10) -> ChatStats:
-        async with self._tx("chat_stats") as conn:
-            return await _stats.chat_stats(conn, chat_pk, recent_calls=recent_calls)
-
-    async def global_stats(self, *, top: int = 5) -> GlobalStats:
-        async with self._tx("global_stats") as conn:
-            return await _stats.global_stats(conn, top=top)
-
-    async def cache_waste(self, chat_pk: int | None = None) -> CacheWaste:
-        """The prompt cache's waste for one chat (None: every chat), as of now."""
-        async with self._tx("cache_waste") as conn:
-            return await _cache_waste.cache_waste(conn, chat_pk=chat_pk, now=self._clock())
