@@ -11,6 +11,7 @@ and TTL come from the turn's `CacheCursor`.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -364,3 +365,47 @@ async def run_turn(
         window=turn.window,
         cache_points=turn.cursor.cache_points([e.ref for e in turn.window]),
     )
+
+
+class _NoHooks:
+    """The hooks of a request that stores nothing and never compacts (a cache refresh)."""
+
+    async def persist(self, messages: list[Message]) -> list[Any]:
+        raise RuntimeError("a cache refresh stores nothing")
+
+    async def compact(
+        self, window: Sequence[Entry[Any]], *, force: bool, why: str, server: bool = False
+    ) -> Compacted[Any] | None:
+        raise RuntimeError("a cache refresh never compacts")
+
+    async def usage(
+        self, response: LLMResponse, *, purpose: str, last_ref: Any, ttl: CacheTTL | None
+    ) -> None:
+        raise RuntimeError("a cache refresh is accounted by its caller")
+
+
+async def refresh_cache(
+    *,
+    llm: LLMClient,
+    engine: ContextEngine,
+    window: list[Entry[R]],
+    system: str,
+    tools: ToolRegistry,
+    config: LoopConfig,
+    ref_label: RefLabel = _identity,
+) -> LLMResponse:
+    """Resend `window` exactly as a turn's call shows it, with `max_tokens: 0`: the API reads the cached
+    prefix that `config.cache_plan` marks (its life restarts) and generates nothing. The window must end
+    where that prefix ends. No context management: the prompt is one the API has already seen."""
+    turn = _Turn(
+        llm=llm,
+        engine=engine,
+        window=window,
+        system=system,
+        tools=tools,
+        config=config,
+        hooks=_NoHooks(),
+        ref_label=ref_label,
+    )
+    request, _, _ = turn.build()
+    return await llm.create(dataclasses.replace(request, max_tokens=0, context_management=None, betas=()))

@@ -98,12 +98,16 @@ async def run(
             row[f"oracle_{policy.name}"] = oracle_input_usd(
                 result.requests, min_cacheable=result.min_cacheable
             )
+            row[f"oracle_ka_{policy.name}"] = oracle_input_usd(
+                result.requests, min_cacheable=result.min_cacheable, keep_alive=True
+            )
+            row[f"{policy.name}_refreshes"] = result.refreshes
             print(
                 f"cost[{family}] {policy.name:8s} ${row[policy.name]:.4f} "
                 f"(oracle of this sequence ${row[f'oracle_{policy.name}']:.4f}; "
                 f"{len(result.requests)} calls, "
                 f"{result.scheduled_compactions} scheduled compactions, "
-                f"{result.summary_calls} summary calls, "
+                f"{result.summary_calls} summary calls, {result.refreshes} keep-alive refreshes, "
                 f"{result.server_compactions} server-side compactions, {result.wall_s:.1f}s)",
                 flush=True,
             )
@@ -157,19 +161,27 @@ async def run_engines(
 
 
 def _print_table(results: dict[str, dict[str, float]]) -> None:
-    print("cost summary (USD input cost; ratios to the oracle of the default policy's own requests)")
-    head = " ".join(f"{n:>9s}" for n in (*NAMES, "oracle"))
-    print(f"{'family':9s} {head} {'def/or':>7s} {'best fixed/or':>13s} {'api/or':>7s} {'server/or':>9s}")
+    print(
+        "cost summary (USD input cost; ratios to the oracle of the default policy's own requests: "
+        "`oracle` chooses markers only, `or+ka` may also keep entries alive by refreshing them)"
+    )
+    head = " ".join(f"{n:>9s}" for n in (*NAMES, "oracle", "or+ka"))
+    print(
+        f"{'family':9s} {head} {'def/or':>7s} {'def/or+ka':>9s} {'best fixed/or':>13s} {'api/or':>7s} "
+        f"{'server/or':>9s} {'refreshes':>9s}"
+    )
     for family, row in results.items():
         d = row["oracle_default"]
+        ka = row["oracle_ka_default"]
         fixed = min(row["5m"], row["1h"])
         cells = " ".join(f"{row[n]:9.4f}" for n in NAMES)
         print(
-            f"{family:9s} {cells} {d:9.4f} {row['default'] / d:7.2f} {fixed / d:13.2f} "
-            f"{row['api'] / d:7.2f} {row['server'] / d:9.2f}"
+            f"{family:9s} {cells} {d:9.4f} {ka:9.4f} {row['default'] / d:7.2f} {row['default'] / ka:9.2f} "
+            f"{fixed / d:13.2f} {row['api'] / d:7.2f} {row['server'] / d:9.2f} "
+            f"{int(row['default_refreshes']):9d}"
         )
         # the server engine compacts at other points, so its requests are not the default's
-        if d > min(row[p.name] for p in POLICIES if not p.server_engine):
+        if ka > min(row[p.name] for p in POLICIES if not p.server_engine):
             print(f"  WARNING: the oracle is not a lower bound for {family}")
         if row["default"] > fixed:
             print(f"  default above the cheaper fixed TTL for {family} by {row['default'] / fixed - 1:.1%}")

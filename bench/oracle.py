@@ -6,7 +6,13 @@ times it was sent. A dynamic program then picks, per use, the cheapest of: pay i
 it with a 5-minute marker (1.25x) or a one-hour marker (2x), or read it (0.1x) when the previous use
 kept it alive (gap within the TTL of the marker it was written with; a read refreshes it). Prefixes
 shorter than the model's minimum cacheable length can only be paid uncached. It ignores the API's
-limits of four breakpoints and a 20-block lookback, so no real policy can beat it.
+limits of four breakpoints and a 20-block lookback, so no real policy that only chooses markers can
+beat it.
+
+With `keep_alive`, it may also keep an entry alive across a longer gap by refreshing it (a read, 0.1x,
+once per TTL of silence), as the cache keep-alive job does; that bound holds for policies that refresh
+too. Keep-alive refreshes themselves (`max_tokens: 0` requests) are never uses: the oracle decides its
+own.
 """
 
 from __future__ import annotations
@@ -58,7 +64,14 @@ def billed_input_usd(requests: Iterable[SentRequest]) -> float:
     return total
 
 
-def _best_multiplier(uses: list[tuple[float, bool]]) -> float:
+def _hold(gap: float, ttl: float, keep_alive: bool) -> float:
+    """The reads that carry an entry of `ttl` across `gap` to the next use (inf: it expires)."""
+    if gap <= ttl:
+        return CACHE_READ_MULTIPLIER
+    return CACHE_READ_MULTIPLIER * math.ceil(gap / ttl) if keep_alive else math.inf
+
+
+def _best_multiplier(uses: list[tuple[float, bool]], *, keep_alive: bool = False) -> float:
     """Cheapest total multiplier (x base price) for one prefix block over its uses (time, cacheable),
     where a use may write the cache only if its request reaches the model's minimum cacheable length."""
     inf = math.inf
@@ -67,8 +80,8 @@ def _best_multiplier(uses: list[tuple[float, bool]]) -> float:
     for now, cacheable in uses:
         best = min(none, five, hour) if previous is not None else 0.0
         gap = now - previous if previous is not None else inf
-        read_five = five + CACHE_READ_MULTIPLIER if gap <= FIVE_MINUTES else inf
-        read_hour = hour + CACHE_READ_MULTIPLIER if gap <= ONE_HOUR else inf
+        read_five = five + _hold(gap, FIVE_MINUTES, keep_alive) if previous is not None else inf
+        read_hour = hour + _hold(gap, ONE_HOUR, keep_alive) if previous is not None else inf
         # A block read now may ride along in a longer prefix this request writes with either TTL,
         # so after a read it can hold either lifetime (the API's advancing one-hour entry).
         read = min(read_five, read_hour)
@@ -79,11 +92,20 @@ def _best_multiplier(uses: list[tuple[float, bool]]) -> float:
     return min(none, five, hour)
 
 
-def oracle_input_usd(requests: Iterable[SentRequest], *, min_cacheable: Mapping[str, int]) -> float:
+def is_refresh(request: SentRequest) -> bool:
+    """A keep-alive refresh: the prompt resent with `max_tokens: 0`, nothing generated."""
+    return int(request.body.get("max_tokens", 1)) == 0
+
+
+def oracle_input_usd(
+    requests: Iterable[SentRequest], *, min_cacheable: Mapping[str, int], keep_alive: bool = False
+) -> float:
     """The hindsight lower bound of the module docstring, in USD."""
     uses: dict[tuple[str, int], list[tuple[float, bool]]] = defaultdict(list)
     tokens_of: dict[tuple[str, int], int] = {}
     for r in requests:
+        if is_refresh(r):
+            continue
         model = str(r.body["model"])
         floor = min_cacheable.get(model, lookup_model(model).min_cacheable_tokens)
         blocks = serialize_prefix(r.body)
@@ -97,5 +119,5 @@ def oracle_input_usd(requests: Iterable[SentRequest], *, min_cacheable: Mapping[
     total = 0.0
     for key, times in uses.items():
         price = lookup_model(key[0]).input_per_mtok
-        total += tokens_of[key] * _best_multiplier(times) * price / _PER_MTOK
+        total += tokens_of[key] * _best_multiplier(times, keep_alive=keep_alive) * price / _PER_MTOK
     return total

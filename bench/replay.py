@@ -21,6 +21,7 @@ from bench.oracle import SentRequest
 from bench.traces import START, Event
 from gateway.config import Settings
 from gateway.jobs import compact_idle_sessions
+from gateway.keepalive import SCAN_EVERY as KEEPALIVE_SCAN_EVERY
 from gateway.runner import Gateway
 from gateway.store import Store
 from tests.fakes.anthropic_server import FakeAnthropic
@@ -67,6 +68,8 @@ class ReplayResult:
     """Calls in which the API compacted the conversation (server-side compaction)."""
     summary_calls: int = 0
     """Summary calls of the built-in compressor."""
+    refreshes: int = 0
+    """Cache keep-alive refreshes (`max_tokens: 0` calls), the trailing ones included."""
 
 
 SCAN_EVERY = 300.0
@@ -86,6 +89,34 @@ async def run_idle_scan(gateway: Gateway, at: float, clock: SimClock, fake: Fake
         now=clock.utc(),
     )
     return len(reports)
+
+
+KEEPALIVE_TRAIL_S = 6 * 3600.0
+"""How long after the trace's last message the keep-alive job keeps running (its refreshes then are
+paid for nothing, as they would be)."""
+
+
+async def run_keepalive_scans(
+    gateway: Gateway, since: float, until: float, clock: SimClock, fake: FakeAnthropic
+) -> tuple[float, int]:
+    """Run the cache keep-alive job body at every scan time in (since, until]; returns the last scan
+    time and the refreshes sent."""
+    step = KEEPALIVE_SCAN_EVERY.total_seconds()
+    at = since - since % step + step
+    sent = 0
+    last = since
+    while at <= until:
+        clock.seconds = at
+        fake.set_time(at)
+        sent += len(await gateway.keeper.run(clock.utc()))
+        last = at
+        at += step
+    return last, sent
+
+
+def _keeps_alive(settings: Settings) -> bool:
+    caching = settings.prompt_caching
+    return caching.enabled and caching.cache_ttl == "auto" and caching.keep_alive
 
 
 async def replay(
@@ -113,14 +144,26 @@ async def replay(
         gateway = Gateway(settings, [adapter], store=store, llm=llm)
         gateway.turns.clock = clock.utc  # cache-expiry decisions before a request follow the trace
         scheduled = 0
-        last_scan = events[0].at if events else 0.0
+        refreshes = 0
+        keep_alive = jobs and _keeps_alive(settings)
+        last_scan = last_keepalive = events[0].at if events else 0.0
         try:
             await gateway.start()
             for n, event in enumerate(events):
                 scan = event.at - event.at % SCAN_EVERY
+                if keep_alive:  # the keep-alive job's runs since the previous event, in time order
+                    last_keepalive, sent = await run_keepalive_scans(
+                        gateway, last_keepalive, min(scan, event.at), clock, fake
+                    )
+                    refreshes += sent
                 if jobs and scan > last_scan:
                     scheduled += await run_idle_scan(gateway, scan, clock, fake)
                     last_scan = scan
+                if keep_alive:
+                    last_keepalive, sent = await run_keepalive_scans(
+                        gateway, max(last_keepalive, scan), event.at, clock, fake
+                    )
+                    refreshes += sent
                 clock.seconds = event.at
                 fake.set_time(event.at)
                 for calls in event.tool_rounds:
@@ -138,6 +181,11 @@ async def replay(
                     )
                 )
                 await gateway.pipeline.drain()
+            if keep_alive and events:  # the refreshes after the trace's last message are paid too
+                _, sent = await run_keepalive_scans(
+                    gateway, last_keepalive, events[-1].at + KEEPALIVE_TRAIL_S, clock, fake
+                )
+                refreshes += sent
         finally:
             await gateway.stop()
             await llm.close()
@@ -150,5 +198,12 @@ async def replay(
         compacted = sum(1 for r in fake.requests if r.compacted)
         summaries = sum(1 for r in fake.requests if r.kind == "summary")
         return ReplayResult(
-            sent, len(adapter.sent), time.perf_counter() - started, floors, scheduled, compacted, summaries
+            sent,
+            len(adapter.sent),
+            time.perf_counter() - started,
+            floors,
+            scheduled,
+            compacted,
+            summaries,
+            refreshes,
         )

@@ -82,6 +82,11 @@ class AuxiliarySettings(_Section):
 class PromptCachingSettings(_Section):
     enabled: bool = True
     cache_ttl: Literal["5m", "1h", "auto", "api"] = "auto"
+    keep_alive: bool = Field(
+        True,
+        description="with cache_ttl auto: re-read a chat's cached prompt just before it expires when the "
+        "chat's own timing says its next message is likely soon enough to pay for it",
+    )
 
 
 class ContextSettings(_Section):

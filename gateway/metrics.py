@@ -94,6 +94,13 @@ class Metrics:
         )
         for kind in WASTE_KINDS:
             self.cache_waste.labels(kind=kind)
+        self.keepalive = Counter(
+            "gateway_cache_keepalive",
+            "Prompt-cache keep-alive refreshes by result (read: the entry lives on; missed: it read nothing; "
+            "error: the call failed)",
+            ["result"],
+            registry=r,
+        )
         self.reply_parts = Counter(
             "gateway_reply_parts",
             "Reply parts by delivery outcome (sent, retried: a transient failure, failed: given up)",
@@ -122,6 +129,9 @@ class Metrics:
         self.tokens.labels(kind="output").inc(usage.output_tokens)
         read, prompt = self._prompt_tokens
         self._prompt_tokens = (read + usage.cache_read_input_tokens, prompt + usage.prompt_tokens)
+
+    def observe_keepalive(self, result: str) -> None:
+        self.keepalive.labels(result=result).inc()
 
     def observe_cache_waste(self, waste: CacheWaste) -> None:
         """Waste judged when a call follows the previous one (`agent.caching.waste.between`)."""

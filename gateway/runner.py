@@ -36,6 +36,8 @@ from gateway.embeddings.wiring import Embeddings, embeddings_from
 from gateway.errors import SendError
 from gateway.history import ChatHistorySearch
 from gateway.jobs import standard_jobs
+from gateway.keepalive import SCAN_EVERY as KEEPALIVE_SCAN_EVERY
+from gateway.keepalive import CacheKeeper
 from gateway.lifecycle import StopRequested, stop_on_signals, unless_stopped
 from gateway.media.aging import MediaAging
 from gateway.media.intake import MediaIntake
@@ -55,7 +57,7 @@ from gateway.platforms.base import (
     SentMessage,
 )
 from gateway.platforms.registry import build_adapters, status_lines
-from gateway.scheduler import JobScheduler
+from gateway.scheduler import JobScheduler, JobSpec
 from gateway.spool import Spool
 from gateway.store import ChatLocks, PinLimits, SessionRecord, Store
 from gateway.store.job_lock import JobLocks
@@ -144,6 +146,7 @@ class Gateway:
             metrics=self.metrics,
             media_aging=MediaAging(self.media_store, self.media_presence),
         )
+        self.keeper = CacheKeeper(store=store, locks=self.locks, turns=self.turns, metrics=self.metrics)
         self.pipeline = self._pipeline()
         self._spool_task: asyncio.Task[None] | None = None
 
@@ -334,9 +337,15 @@ class Gateway:
             retention_days=sched.archive_retention_days,
             clock=lambda: datetime.now(UTC),
         )
+        caching = self.settings.prompt_caching
+        if caching.enabled and caching.cache_ttl == "auto" and caching.keep_alive:
+            jobs.append(JobSpec("cache-keepalive", self._keep_caches_warm, KEEPALIVE_SCAN_EVERY))
         for job in jobs:
             self.scheduler.add(job)
         self.scheduler.start()
+
+    async def _keep_caches_warm(self) -> None:
+        await self.keeper.run(datetime.now(UTC))
 
     async def recover_unanswered(self) -> None:
         """Answer turns a crash left unanswered; tell users when they are too old to answer now."""

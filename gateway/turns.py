@@ -26,6 +26,7 @@ from agent.llm import LLMClient
 from agent.loop import Entry, LoopConfig, TurnResult, run_turn
 from agent.models import ModelInfo
 from agent.summary import system_prompt
+from agent.tokens import Calibration
 from agent.tools.registry import ToolRegistry
 from gateway.compaction import CompactionReport, Compactor, EngineFactory
 from gateway.compaction_policy import CompactionPolicy
@@ -118,9 +119,10 @@ class TurnRunner:
         report = await self._compact_before(session, engine, cache)
         if report is not None:
             notices.append(compaction_notice(report))
-            if report.changed:  # the counters, the window and the compaction count moved
+            if report.changed:  # the counters, the window, the compaction count and the cache moved
                 snapshot = await self.store.turn_snapshot(session.chat_pk)
                 session = snapshot.session
+                cache = CacheState.from_json(session.cache_state)
         rows = snapshot.rows
         if self.media_aging is not None:  # old images stop travelling when it pays (agent.media_aging)
             rows = await self.media_aging.apply(session, rows, cache_cold=cache.expired(self.clock()))
@@ -228,9 +230,7 @@ class TurnRunner:
                 llm=TimedLLM.for_chat(self.llm, self.metrics, chat),
                 engine=engine,
                 window=window,
-                system=system_prompt(
-                    self.settings.system_prompt, compacted=session.compaction_count > 0, pins=snapshot.pins
-                ),
+                system=self.system_for(session, snapshot.pins),
                 tools=self.make_tools(session.chat_pk),
                 config=replace(self.settings.loop, cache_plan=plan, stream=live),
                 hooks=recorder,
@@ -245,6 +245,10 @@ class TurnRunner:
         )
         return result
 
+    def system_for(self, session: SessionRecord, pins: Sequence[str]) -> str:
+        """The system prompt a turn of `session` sends."""
+        return system_prompt(self.settings.system_prompt, compacted=session.compaction_count > 0, pins=pins)
+
     def _plan(
         self,
         chat: ChatRef,
@@ -254,14 +258,7 @@ class TurnRunner:
         rows: Sequence[StoredMessage],
     ) -> TurnCachePlan:
         """The turn's cache plan from the session's stored cache state and its window."""
-        calibration = self.settings.loop.calibration
-        position = {r.id: i for i, r in enumerate(rows)}
-
-        def tokens_after(message_id: int) -> int:
-            start = position.get(message_id, -1) + 1
-            tokens = sum(r.token_estimate for r in rows[start:])
-            return calibration.apply(tokens) if calibration is not None else tokens
-
+        tokens_after = tokens_after_in(rows, self.settings.loop.calibration)
         since = session.last_call_message_id
         return plan_turn(
             self.settings.cache_mode,
@@ -275,3 +272,16 @@ class TurnRunner:
             chatter=sum(1 for r in rows if since is None or r.id > since),
             kind="private" if chat.kind == ChatKind.PRIVATE else "group",
         )
+
+
+def tokens_after_in(rows: Sequence[StoredMessage], calibration: Calibration | None) -> Callable[[int], int]:
+    """`tokens_after(id)`: the (calibrated) size of the window rows stored after message `id` (all of
+    them for an id not in the window)."""
+    position = {r.id: i for i, r in enumerate(rows)}
+
+    def tokens_after(message_id: int) -> int:
+        start = position.get(message_id, -1) + 1
+        tokens = sum(r.token_estimate for r in rows[start:])
+        return calibration.apply(tokens) if calibration is not None else tokens
+
+    return tokens_after

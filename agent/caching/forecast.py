@@ -125,6 +125,11 @@ class GapForecast:
         """The weight of the chat's own observations (0 before it has any)."""
         return self.overall.weight
 
+    def seen_beyond(self, seconds: float) -> float:
+        """The weight of the chat's own gaps longer than `seconds`: how often it came back after a
+        silence this long."""
+        return self.overall.weight - self.overall.within(seconds)
+
     def chat_cdf(self, seconds: float) -> float:
         """The chat's overall mix, shrunk toward the prior."""
         prior = PRIOR_WEIGHT * prior_cdf(self.kind, seconds)

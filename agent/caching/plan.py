@@ -63,6 +63,9 @@ class CacheState:
     """The session's recent turn starts, oldest first: what the forecast of the next request learns from."""
     last_message_id: str | None = None
     """The id of the session's last response (cache diagnostics compare the next request with it)."""
+    refresh_missed: int | None = None
+    """A cached prefix (stored message id) whose keep-alive refresh found nothing to read: it is not
+    refreshed again (`agent.caching.keepalive`); the next turn starts afresh."""
 
     def live(self, now: datetime) -> list[CachedPrefix]:
         return [p for p in self.prefixes if p.live(now, margin=timedelta(0))]
@@ -71,6 +74,22 @@ class CacheState:
         """True when no cache entry of the session can still be read."""
         return not self.live(now)
 
+    def without_prefixes(self) -> CacheState:
+        """The state after the prompt changed under the cached prefixes (a compaction): nothing of it is
+        cached any more; what was learned (health, calibration, turn history) stays."""
+        return dataclasses.replace(self, prefixes=(), refresh_missed=None)
+
+    def refreshed(self, message_id: int, at: datetime, *, read: bool, health: CacheHealth) -> CacheState:
+        """The state after a keep-alive refresh of prefix `message_id` at `at` (`health` has recorded the
+        call): its life restarts when the refresh read it; when it read nothing, the prefix is not
+        refreshed again."""
+        if not read:
+            return dataclasses.replace(self, refresh_missed=message_id, health=health.to_dict())
+        prefixes = tuple(
+            CachedPrefix(p.message_id, p.ttl, at) if p.message_id == message_id else p for p in self.prefixes
+        )
+        return dataclasses.replace(self, prefixes=prefixes, health=health.to_dict())
+
     def to_json(self) -> dict[str, Any]:
         return {
             "prefixes": [[p.message_id, p.ttl, p.at.timestamp()] for p in self.prefixes],
@@ -78,6 +97,7 @@ class CacheState:
             "calibration": dict(self.calibration),
             "turns": [t.to_json() for t in self.turns],
             "last_message_id": self.last_message_id,
+            "refresh_missed": self.refresh_missed,
         }
 
     @classmethod
@@ -94,6 +114,7 @@ class CacheState:
             calibration=dict(data.get("calibration") or {}),
             turns=tuple(TurnStart.from_json(t) for t in data.get("turns") or []),
             last_message_id=data.get("last_message_id"),
+            refresh_missed=data.get("refresh_missed"),
         )
 
     def health_for(self, chat_key: str) -> CacheHealth:

@@ -40,6 +40,9 @@ class CacheCall:
     cache_read_tokens: int
     cache_write_tokens: int
     ttl: CacheTTL | None
+    refresh: bool = False
+    """A keep-alive refresh (`agent.caching.keepalive`): it keeps what it reads alive and is not a prompt
+    of the conversation (left out of the hit ratio)."""
 
     @property
     def prompt_tokens(self) -> int:
@@ -56,6 +59,10 @@ class CacheWaste:
     expired_resend_usd: float = 0.0
     read_tokens: int = 0
     prompt_tokens: int = 0
+    refreshes: int = 0
+    refreshes_unused: int = 0
+    """Keep-alive refreshes, and those the chat's next call did not come in time to use."""
+    unused_refresh_usd: float = 0.0
 
     def __add__(self, other: CacheWaste) -> CacheWaste:
         return CacheWaste(
@@ -65,11 +72,14 @@ class CacheWaste:
             self.expired_resend_usd + other.expired_resend_usd,
             self.read_tokens + other.read_tokens,
             self.prompt_tokens + other.prompt_tokens,
+            self.refreshes + other.refreshes,
+            self.refreshes_unused + other.refreshes_unused,
+            self.unused_refresh_usd + other.unused_refresh_usd,
         )
 
     @property
     def usd(self) -> float:
-        return self.unread_write_usd + self.expired_resend_usd
+        return self.unread_write_usd + self.expired_resend_usd + self.unused_refresh_usd
 
     @property
     def hit_ratio(self) -> float | None:
@@ -101,7 +111,14 @@ def between(previous: CacheCall, current: CacheCall | None, *, now: float) -> Ca
         unread = max(min(previous.cache_write_tokens, held - current.cache_read_tokens), 0)
         resent = 0
     paid = 1.0 if current is None or current.cache_write_tokens == 0 else _write_multiplier(current.ttl)
-    return CacheWaste(
+    if previous.refresh and (current is None or gap > ttl):  # kept alive for nothing
+        wasted = CacheWaste(
+            refreshes_unused=1,
+            unused_refresh_usd=_price(previous.model, previous.cache_read_tokens, CACHE_READ_MULTIPLIER),
+        )
+    else:
+        wasted = CacheWaste()
+    return wasted + CacheWaste(
         unread_write_tokens=unread,
         unread_write_usd=_price(previous.model, unread, _write_multiplier(previous.ttl)),
         expired_resend_tokens=resent,
@@ -114,7 +131,10 @@ def session_waste(calls: Iterable[CacheCall], *, now: float) -> CacheWaste:
     total = CacheWaste()
     previous: CacheCall | None = None
     for call in calls:
-        total += CacheWaste(read_tokens=call.cache_read_tokens, prompt_tokens=call.prompt_tokens)
+        if call.refresh:
+            total += CacheWaste(refreshes=1)
+        else:
+            total += CacheWaste(read_tokens=call.cache_read_tokens, prompt_tokens=call.prompt_tokens)
         if previous is not None:
             total += between(previous, call, now=now)
         previous = call

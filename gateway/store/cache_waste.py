@@ -1,5 +1,6 @@
-"""The prompt cache's waste for `/stats`: the reply calls of one chat, or of every chat, session by
-session, through `agent.caching.waste` (the computation is pure; this module only reads the rows)."""
+"""The prompt cache's waste for `/stats`: the reply and keep-alive calls of one chat, or of every chat,
+session by session, through `agent.caching.waste` (the computation is pure; this module only reads the
+rows)."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ def _call(row: Any) -> CacheCall:
         cache_read_tokens=int(row.cache_read_tokens),
         cache_write_tokens=int(row.cache_creation_tokens),
         ttl=ttl,
+        refresh=row.purpose == "keepalive",
     )
 
 
@@ -37,8 +39,9 @@ async def cache_waste(conn: AsyncConnection, *, chat_pk: int | None, now: dateti
             llm_calls.c.cache_read_tokens,
             llm_calls.c.cache_creation_tokens,
             llm_calls.c.cache_ttl,
+            llm_calls.c.purpose,
         )
-        .where(llm_calls.c.purpose == "reply")
+        .where(llm_calls.c.purpose.in_(("reply", "keepalive")))
         .order_by(llm_calls.c.session_pk, llm_calls.c.created_at, llm_calls.c.id)
     )
     if chat_pk is not None:

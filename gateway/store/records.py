@@ -18,7 +18,7 @@ Content: TypeAlias = str | list[dict[str, Any]]
 MessageState: TypeAlias = Literal["active", "archived", "summary", "reverted"]
 Trigger: TypeAlias = Literal["hygiene", "agent", "server", "after_reply", "manual", "scheduled"]
 Outcome: TypeAlias = Literal["ok", "degraded", "aborted"]
-Purpose: TypeAlias = Literal["reply", "summary"]
+Purpose: TypeAlias = Literal["reply", "summary", "keepalive"]
 
 TRIGGERS: frozenset[str] = frozenset({"hygiene", "agent", "server", "after_reply", "manual", "scheduled"})
 OUTCOMES: frozenset[str] = frozenset({"ok", "degraded", "aborted"})
@@ -192,6 +192,8 @@ class CompactionApply:
     error: str | None = None
     engine_state: dict[str, Any] | None = None
     rolling_summary: str | None = None
+    cache_state: dict[str, Any] | None = None
+    """The session's cache state now that the prompt changed (its cached prefixes forgotten)."""
 
 
 @dataclass(frozen=True, slots=True)

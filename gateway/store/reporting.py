@@ -48,6 +48,13 @@ class ReportingMethods:
         async with self._tx("idle_sessions") as conn:
             return await _jobs.idle_sessions(conn, idle_since=idle_since, min_tokens=min_tokens, limit=limit)
 
+    async def warm_candidates(
+        self, *, active_since: datetime, limit: int = 500
+    ) -> list[tuple[SessionRecord, str]]:
+        """Active sessions (with their chat's kind) whose cache a keep-alive refresh may concern."""
+        async with self._tx("warm_candidates") as conn:
+            return await _jobs.warm_candidates(conn, active_since=active_since, limit=limit)
+
     async def delete_archived_before(self, cutoff: datetime) -> int:
         """Delete one batch of archived messages older than `cutoff` (never active or summary rows)."""
         async with self._tx("delete_archived_before") as conn:

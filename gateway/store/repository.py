@@ -434,6 +434,19 @@ class Store(RecallMethods, DeliveryMethods, ReportingMethods):
                 engine_state=engine_state,
             )
 
+    async def record_refresh(
+        self, session_pk: int, chat_pk: int, call: CallRecord, cache_state: dict[str, Any]
+    ) -> None:
+        """A keep-alive refresh of the session's prompt cache: its usage row and the cache state after it,
+        in one transaction (the session's hygiene reference is a reply's and stays as it is)."""
+        async with self._tx("record_refresh") as conn:
+            await _usage.record_call(
+                conn, session_pk, chat_pk, call, now=self.now(), last_message_id=None, engine_state=None
+            )
+            await conn.execute(
+                update(sessions).where(sessions.c.id == session_pk).values(cache_state=cache_state)
+            )
+
     # Compaction (implemented in gateway/store/compaction.py) --------------------------------------
 
     async def apply_compaction(self, session_pk: int, change: CompactionApply) -> CompactionRecord:

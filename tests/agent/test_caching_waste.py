@@ -50,3 +50,26 @@ def test_the_last_write_counts_once_its_ttl_passed_without_a_call() -> None:
     assert later.unread_write_tokens == 500
     assert later.unread_write_usd == pytest.approx(500 * 2.0 * PER_TOKEN)
     assert later.hit_ratio == pytest.approx(4_000 / 8_500)
+
+
+def refresh(at: float, *, read: int) -> CacheCall:
+    return CacheCall(at, MODEL, 0, read, 0, "5m", refresh=True)
+
+
+def test_a_refresh_the_next_message_uses_wastes_nothing_and_stays_out_of_the_hit_ratio() -> None:
+    # written at 0, refreshed at 4 minutes, read by the next message at 7.5 minutes
+    waste = session_waste(
+        [call(0, write=5_000), refresh(240, read=5_000), call(450, read=5_000, write=200)], now=450
+    )
+    assert (waste.unread_write_tokens, waste.expired_resend_tokens) == (0, 0)
+    assert (waste.refreshes, waste.refreshes_unused, waste.unused_refresh_usd) == (1, 0, 0.0)
+    assert waste.hit_ratio == pytest.approx(5_000 / 10_200)
+
+
+def test_a_refresh_no_message_came_in_time_for_is_money_kept_alive_for_nothing() -> None:
+    waste = session_waste([call(0, write=5_000), refresh(240, read=5_000), call(900, write=5_300)], now=900)
+    assert (waste.refreshes, waste.refreshes_unused) == (1, 1)
+    assert waste.unused_refresh_usd == pytest.approx(5_000 * 0.1 * PER_TOKEN)
+    assert waste.usd == pytest.approx(
+        waste.unread_write_usd + waste.expired_resend_usd + waste.unused_refresh_usd
+    )

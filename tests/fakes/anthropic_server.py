@@ -83,7 +83,8 @@ class RecordedRequest:
     body: Any
     headers: dict[str, str]
     kind: str
-    """"reply", "summary", or "invalid" for a body that failed validation before it could be classified."""
+    """"reply", "summary", "warm" (`max_tokens: 0`: the prompt is cached, nothing generated), or "invalid"
+    for a body that failed validation before it could be classified."""
     at: float
     usage: dict[str, Any] | None = None
     """The response's usage; when the call compacted, its top-level fields are the message iteration's
@@ -308,7 +309,10 @@ class FakeAnthropic:
             edit = compaction_edit(body, betas, spec, min_trigger=self.compaction_min_trigger)
         except InvalidRequest as exc:
             return error_response(exc.status, exc.error_type, exc.message)
-        kind = record.kind = "summary" if self.summary_detector(body) else "reply"
+        if int(body["max_tokens"]) == 0:
+            kind = record.kind = "warm"
+        else:
+            kind = record.kind = "summary" if self.summary_detector(body) else "reply"
         effective = effective_body(body)
         blocks = serialize_prefix(effective)
         prompt = sum(block.tokens for block in blocks)
@@ -330,7 +334,8 @@ class FakeAnthropic:
                 return error_response(error.status, error.error_type, error.message)
             cache = self._charge(blocks, spec)
             content, stop_reason, delay = self._reply_for(effective, kind)
-            usage = usage_payload(cache, output_tokens(content))
+            # a pre-warm generates nothing and is billed no output
+            usage = usage_payload(cache, output_tokens(content) if kind != "warm" else 0)
         await self._pause(delay + (self.summary_delay if kind == "summary" else self.reply_delay))
         record.usage = usage
         message = message_payload(model=body["model"], content=content, stop_reason=stop_reason, usage=usage)
@@ -405,6 +410,8 @@ class FakeAnthropic:
     def _reply_for(self, body: Mapping[str, Any], kind: str) -> tuple[list[dict[str, Any]], str, float]:
         """Content, stop reason and extra delay: the first matching scripted reply, else the default."""
         max_tokens = int(body["max_tokens"])
+        if max_tokens == 0:  # a pre-warm: the prompt was charged against the cache, nothing is sampled
+            return [], "max_tokens", 0.0
         for index, scripted in enumerate(self._script):
             if scope_matches(scripted.scope, kind):
                 del self._script[index]

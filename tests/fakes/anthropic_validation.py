@@ -106,8 +106,8 @@ def _check_max_tokens(value: Any, spec: ModelSpec) -> None:
         raise InvalidRequest("max_tokens: Field required")
     if not isinstance(value, int) or isinstance(value, bool):
         raise InvalidRequest("max_tokens: Input should be a valid integer")
-    if value < 1:
-        raise InvalidRequest("max_tokens: Input should be greater than or equal to 1")
+    if value < 0:  # 0 is a cache pre-warm: the prompt is read and cached, nothing is generated
+        raise InvalidRequest("max_tokens: Input should be greater than or equal to 0")
     if value > spec.max_output:
         raise InvalidRequest(
             f"max_tokens: {value} > {spec.max_output}, which is the maximum allowed number of output tokens "

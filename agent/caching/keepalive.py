@@ -1,0 +1,131 @@
+"""Keeping a chat's newest prompt-cache entry alive between its requests (`prompt_caching.keep_alive`).
+
+An entry lives for its TTL after the request that wrote or last read it. Resending the cached prompt
+with `max_tokens: 0` reads it (0.1x its input price, nothing generated) and restarts that life. Just
+before the chat's newest entry expires, such a refresh is worth its price when the chance that the
+chat's next request comes within the extended life, times what it saves then, exceeds it:
+
+    value = E[next request's re-use cost | not refreshed] - E[same | refreshed] - 0.1 x prefix tokens
+
+Both expectations are `policy.next_request_cost` (each token of the prompt read if a layer holding it
+is still alive at the next request, else bought again at the chat's re-buy price), under the chat's
+forecast of the gap after its last turn conditioned on the silence so far: the next request has not
+come in the `elapsed` seconds since that turn started. So the decision learns from the chat itself. A
+busy group whose mentions come every few minutes is kept warm through the lulls; a one-to-one chat
+whose pauses are breaks is not; and each refresh is judged again when the entry is about to expire,
+with the longer silence by then, so the refreshes stop once the chat's odds of coming back soon fall
+below what they cost (for a five-minute entry, about one chance in twelve that the next request comes
+within five minutes). A silence longer than the chat has come back from (`MIN_SUPPORT`) is not bridged:
+the forecast's prior cannot tell a night from a chat that has ended, and a day of hourly refreshes
+would cost more than writing the prompt again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Final
+
+from agent.caching.forecast import ChatKind, forecast
+from agent.caching.plan import CachedPrefix, CacheState
+from agent.caching.policy import GapOdds, LiveEntry, next_request_cost, rebuy_price
+from agent.models import CACHE_READ_MULTIPLIER, TTL_SECONDS
+
+LEAD: Final = 90.0
+"""Seconds before its expiry from which an entry is considered for a refresh (the job runs every
+`gateway.keepalive.SCAN_EVERY`, so every entry is looked at at least once in that span)."""
+SAFETY: Final = 10.0
+"""An entry with less life left than this is let go: the refresh might arrive after it expired and
+write the whole prompt again."""
+MIN_SUPPORT: Final = 2.0
+"""The chat's own gaps (recency-weighted) longer than the present silence needed before a refresh is
+judged at all. Past them the forecast is its prior's tail, which cannot tell a night from a chat that
+ended; a chat is kept warm only through silences it has been seen to come back from."""
+HORIZON: Final = 86_400.0
+"""No refresh a day or more after the chat's last turn, whatever the forecast says."""
+
+
+@dataclass(frozen=True, slots=True)
+class AfterSilence:
+    """The forecast of the next request given that it has not come in the first `elapsed` seconds:
+    `cdf(x)` is the probability that it comes within x more seconds."""
+
+    odds: GapOdds
+    elapsed: float
+
+    def cdf(self, seconds: float) -> float:
+        gone = self.odds.cdf(self.elapsed)
+        if gone >= 1.0 - 1e-9:
+            return 0.0  # the forecast gave no chance to a silence this long: it knows nothing more
+        return max(self.odds.cdf(self.elapsed + seconds) - gone, 0.0) / (1.0 - gone)
+
+
+def refresh_value(
+    odds: GapOdds, *, newest: LiveEntry, others: Sequence[LiveEntry], ttl: float, rebuy: float
+) -> float:
+    """Expected saving (token x base input price; negative: not worth it) of refreshing the `newest`
+    layer now for another `ttl` seconds, with `others` (older layers) left as they are."""
+    total = newest.tokens
+    kept = next_request_cost([*others, newest], total_tokens=total, odds=odds, rebuy=rebuy)
+    refreshed = next_request_cost(
+        [*others, LiveEntry(total, ttl)], total_tokens=total, odds=odds, rebuy=rebuy
+    )
+    return kept - refreshed - CACHE_READ_MULTIPLIER * total
+
+
+@dataclass(frozen=True, slots=True)
+class Refresh:
+    """The decision on a session's newest cache entry: `value` as in `refresh_value`, `due` when it is
+    worth sending now."""
+
+    prefix: CachedPrefix
+    tokens: int
+    left: float
+    value: float
+
+    @property
+    def due(self) -> bool:
+        return self.value > 0.0
+
+
+def plan_refresh(
+    state: CacheState,
+    *,
+    now: datetime,
+    prefix_tokens: Callable[[int], int],
+    kind: ChatKind,
+    min_cacheable: int,
+) -> Refresh | None:
+    """The session's newest live entry when it is about to expire (None when no entry is, or when
+    there is nothing to judge it by), with the value of refreshing it. `prefix_tokens(id)` is the size
+    of the prompt up to and including stored message `id`."""
+    live = [p for p in state.live(now) if p.message_id != state.refresh_missed]
+    if not live or not state.turns:
+        return None
+    elapsed = now.timestamp() - state.turns[-1].at
+    if elapsed >= HORIZON:
+        return None
+    sizes = {p.message_id: prefix_tokens(p.message_id) for p in live}
+    newest = max(live, key=lambda p: (sizes[p.message_id], p.at))
+    tokens = sizes[newest.message_id]
+    left = _left(newest, now)
+    if left > LEAD or left < SAFETY or tokens < min_cacheable:
+        return None
+    odds = forecast(state.turns[:-1], state.turns[-1], kind=kind)
+    if odds.seen_beyond(elapsed) < MIN_SUPPORT:
+        return Refresh(newest, tokens, left, value=0.0)  # the chat has not come back from such silences
+    silence = AfterSilence(odds, elapsed)
+    others = [LiveEntry(sizes[p.message_id], _left(p, now)) for p in live if p is not newest]
+    value = refresh_value(
+        silence,
+        newest=LiveEntry(tokens, left),
+        others=others,
+        ttl=TTL_SECONDS[newest.ttl],
+        rebuy=rebuy_price(odds),
+    )
+    return Refresh(newest, tokens, left, value)
+
+
+def _left(prefix: CachedPrefix, now: datetime) -> float:
+    return TTL_SECONDS[prefix.ttl] - (now - prefix.at).total_seconds()

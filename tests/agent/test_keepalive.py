@@ -1,0 +1,141 @@
+"""Keeping a chat's newest cache entry alive: a refresh is sent only when the chat's own timing says it
+pays, with costs computed by hand on tiny cases (token x base input price)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from agent.caching.forecast import TurnStart
+from agent.caching.health import CacheHealth
+from agent.caching.keepalive import LEAD, AfterSilence, Refresh, plan_refresh, refresh_value
+from agent.caching.plan import CachedPrefix, CacheState, advance
+from agent.caching.policy import LiveEntry
+
+T0 = datetime(2026, 11, 24, 12, 0, tzinfo=UTC)
+
+
+@dataclass(frozen=True)
+class Uniform:
+    """The next request comes uniformly between `low` and `high` seconds."""
+
+    low: float
+    high: float
+
+    def cdf(self, seconds: float) -> float:
+        return min(max((seconds - self.low) / (self.high - self.low), 0.0), 1.0)
+
+
+def test_the_forecast_after_a_silence_is_conditioned_on_it() -> None:
+    odds = AfterSilence(Uniform(0.0, 600.0), elapsed=300.0)
+    assert odds.cdf(0.0) == 0.0
+    assert odds.cdf(150.0) == pytest.approx(0.5)
+    assert odds.cdf(300.0) == pytest.approx(1.0)
+    # a forecast that gave no chance to such a silence says nothing more: no request is expected
+    assert AfterSilence(Uniform(0.0, 100.0), elapsed=200.0).cdf(1_000.0) == 0.0
+
+
+def test_a_refresh_is_worth_the_read_it_costs_when_the_next_request_surely_comes_within_its_life() -> None:
+    # 10,000 cached tokens, 60 s left, the next request 200-300 s from now; re-buying costs 1.25.
+    # not refreshed: expired by then, bought again: 12,500; refreshed: read at 0.1: 1,000, plus the
+    # refresh's own read, 1,000; saving 10,500
+    value = refresh_value(
+        Uniform(200.0, 300.0), newest=LiveEntry(10_000, 60.0), others=[], ttl=300.0, rebuy=1.25
+    )
+    assert value == pytest.approx(12_500 - 1_000 - 1_000)
+
+
+def test_a_refresh_is_not_worth_it_when_the_next_request_comes_after_its_life_either_way() -> None:
+    value = refresh_value(
+        Uniform(400.0, 500.0), newest=LiveEntry(10_000, 60.0), others=[], ttl=300.0, rebuy=1.25
+    )
+    assert value == pytest.approx(-1_000)
+
+
+def test_an_older_hour_entry_makes_a_refresh_of_the_newest_worth_only_the_tokens_after_it() -> None:
+    # 8,000 of the 10,000 tokens are held for the next 50 minutes anyway: a refresh saves re-buying the
+    # last 2,000 (2,500 - 200 read), and its own read is of all 10,000 (1,000)
+    value = refresh_value(
+        Uniform(200.0, 300.0),
+        newest=LiveEntry(10_000, 60.0),
+        others=[LiveEntry(8_000, 3_000.0)],
+        ttl=300.0,
+        rebuy=1.25,
+    )
+    assert value == pytest.approx((800 + 2_500) - 1_000 - 1_000)
+
+
+def history(gap: float, count: int, *, last: datetime) -> tuple[TurnStart, ...]:
+    """`count` turn starts `gap` seconds apart, the last at `last`."""
+    end = last.timestamp()
+    return tuple(TurnStart(end - (count - 1 - i) * gap, gap, 0) for i in range(count))
+
+
+def cached(state_turns: tuple[TurnStart, ...], *, written: datetime, ttl: str = "5m") -> CacheState:
+    return CacheState(prefixes=(CachedPrefix(7, "5m" if ttl == "5m" else "1h", written),), turns=state_turns)
+
+
+def decide(state: CacheState, now: datetime, *, tokens: int = 6_000) -> Refresh | None:
+    return plan_refresh(state, now=now, prefix_tokens=lambda _id: tokens, kind="private", min_cacheable=1_024)
+
+
+def test_a_chat_that_comes_back_every_six_minutes_is_kept_warm_before_its_entry_expires() -> None:
+    state = cached(history(360.0, 20, last=T0), written=T0)
+    refresh = decide(state, T0 + timedelta(seconds=240))
+    assert refresh is not None
+    assert refresh.due
+    assert (refresh.prefix.message_id, refresh.tokens) == (7, 6_000)
+    assert refresh.left == pytest.approx(60.0)
+
+
+def test_an_entry_with_life_left_is_not_looked_at_yet() -> None:
+    state = cached(history(360.0, 20, last=T0), written=T0)
+    assert decide(state, T0 + timedelta(seconds=300 - LEAD - 30)) is None
+
+
+def test_a_chat_whose_pauses_are_hours_lets_its_five_minute_entry_go() -> None:
+    state = cached(history(3 * 3_600.0, 20, last=T0), written=T0)
+    refresh = decide(state, T0 + timedelta(seconds=240))
+    assert refresh is not None
+    assert not refresh.due
+
+
+def test_a_silence_longer_than_the_chat_has_come_back_from_is_not_bridged() -> None:
+    # every gap of this chat was 6 minutes; an hour entry about to expire after 59 minutes of silence
+    state = cached(history(360.0, 20, last=T0), written=T0, ttl="1h")
+    refresh = decide(state, T0 + timedelta(seconds=3_540))
+    assert refresh is not None
+    assert not refresh.due
+
+
+def test_a_prompt_below_the_cacheable_minimum_is_never_refreshed() -> None:
+    state = cached(history(360.0, 20, last=T0), written=T0)
+    assert decide(state, T0 + timedelta(seconds=240), tokens=800) is None
+
+
+def test_a_refresh_that_read_nothing_is_not_repeated_and_the_next_turn_starts_afresh() -> None:
+    state = cached(history(360.0, 20, last=T0), written=T0)
+    now = T0 + timedelta(seconds=240)
+    missed = state.refreshed(7, now, read=False, health=CacheHealth("chat"))
+    assert decide(missed, now) is None
+    after_turn = advance(missed, [(9, "5m", True)], now=now + timedelta(seconds=60))
+    assert after_turn.refresh_missed is None
+    assert CacheState.from_json(missed.to_json()).refresh_missed == 7
+
+
+def test_a_refresh_that_read_restarts_the_entry_life() -> None:
+    state = cached(history(360.0, 20, last=T0), written=T0)
+    now = T0 + timedelta(seconds=240)
+    kept = state.refreshed(7, now, read=True, health=CacheHealth("chat"))
+    assert kept.prefixes == (CachedPrefix(7, "5m", now),)
+    assert decide(kept, now + timedelta(seconds=60)) is None  # 240 s left: not due again yet
+
+
+def test_a_compaction_forgets_the_cached_prefixes_but_not_what_was_learned() -> None:
+    state = cached(history(360.0, 20, last=T0), written=T0)
+    forgotten = state.without_prefixes()
+    assert forgotten.prefixes == ()
+    assert forgotten.turns == state.turns
+    assert decide(forgotten, T0 + timedelta(seconds=240)) is None

@@ -1,0 +1,151 @@
+"""The cache keep-alive job through the real gateway, store and client against the fake API: a chat that
+comes back every six minutes is refreshed just before its five-minute entry expires, so its next
+message reads the prompt instead of paying for it again; the refresh generates and stores nothing and
+is accounted as a keep-alive call; a refresh that finds nothing to read is not repeated."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from sqlalchemy import text
+
+from agent.caching.forecast import TurnStart
+from agent.caching.plan import CacheState
+from tests.fakes.anthropic_server import FakeAnthropic, RecordedRequest
+from tests.support.gateway_bot import Bot, running_bot
+from tests.support.memory_adapter import ADMIN, ALICE
+
+BIG = "background: " + " ".join(f"fact{i} about the deployment" for i in range(900))
+
+
+class Clock:
+    """One simulated time for the turns (cache decisions) and the fake API's prefix cache."""
+
+    def __init__(self, fake: FakeAnthropic) -> None:
+        self.start = datetime.now(UTC).replace(microsecond=0)
+        self.now = self.start
+        self.fake = fake
+
+    def at(self, seconds: float) -> datetime:
+        self.now = self.start + timedelta(seconds=seconds)
+        self.fake.set_time(seconds)
+        return self.now
+
+
+async def a_chat_that_comes_back_every_six_minutes(bot: Bot, clock: Clock) -> int:
+    """The first message of the chat, then its history made that of a chat whose requests came every
+    six minutes (20 of them); returns the chat's key."""
+    bot.gateway.turns.clock = lambda: clock.now
+    clock.at(0)
+    await bot.adapter.say(BIG, user=ALICE)
+    chat_pk = await bot.chat_pk("telegram", ALICE.user_id)
+    session = await bot.store.active_session(chat_pk)
+    state = CacheState.from_json(session.cache_state)
+    assert [p.ttl for p in state.prefixes] == ["5m"]  # a new private chat writes for five minutes
+    last = state.turns[-1].at
+    past = tuple(TurnStart(last - (20 - i) * 360.0, 360.0, 0) for i in range(20))
+    history = {**state.to_json(), "turns": [t.to_json() for t in (*past, *state.turns)]}
+    async with bot.store.engine.begin() as conn:
+        await conn.execute(
+            text("UPDATE sessions SET cache_state = :s WHERE id = :id"),
+            {"s": json.dumps(history), "id": session.id},
+        )
+    return chat_pk
+
+
+def warm(fake: FakeAnthropic) -> list[RecordedRequest]:
+    return [r for r in fake.requests if r.kind == "warm"]
+
+
+def usage(request: RecordedRequest) -> dict[str, Any]:
+    assert request.usage is not None
+    return dict(request.usage)
+
+
+async def test_a_refresh_before_expiry_lets_the_next_message_read_the_prompt(sqlite_url: str) -> None:
+    async with FakeAnthropic(clock=lambda: 0.0) as fake, running_bot(fake, sqlite_url) as bot:
+        clock = Clock(fake)
+        chat_pk = await a_chat_that_comes_back_every_six_minutes(bot, clock)
+        first = usage(bot.replies()[0])
+        stored = len(await bot.window(chat_id=ALICE.user_id))
+
+        assert await bot.gateway.keeper.run(clock.at(120)) == []  # three minutes of life left: not yet
+        refreshed = await bot.gateway.keeper.run(clock.at(240))
+        assert [r.session_id for r in refreshed] == [(await bot.store.active_session(chat_pk)).id]
+
+        (request,) = warm(fake)
+        assert request.body["max_tokens"] == 0
+        assert "context_management" not in request.body
+        assert usage(request)["cache_read_input_tokens"] == first["cache_creation_input_tokens"] > 0
+        assert usage(request)["cache_creation_input_tokens"] == 0
+        assert usage(request)["output_tokens"] == 0
+        assert len(await bot.window(chat_id=ALICE.user_id)) == stored  # nothing stored, nothing sent
+        assert len(bot.adapter.sent) == 1
+        calls = await bot.rows(
+            "SELECT purpose, cache_read_tokens, cost_usd FROM llm_calls WHERE chat_pk = :c ORDER BY id",
+            c=chat_pk,
+        )
+        assert [c.purpose for c in calls] == ["reply", "keepalive"]
+        # 0.1x of the prompt at Sonnet 4.6's $3/MTok
+        assert calls[1].cost_usd == pytest.approx(first["cache_creation_input_tokens"] * 0.3 / 1_000_000)
+
+        clock.at(450)  # seven and a half minutes after the first message
+        await bot.adapter.say("and what changed since?", user=ALICE, message_id="second")
+        follow_up = usage(bot.replies()[-1])
+        assert follow_up["cache_read_input_tokens"] >= first["cache_creation_input_tokens"]
+
+
+async def test_without_keep_alive_the_same_message_pays_for_the_prompt_again(sqlite_url: str) -> None:
+    async with (
+        FakeAnthropic(clock=lambda: 0.0) as fake,
+        running_bot(fake, sqlite_url, prompt_caching={"keep_alive": False}) as bot,
+    ):
+        clock = Clock(fake)
+        await a_chat_that_comes_back_every_six_minutes(bot, clock)
+        clock.at(450)
+        await bot.adapter.say("and what changed since?", user=ALICE, message_id="second")
+        assert warm(fake) == []
+        assert usage(bot.replies()[-1])["cache_read_input_tokens"] == 0
+
+
+async def test_a_refresh_that_reads_nothing_is_not_repeated(sqlite_url: str) -> None:
+    async with FakeAnthropic(clock=lambda: 0.0) as fake, running_bot(fake, sqlite_url) as bot:
+        clock = Clock(fake)
+        chat_pk = await a_chat_that_comes_back_every_six_minutes(bot, clock)
+        fake.cache.clear()  # the API let the entry go early: it promises no more than the TTL
+        await bot.gateway.keeper.run(clock.at(240))
+        (request,) = warm(fake)
+        assert usage(request)["cache_read_input_tokens"] == 0
+        state = CacheState.from_json((await bot.store.active_session(chat_pk)).cache_state)
+        assert state.refresh_missed == state.prefixes[0].message_id
+        # the written entry is not refreshed either: a second look a minute later sends nothing
+        assert await bot.gateway.keeper.run(clock.at(270)) == []
+        assert len(warm(fake)) == 1
+
+
+async def test_a_compaction_forgets_the_cached_prefixes_so_nothing_stale_is_refreshed(
+    sqlite_url: str,
+) -> None:
+    small: dict[str, Any] = {
+        "model_context_length": 5120,
+        "compression": {"protect_last_n": 2, "enabled": False},
+    }
+    async with FakeAnthropic(clock=lambda: 0.0) as fake, running_bot(fake, sqlite_url, **small) as bot:
+        clock = Clock(fake)
+        bot.gateway.turns.clock = lambda: clock.now
+        for i in range(6):
+            clock.at(20.0 * i)
+            await bot.adapter.say(f"fact{i}: " + " ".join(f"item{j}" for j in range(150)), user=ADMIN)
+        chat_pk = await bot.chat_pk("telegram", ADMIN.user_id)
+        before = CacheState.from_json((await bot.store.active_session(chat_pk)).cache_state)
+        assert before.prefixes
+        (reply,) = await bot.adapter.say("/compact", user=ADMIN)
+        assert reply.text.startswith("Compaction ok: ")
+        after = CacheState.from_json((await bot.store.active_session(chat_pk)).cache_state)
+        assert after.prefixes == ()
+        assert after.turns == before.turns  # what the chat's timing taught stays
+        assert await bot.gateway.keeper.run(clock.at(100.0 + 240)) == []
+        assert warm(fake) == []
