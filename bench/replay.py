@@ -15,7 +15,10 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from agent.caching.keepalive import HORIZON, LEAD
+from agent.caching.plan import CacheState
 from agent.llm import AnthropicClient
+from agent.models import TTL_SECONDS
 from bench.memory_adapter import MemoryAdapter, chat_ref, incoming
 from bench.oracle import SentRequest
 from bench.traces import START, Event
@@ -96,21 +99,42 @@ KEEPALIVE_TRAIL_S = 6 * 3600.0
 paid for nothing, as they would be)."""
 
 
+async def _next_look(gateway: Gateway, clock: SimClock) -> float | None:
+    """When (trace seconds) the earliest cache entry alive now enters the last `LEAD` seconds of its
+    life, where the keep-alive job would first look at it; None when no entry is alive."""
+    now = clock.utc()
+    candidates = await gateway.store.warm_candidates(active_since=now - timedelta(seconds=HORIZON))
+    looks = [
+        p.at + timedelta(seconds=TTL_SECONDS[p.ttl] - LEAD)
+        for session, _ in candidates
+        for p in CacheState.from_json(session.cache_state).live(now)
+    ]
+    return None if not looks else (min(looks) - START).total_seconds()
+
+
 async def run_keepalive_scans(
     gateway: Gateway, since: float, until: float, clock: SimClock, fake: FakeAnthropic
 ) -> tuple[float, int]:
-    """Run the cache keep-alive job body at every scan time in (since, until]; returns the last scan
-    time and the refreshes sent."""
+    """Run the cache keep-alive job body at the scan times in (since, until] at which it could find an
+    entry to look at (the others would find nothing: skipped, to keep days of trace fast); returns the
+    last scan time and the refreshes sent."""
     step = KEEPALIVE_SCAN_EVERY.total_seconds()
     at = since - since % step + step
     sent = 0
     last = since
     while at <= until:
         clock.seconds = at
+        look = await _next_look(gateway, clock)
+        if look is None:
+            break
+        if look > at:
+            at = look - look % step + (step if look % step else 0.0)
+            continue
         fake.set_time(at)
         sent += len(await gateway.keeper.run(clock.utc()))
         last = at
         at += step
+    clock.seconds = max(last, since)
     return last, sent
 
 

@@ -229,7 +229,7 @@ INVALID_REQUESTS: list[tuple[str, dict[str, Any], str]] = [
         "tool_use name 'rm_rf' is not defined",
     ),
     ("max_tokens above the model's cap", {"max_tokens": 64_001, "messages": user("hi")}, "64001 > 64000"),
-    ("max_tokens zero", {"max_tokens": 0, "messages": user("hi")}, "greater than or equal to 1"),
+    ("max_tokens negative", {"max_tokens": -1, "messages": user("hi")}, "greater than or equal to 0"),
     ("system with an image block", {"system": [{"type": "image"}], "messages": user("hi")}, "system.0.type"),
 ]
 
