@@ -16,7 +16,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from agent.caching.plan import CacheState
 from agent.context_engine import CompressionResult, ContextEngine, Outcome
 from agent.loop import LoopConfig
 from agent.models import cost_usd, lookup_model
@@ -148,8 +147,6 @@ class Compactor:
                 error=None if result.outcome is Outcome.OK else result.reason,
                 engine_state=engine.state.to_json(),
                 rolling_summary=result.summary,
-                # the prompt changed under every cached prefix: none of them can be read or refreshed
-                cache_state=CacheState.from_json(session.cache_state).without_prefixes().to_json(),
             ),
         )
 

@@ -80,6 +80,8 @@ class CacheKeeper:
     async def _refresh(self, chat_pk: int, kind: str, now: datetime) -> Refreshed | None:
         snapshot = await self.store.turn_snapshot(chat_pk)
         session = snapshot.session
+        if session.last_prompt_tokens is None:
+            return None  # compacted since the last reply call: the prompt changed under its cache entries
         state = CacheState.from_json(session.cache_state)
         settings = self.turns.settings
         calibration = settings.loop.calibration

@@ -119,10 +119,9 @@ class TurnRunner:
         report = await self._compact_before(session, engine, cache)
         if report is not None:
             notices.append(compaction_notice(report))
-            if report.changed:  # the counters, the window, the compaction count and the cache moved
+            if report.changed:  # the counters, the window and the compaction count moved
                 snapshot = await self.store.turn_snapshot(session.chat_pk)
                 session = snapshot.session
-                cache = CacheState.from_json(session.cache_state)
         rows = snapshot.rows
         if self.media_aging is not None:  # old images stop travelling when it pays (agent.media_aging)
             rows = await self.media_aging.apply(session, rows, cache_cold=cache.expired(self.clock()))

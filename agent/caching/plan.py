@@ -74,11 +74,6 @@ class CacheState:
         """True when no cache entry of the session can still be read."""
         return not self.live(now)
 
-    def without_prefixes(self) -> CacheState:
-        """The state after the prompt changed under the cached prefixes (a compaction): nothing of it is
-        cached any more; what was learned (health, calibration, turn history) stays."""
-        return dataclasses.replace(self, prefixes=(), refresh_missed=None)
-
     def refreshed(self, message_id: int, at: datetime, *, read: bool, health: CacheHealth) -> CacheState:
         """The state after a keep-alive refresh of prefix `message_id` at `at` (`health` has recorded the
         call): its life restarts when the refresh read it; when it read nothing, the prefix is not

@@ -185,7 +185,6 @@ async def _recount_session(
             compaction_count=sessions.c.compaction_count + 1,
             rolling_summary=clean_text(rolling) if rolling else rolling,
             engine_state=change.engine_state if change.engine_state is not None else session.engine_state,
-            cache_state=change.cache_state if change.cache_state is not None else session.cache_state,
         )
     )
     return count, tokens

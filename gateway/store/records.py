@@ -192,8 +192,6 @@ class CompactionApply:
     error: str | None = None
     engine_state: dict[str, Any] | None = None
     rolling_summary: str | None = None
-    cache_state: dict[str, Any] | None = None
-    """The session's cache state now that the prompt changed (its cached prefixes forgotten)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -131,11 +131,3 @@ def test_a_refresh_that_read_restarts_the_entry_life() -> None:
     kept = state.refreshed(7, now, read=True, health=CacheHealth("chat"))
     assert kept.prefixes == (CachedPrefix(7, "5m", now),)
     assert decide(kept, now + timedelta(seconds=60)) is None  # 240 s left: not due again yet
-
-
-def test_a_compaction_forgets_the_cached_prefixes_but_not_what_was_learned() -> None:
-    state = cached(history(360.0, 20, last=T0), written=T0)
-    forgotten = state.without_prefixes()
-    assert forgotten.prefixes == ()
-    assert forgotten.turns == state.turns
-    assert decide(forgotten, T0 + timedelta(seconds=240)) is None
