@@ -138,11 +138,6 @@ async def run_keepalive_scans(
     return last, sent
 
 
-def _keeps_alive(settings: Settings) -> bool:
-    caching = settings.prompt_caching
-    return caching.enabled and caching.cache_ttl == "auto" and caching.keep_alive
-
-
 async def replay(
     events: Sequence[Event],
     *,
@@ -169,7 +164,7 @@ async def replay(
         gateway.turns.clock = clock.utc  # cache-expiry decisions before a request follow the trace
         scheduled = 0
         refreshes = 0
-        keep_alive = jobs and _keeps_alive(settings)
+        keep_alive = jobs and settings.prompt_caching.keeps_alive
         last_scan = last_keepalive = events[0].at if events else 0.0
         try:
             await gateway.start()

@@ -88,6 +88,11 @@ class PromptCachingSettings(_Section):
         "chat's own timing says its next message is likely soon enough to pay for it",
     )
 
+    @property
+    def keeps_alive(self) -> bool:
+        """Whether the keep-alive job runs: caching on, `auto`, and `keep_alive`."""
+        return self.enabled and self.cache_ttl == "auto" and self.keep_alive
+
 
 class ContextSettings(_Section):
     engine: str = Field("compressor", min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")

@@ -337,8 +337,7 @@ class Gateway:
             retention_days=sched.archive_retention_days,
             clock=lambda: datetime.now(UTC),
         )
-        caching = self.settings.prompt_caching
-        if caching.enabled and caching.cache_ttl == "auto" and caching.keep_alive:
+        if self.settings.prompt_caching.keeps_alive:
             jobs.append(JobSpec("cache-keepalive", self._keep_caches_warm, KEEPALIVE_SCAN_EVERY))
         for job in jobs:
             self.scheduler.add(job)
