@@ -196,7 +196,7 @@ def main() -> None:
     parser.add_argument("--window", type=int, default=None, help="model context window override (tokens)")
     parser.add_argument("--engines", action="store_true", help="compare the built-in and server-side engines")
     args = parser.parse_args()
-    sizes = TraceSizes(1, 1, 1, 2, 1, 1, 2, 1, 1) if args.quick else TraceSizes()
+    sizes = TraceSizes(1, 1, 1, 2, 1, 1, 2, 1, 1, 1) if args.quick else TraceSizes()
     if args.engines:
         window = args.window or ENGINE_WINDOW
         asyncio.run(run_engines(sizes=sizes, db=args.db, pg_url=args.postgres_url, window=window))

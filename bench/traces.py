@@ -13,7 +13,8 @@ Three families, each a list of `Event`s in time order (seconds from the trace st
   an hour (the timing measured on public chat logs);
 - groupday: long group days with quiet nights: chatter in bursts from morning to late evening, the bot
   addressed now and then, and each time often drawn into a short exchange (follow-ups with the same
-  human timing), nothing between midnight and morning.
+  human timing), nothing between midnight and morning (four such groups: one group's two days hold
+  about thirty requests, too few to judge a policy by).
 """
 
 from __future__ import annotations
@@ -177,6 +178,7 @@ class TraceSizes:
     help_chats: int = 4
     help_days: int = 2
     long_group_days: int = 2
+    long_groups: int = 4
 
 
 def generate(family: str, *, seed: int = 2026, sizes: TraceSizes | None = None) -> list[Event]:
@@ -197,7 +199,8 @@ def generate(family: str, *, seed: int = 2026, sizes: TraceSizes | None = None) 
         for i in range(sizes.help_chats):
             events += help_chat(rng, f"h{i}", days=sizes.help_days)
     elif family == "groupday":
-        events += group_day(rng, "d0", days=sizes.long_group_days)
+        for i in range(sizes.long_groups):
+            events += group_day(rng, f"d{i}", days=sizes.long_group_days)
     else:
         raise ValueError(f"unknown trace family {family!r}; known: {', '.join(FAMILIES)}")
     events.sort(key=lambda e: (e.at, e.chat_id))

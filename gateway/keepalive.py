@@ -94,11 +94,13 @@ class CacheKeeper:
             kind="private" if kind == ChatKind.PRIVATE else "group",
             min_cacheable=settings.model.min_cacheable_tokens,
         )
-        if decision is None or not decision.due:
-            if decision is not None:
-                logger.debug(
-                    "session %s: cache entry let go (refresh value %.0f)", session.id, decision.value
-                )
+        if decision is None:
+            return None
+        if not decision.due:
+            logger.debug("session %s: cache entry let go (refresh value %.0f)", session.id, decision.value)
+            judged = state.judged(decision.prefix, now, odds=decision.odds)
+            if judged is not state:  # its outcome calibrates the chat's next decisions
+                await self.store.save_cache_state(session.id, judged.to_json())
             return None
         return await self._send(snapshot, state, decision, now)
 
@@ -155,7 +157,9 @@ class CacheKeeper:
             session.id,
             session.chat_pk,
             CallRecord.of(model or settings.model.name, "keepalive", usage, cost_usd=cost, cache_ttl=ttl),
-            state.refreshed(decision.prefix.message_id, now, read=read, health=health).to_json(),
+            state.refreshed(
+                decision.prefix.message_id, now, read=read, odds=decision.odds, health=health
+            ).to_json(),
         )
         if self.metrics is not None:
             self.metrics.observe_usage(usage, purpose="keepalive")

@@ -139,6 +139,40 @@ class GapForecast:
         chat = PRIOR_WEIGHT * self.chat_cdf(seconds)
         return (self.similar.within(seconds) + chat) / (self.similar.weight + PRIOR_WEIGHT)
 
+    def after(self, elapsed: float) -> SilenceForecast:
+        """The forecast given that the next request has not come in the first `elapsed` seconds."""
+        return SilenceForecast(self, elapsed)
+
+
+@dataclass(frozen=True, slots=True)
+class SilenceForecast:
+    """`cdf(x)`: the probability that the next request comes within x more seconds, after `elapsed`
+    seconds without one. Each level of the forecast is conditioned on the silence and shrunk toward the
+    level below with `PRIOR_WEIGHT` against the weight of its own gaps longer than the silence, not
+    against all of them: after a long silence only those few gaps speak, and two lunch breaks of three
+    hours say less about the next hour than their share of a thin tail would claim."""
+
+    forecast: GapForecast
+    elapsed: float
+
+    def cdf(self, seconds: float) -> float:
+        prior = _prior_after(self.forecast.kind, self.elapsed, seconds)
+        chat = _sample_after(self.forecast.overall, self.elapsed, seconds, prior)
+        return _sample_after(self.forecast.similar, self.elapsed, seconds, chat)
+
+
+def _prior_after(kind: ChatKind, elapsed: float, seconds: float) -> float:
+    gone = prior_cdf(kind, elapsed)
+    if gone >= 1.0 - 1e-9:
+        return 0.0  # the prior gives no chance to a silence this long: it knows nothing more
+    return (prior_cdf(kind, elapsed + seconds) - gone) / (1.0 - gone)
+
+
+def _sample_after(sample: _Sample, elapsed: float, seconds: float, below: float) -> float:
+    gone = sample.within(elapsed)
+    came = sample.within(elapsed + seconds) - gone
+    return (came + PRIOR_WEIGHT * below) / (sample.weight - gone + PRIOR_WEIGHT)
+
 
 def _log_distance(a: float, b: float) -> float:
     return math.log(max(a, 1.0) / max(b, 1.0))

@@ -9,8 +9,11 @@ chat's next request comes within the extended life, times what it saves then, ex
 
 Both expectations are `policy.next_request_cost` (each token of the prompt read if a layer holding it
 is still alive at the next request, else bought again at the chat's re-buy price), under the chat's
-forecast of the gap after its last turn conditioned on the silence so far: the next request has not
-come in the `elapsed` seconds since that turn started. So the decision learns from the chat itself. A
+forecast of the gap after its last turn conditioned on the silence so far (`GapForecast.after`: the
+next request has not come in the `elapsed` seconds since that turn started; after a long silence only
+the chat's few gaps that long speak, shrunk toward its kind's prior), scaled by how far the chat's
+earlier refresh decisions held (`agent.caching.trust`: a chat whose refreshes went unused, or that
+came back when it was let go, moves its odds accordingly). So the decision learns from the chat itself. A
 busy group whose mentions come every few minutes is kept warm through the lulls; a one-to-one chat
 whose pauses are breaks is not; and each refresh is judged again when the entry is about to expire,
 with the longer silence by then, so the refreshes stop once the chat's odds of coming back soon fall
@@ -47,18 +50,15 @@ HORIZON: Final = 86_400.0
 
 
 @dataclass(frozen=True, slots=True)
-class AfterSilence:
-    """The forecast of the next request given that it has not come in the first `elapsed` seconds:
-    `cdf(x)` is the probability that it comes within x more seconds."""
+class Trusted:
+    """A forecast's odds scaled by how far the chat's past refresh decisions held (`trust`,
+    `agent.caching.trust`), capped at certainty."""
 
     odds: GapOdds
-    elapsed: float
+    trust: float
 
     def cdf(self, seconds: float) -> float:
-        gone = self.odds.cdf(self.elapsed)
-        if gone >= 1.0 - 1e-9:
-            return 0.0  # the forecast gave no chance to a silence this long: it knows nothing more
-        return max(self.odds.cdf(self.elapsed + seconds) - gone, 0.0) / (1.0 - gone)
+        return min(self.trust * self.odds.cdf(seconds), 1.0)
 
 
 def refresh_value(
@@ -77,12 +77,14 @@ def refresh_value(
 @dataclass(frozen=True, slots=True)
 class Refresh:
     """The decision on a session's newest cache entry: `value` as in `refresh_value`, `due` when it is
-    worth sending now."""
+    worth sending now; `odds`, the forecast's chance (before trust) that the next request comes
+    within the renewed life, is what the refresh's outcome is later compared with."""
 
     prefix: CachedPrefix
     tokens: int
     left: float
     value: float
+    odds: float = 0.0
 
     @property
     def due(self) -> bool:
@@ -115,16 +117,17 @@ def plan_refresh(
     odds = forecast(state.turns[:-1], state.turns[-1], kind=kind)
     if odds.seen_beyond(elapsed) < MIN_SUPPORT:
         return Refresh(newest, tokens, left, value=0.0)  # the chat has not come back from such silences
-    silence = AfterSilence(odds, elapsed)
+    silence = odds.after(elapsed)
+    ttl = TTL_SECONDS[newest.ttl]
     others = [LiveEntry(sizes[p.message_id], _left(p, now)) for p in live if p is not newest]
     value = refresh_value(
-        silence,
+        Trusted(silence, state.refreshes.trust()),
         newest=LiveEntry(tokens, left),
         others=others,
-        ttl=TTL_SECONDS[newest.ttl],
+        ttl=ttl,
         rebuy=rebuy_price(odds),
     )
-    return Refresh(newest, tokens, left, value)
+    return Refresh(newest, tokens, left, value, odds=silence.cdf(ttl))
 
 
 def _left(prefix: CachedPrefix, now: datetime) -> float:

@@ -26,14 +26,18 @@ from agent.caching.markers import (
     strip_cache_control,
 )
 from agent.caching.policy import LiveEntry, choose_tail
+from agent.caching.trust import RefreshRecord
 from agent.models import TTL_SECONDS, CacheTTL, ModelInfo
 from agent.tokens import Calibration
 from agent.types import Message
 
 R = TypeVar("R")
 CacheMode = Literal["5m", "1h", "auto", "api"]
-EXPIRY_MARGIN = timedelta(seconds=30)
-"""An entry this close to its expiry counts as expired: the request is sent a moment after deciding."""
+EXPIRY_MARGIN = timedelta(seconds=5)
+"""An entry this close to its expiry counts as expired: the request is sent a moment after deciding.
+Only a moment: an entry given up while live is bought again whole (a one-hour prefix at 2x), while a
+read marker on one that expired just before the request arrives writes that prefix at its own TTL,
+which the request would have written anyway."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +70,8 @@ class CacheState:
     refresh_missed: int | None = None
     """A cached prefix (stored message id) whose keep-alive refresh found nothing to read: it is not
     refreshed again (`agent.caching.keepalive`); the next turn starts afresh."""
+    refreshes: RefreshRecord = field(default_factory=RefreshRecord)
+    """How the session's keep-alive refreshes have turned out (`agent.caching.trust`)."""
 
     def live(self, now: datetime) -> list[CachedPrefix]:
         return [p for p in self.prefixes if p.live(now, margin=timedelta(0))]
@@ -74,16 +80,33 @@ class CacheState:
         """True when no cache entry of the session can still be read."""
         return not self.live(now)
 
-    def refreshed(self, message_id: int, at: datetime, *, read: bool, health: CacheHealth) -> CacheState:
-        """The state after a keep-alive refresh of prefix `message_id` at `at` (`health` has recorded the
-        call): its life restarts when the refresh read it; when it read nothing, the prefix is not
-        refreshed again."""
+    def refreshed(
+        self, message_id: int, at: datetime, *, read: bool, odds: float, health: CacheHealth
+    ) -> CacheState:
+        """The state after a keep-alive refresh of prefix `message_id` at `at`, sent on the forecast's
+        `odds` of a request within the renewed life (`health` has recorded the call): its life restarts
+        when the refresh read it; when it read nothing, the prefix is not refreshed again."""
         if not read:
             return dataclasses.replace(self, refresh_missed=message_id, health=health.to_dict())
         prefixes = tuple(
             CachedPrefix(p.message_id, p.ttl, at) if p.message_id == message_id else p for p in self.prefixes
         )
-        return dataclasses.replace(self, prefixes=prefixes, health=health.to_dict())
+        refreshed = [p for p in prefixes if p.message_id == message_id]
+        life = TTL_SECONDS[refreshed[0].ttl] if refreshed else 0.0
+        refreshes = self.refreshes.predicted(at.timestamp(), life=life, odds=odds)
+        return dataclasses.replace(self, prefixes=prefixes, refreshes=refreshes, health=health.to_dict())
+
+    def judged(self, prefix: CachedPrefix, at: datetime, *, odds: float) -> CacheState:
+        """The state after a refresh decision at `at` that let `prefix` go although the forecast gave
+        the next request `odds` of coming within a renewed life: an outcome to learn from too (once per
+        life of the entry: a later look at the same entry is the same forecast). A decision the forecast
+        took no part in (`odds` 0: a silence longer than the chat has come back from) teaches nothing."""
+        pending = self.refreshes.pending
+        if odds <= 0.0 or (pending is not None and pending.at > prefix.at.timestamp()):
+            return self
+        life = TTL_SECONDS[prefix.ttl]
+        refreshes = self.refreshes.predicted(at.timestamp(), life=life, odds=odds)
+        return dataclasses.replace(self, refreshes=refreshes)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -93,6 +116,7 @@ class CacheState:
             "turns": [t.to_json() for t in self.turns],
             "last_message_id": self.last_message_id,
             "refresh_missed": self.refresh_missed,
+            "refreshes": self.refreshes.to_json(),
         }
 
     @classmethod
@@ -110,6 +134,7 @@ class CacheState:
             turns=tuple(TurnStart.from_json(t) for t in data.get("turns") or []),
             last_message_id=data.get("last_message_id"),
             refresh_missed=data.get("refresh_missed"),
+            refreshes=RefreshRecord.from_json(data.get("refreshes")),
         )
 
     def health_for(self, chat_key: str) -> CacheHealth:
@@ -307,6 +332,7 @@ def advance(
         calibration=calibration.to_dict() if calibration is not None else state.calibration,
         turns=state.turns if turn is None else remember(state.turns, turn),
         last_message_id=last_message_id or state.last_message_id,
+        refreshes=state.refreshes if turn is None else state.refreshes.settled(turn.at),
     )
 
 

@@ -434,6 +434,13 @@ class Store(RecallMethods, DeliveryMethods, ReportingMethods):
                 engine_state=engine_state,
             )
 
+    async def save_cache_state(self, session_pk: int, cache_state: dict[str, Any]) -> None:
+        """The session's cache state alone (a keep-alive decision that sent nothing)."""
+        async with self._tx("save_cache_state") as conn:
+            await conn.execute(
+                update(sessions).where(sessions.c.id == session_pk).values(cache_state=cache_state)
+            )
+
     async def record_refresh(
         self, session_pk: int, chat_pk: int, call: CallRecord, cache_state: dict[str, Any]
     ) -> None:

@@ -63,10 +63,18 @@ def test_a_tail_is_left_unmarked_when_the_chat_rarely_returns_within_the_hour() 
 
 
 def test_an_entry_about_to_expire_is_not_counted_on() -> None:
-    prefixes = [CachedPrefix(5, "5m", NOW - timedelta(seconds=290))]
-    result = plan(prefixes, [60.0] * 10, new=500, elapsed=290.0)
+    prefixes = [CachedPrefix(5, "5m", NOW - timedelta(seconds=297))]
+    result = plan(prefixes, [60.0] * 10, new=500, elapsed=297.0)
     assert result.reads == ()
     assert result.first_tail is not None  # nothing to read: the whole prompt is written again
+
+
+def test_an_hour_entry_with_twenty_seconds_left_is_read_not_written_again() -> None:
+    # the request reaches the API within moments of the decision: giving up an entry with 20 s of
+    # life would buy its whole prefix again at the one-hour price
+    prefixes = [CachedPrefix(5, "1h", NOW - timedelta(seconds=3_580))]
+    result = plan(prefixes, [3_580.0] * 10, new=500, elapsed=3_580.0)
+    assert result.reads == ((3, "1h"),)
 
 
 def test_fixed_modes_roll_and_disabled_caching_marks_nothing() -> None:

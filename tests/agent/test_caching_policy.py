@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
-from agent.caching.forecast import TurnStart, forecast
+from agent.caching.forecast import GapForecast, TurnStart, _Sample, forecast, prior_cdf
 from agent.caching.policy import (
     LiveEntry,
     choose_tail,
@@ -120,3 +122,27 @@ def test_after_a_break_the_prompt_takes_the_five_minute_route_only_when_a_follow
     # where the long run says none or 5m, that stands
     assert whole_prompt_ttl(Steps({300.0: 0.1, 3600.0: 0.3})) is None
     assert whole_prompt_ttl(Steps({300.0: 0.9, 3600.0: 0.9})) == "5m"
+
+
+def test_after_a_long_silence_only_the_chats_gaps_that_long_speak_shrunk_toward_the_prior() -> None:
+    # a group chat whose six gaps were four of a minute and two of two hours; an hour has passed.
+    # Both gaps that long ended within the next hour, but two observations are shrunk toward the
+    # level below with the prior's weight (2): the prior after an hour gives the next hour
+    # (0.8436 - 0.80) / 0.20 = 0.218; the chat level (2 + 2 x 0.218) / 4 = 0.609; the similar
+    # level (2 + 2 x 0.609) / 4 = 0.805
+    gaps = _Sample.of([(60.0, 1.0)] * 4 + [(7_200.0, 1.0)] * 2)
+    odds = GapForecast(similar=gaps, overall=gaps, kind="group")
+    prior = (prior_cdf("group", 7_200.0) - 0.80) / 0.20
+    assert prior == pytest.approx(0.2 * math.log(2) / math.log(24) / 0.2)
+    chat = (2 + 2 * prior) / 4
+    assert odds.after(3_600.0).cdf(3_600.0) == pytest.approx((2 + 2 * chat) / 4)
+    # conditioning the whole forecast instead would claim 0.97
+    whole = (odds.cdf(7_200.0) - odds.cdf(3_600.0)) / (1 - odds.cdf(3_600.0))
+    assert whole == pytest.approx(0.970, abs=0.001)
+
+
+def test_after_no_silence_the_forecast_is_unchanged() -> None:
+    turns = [TurnStart(1_000.0 + 300.0 * i, 300.0, 2) for i in range(12)]
+    odds = forecast(turns[:-1], turns[-1], kind="private")
+    for seconds in (30.0, 300.0, 3_000.0):
+        assert odds.after(0.0).cdf(seconds) == pytest.approx(odds.cdf(seconds))

@@ -3,6 +3,7 @@ pays, with costs computed by hand on tiny cases (token x base input price)."""
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -10,9 +11,10 @@ import pytest
 
 from agent.caching.forecast import TurnStart
 from agent.caching.health import CacheHealth
-from agent.caching.keepalive import LEAD, AfterSilence, Refresh, plan_refresh, refresh_value
+from agent.caching.keepalive import LEAD, Refresh, Trusted, plan_refresh, refresh_value
 from agent.caching.plan import CachedPrefix, CacheState, advance
 from agent.caching.policy import LiveEntry
+from agent.caching.trust import Pending, RefreshRecord
 
 T0 = datetime(2026, 11, 24, 12, 0, tzinfo=UTC)
 
@@ -28,13 +30,9 @@ class Uniform:
         return min(max((seconds - self.low) / (self.high - self.low), 0.0), 1.0)
 
 
-def test_the_forecast_after_a_silence_is_conditioned_on_it() -> None:
-    odds = AfterSilence(Uniform(0.0, 600.0), elapsed=300.0)
-    assert odds.cdf(0.0) == 0.0
-    assert odds.cdf(150.0) == pytest.approx(0.5)
-    assert odds.cdf(300.0) == pytest.approx(1.0)
-    # a forecast that gave no chance to such a silence says nothing more: no request is expected
-    assert AfterSilence(Uniform(0.0, 100.0), elapsed=200.0).cdf(1_000.0) == 0.0
+def test_trusted_odds_are_the_forecasts_scaled_and_capped_at_certainty() -> None:
+    assert Trusted(Uniform(0.0, 600.0), 0.5).cdf(300.0) == pytest.approx(0.25)
+    assert Trusted(Uniform(0.0, 600.0), 2.0).cdf(450.0) == 1.0
 
 
 def test_a_refresh_is_worth_the_read_it_costs_when_the_next_request_surely_comes_within_its_life() -> None:
@@ -118,7 +116,7 @@ def test_a_prompt_below_the_cacheable_minimum_is_never_refreshed() -> None:
 def test_a_refresh_that_read_nothing_is_not_repeated_and_the_next_turn_starts_afresh() -> None:
     state = cached(history(360.0, 20, last=T0), written=T0)
     now = T0 + timedelta(seconds=240)
-    missed = state.refreshed(7, now, read=False, health=CacheHealth("chat"))
+    missed = state.refreshed(7, now, read=False, odds=0.5, health=CacheHealth("chat"))
     assert decide(missed, now) is None
     after_turn = advance(missed, [(9, "5m", True)], now=now + timedelta(seconds=60))
     assert after_turn.refresh_missed is None
@@ -128,6 +126,68 @@ def test_a_refresh_that_read_nothing_is_not_repeated_and_the_next_turn_starts_af
 def test_a_refresh_that_read_restarts_the_entry_life() -> None:
     state = cached(history(360.0, 20, last=T0), written=T0)
     now = T0 + timedelta(seconds=240)
-    kept = state.refreshed(7, now, read=True, health=CacheHealth("chat"))
+    kept = state.refreshed(7, now, read=True, odds=0.5, health=CacheHealth("chat"))
     assert kept.prefixes == (CachedPrefix(7, "5m", now),)
     assert decide(kept, now + timedelta(seconds=60)) is None  # 240 s left: not due again yet
+
+
+def unused(count: int, *, odds: float) -> RefreshRecord:
+    """A record of `count` refreshes sent on `odds` each, none followed by a request in time."""
+    record = RefreshRecord()
+    for i in range(count):
+        record = record.predicted(T0.timestamp() - 3_600.0 * (count - i), life=300.0, odds=odds)
+    return record.settled(T0.timestamp())
+
+
+def test_how_far_the_chat_has_trusted_its_forecast_decides_between_refreshing_and_letting_go() -> None:
+    # the next request uniform over the next 1,000 s; 10,000 tokens with 60 s left, re-bought at 1.25.
+    # value = (p(300) - p(60)) x (12,500 - 1,000) - 1,000 for the refresh's own read
+    def value(trust: float) -> float:
+        return refresh_value(
+            Trusted(Uniform(0.0, 1_000.0), trust),
+            newest=LiveEntry(10_000, 60.0),
+            others=[],
+            ttl=300.0,
+            rebuy=1.25,
+        )
+
+    assert value(1.0) == pytest.approx(0.24 * 11_500 - 1_000)  # 1,760: refreshed
+    assert value(0.25) == pytest.approx(0.06 * 11_500 - 1_000)  # -310: let go
+
+
+def test_unused_refreshes_lower_the_value_of_the_next_one_and_leave_the_forecast_as_it_is() -> None:
+    gaps = [450.0, 3 * 3_600.0] * 6
+    turns: list[TurnStart] = []
+    at = T0.timestamp() - sum(gaps)
+    for i, gap in enumerate([None, *gaps]):
+        at += gap or 0.0
+        turns.append(TurnStart(at, gap if i else None, 0))
+    state = cached(tuple(turns), written=T0)
+    now = T0 + timedelta(seconds=240)
+    fresh = decide(state, now)
+    assert fresh is not None
+    assert fresh.due
+    values = []
+    for count in (1, 3, 10):
+        doubted = decide(dataclasses.replace(state, refreshes=unused(count, odds=fresh.odds)), now)
+        assert doubted is not None
+        assert doubted.odds == pytest.approx(fresh.odds)  # the forecast itself: only trusted less
+        values.append(doubted.value)
+    assert fresh.value > values[0] > values[1] > values[2]
+
+
+def test_a_let_go_decision_is_recorded_once_per_entry_life_and_settled_by_the_next_turn() -> None:
+    state = cached(history(360.0, 20, last=T0), written=T0)
+    prefix = state.prefixes[0]
+    now = T0 + timedelta(seconds=240)
+    judged = state.judged(prefix, now, odds=0.4)
+    assert judged.refreshes.pending == Pending(now.timestamp(), 300.0, 0.4)
+    assert judged.judged(prefix, now + timedelta(seconds=30), odds=0.3) is judged  # same entry, same life
+    assert state.judged(prefix, now, odds=0.0) is state  # the forecast took no part: nothing to learn
+    # the chat came back 100 s later, within the life a refresh would have bought: trust rises
+    back = now + timedelta(seconds=100)
+    after = advance(judged, [(9, "5m", True)], now=back, turn=TurnStart(back.timestamp(), 340.0, 0))
+    assert after.refreshes.pending is None
+    assert (after.refreshes.expected, after.refreshes.came) == (pytest.approx(0.4), 1.0)
+    assert after.refreshes.trust() == pytest.approx(2.0 / 1.4)
+    assert CacheState.from_json(after.to_json()).refreshes == after.refreshes

@@ -14,6 +14,7 @@ from sqlalchemy import text
 
 from agent.caching.forecast import TurnStart
 from agent.caching.plan import CacheState
+from agent.caching.trust import RefreshRecord
 from tests.fakes.anthropic_server import FakeAnthropic, RecordedRequest
 from tests.support.gateway_bot import Bot, running_bot
 from tests.support.memory_adapter import ADMIN, ALICE
@@ -35,9 +36,9 @@ class Clock:
         return self.now
 
 
-async def a_chat_that_comes_back_every_six_minutes(bot: Bot, clock: Clock) -> int:
+async def a_chat_that_comes_back_every_six_minutes(bot: Bot, clock: Clock, *, gap: float = 360.0) -> int:
     """The first message of the chat, then its history made that of a chat whose requests came every
-    six minutes (20 of them); returns the chat's key."""
+    six minutes (or `gap` seconds; 20 of them); returns the chat's key."""
     bot.gateway.turns.clock = lambda: clock.now
     clock.at(0)
     await bot.adapter.say(BIG, user=ALICE)
@@ -46,7 +47,7 @@ async def a_chat_that_comes_back_every_six_minutes(bot: Bot, clock: Clock) -> in
     state = CacheState.from_json(session.cache_state)
     assert [p.ttl for p in state.prefixes] == ["5m"]  # a new private chat writes for five minutes
     last = state.turns[-1].at
-    past = tuple(TurnStart(last - (20 - i) * 360.0, 360.0, 0) for i in range(20))
+    past = tuple(TurnStart(last - (20 - i) * gap, gap, 0) for i in range(20))
     history = {**state.to_json(), "turns": [t.to_json() for t in (*past, *state.turns)]}
     async with bot.store.engine.begin() as conn:
         await conn.execute(
@@ -96,6 +97,47 @@ async def test_a_refresh_before_expiry_lets_the_next_message_read_the_prompt(sql
         await bot.adapter.say("and what changed since?", user=ALICE, message_id="second")
         follow_up = usage(bot.replies()[-1])
         assert follow_up["cache_read_input_tokens"] >= first["cache_creation_input_tokens"]
+
+
+async def test_how_a_refresh_turned_out_is_remembered_with_the_session(sqlite_url: str) -> None:
+    async with FakeAnthropic(clock=lambda: 0.0) as fake, running_bot(fake, sqlite_url) as bot:
+        clock = Clock(fake)
+        chat_pk = await a_chat_that_comes_back_every_six_minutes(bot, clock)
+
+        async def record() -> RefreshRecord:
+            session = await bot.store.active_session(chat_pk)
+            return CacheState.from_json(session.cache_state).refreshes
+
+        assert len(await bot.gateway.keeper.run(clock.at(240))) == 1
+        pending = (await record()).pending
+        assert pending is not None
+        assert (pending.life, 0.5 < pending.odds <= 1.0) == (300.0, True)
+
+        clock.at(450)  # the chat came back within the life the refresh bought
+        await bot.adapter.say("and what changed since?", user=ALICE, message_id="second")
+        settled = await record()
+        assert settled.pending is None
+        assert (settled.expected, settled.came) == (pytest.approx(pending.odds), 1.0)
+        assert settled.trust() > 1.0
+
+
+async def test_an_entry_let_go_is_remembered_and_a_quick_return_raises_trust(sqlite_url: str) -> None:
+    async with FakeAnthropic(clock=lambda: 0.0) as fake, running_bot(fake, sqlite_url) as bot:
+        clock = Clock(fake)
+        chat_pk = await a_chat_that_comes_back_every_six_minutes(bot, clock, gap=3 * 3_600.0)
+        assert await bot.gateway.keeper.run(clock.at(240)) == []  # hours between its turns: let go
+        assert warm(fake) == []
+        session = await bot.store.active_session(chat_pk)
+        pending = CacheState.from_json(session.cache_state).refreshes.pending
+        assert pending is not None
+        assert 0.0 < pending.odds < 0.2
+
+        clock.at(450)  # yet the chat came back within the life a refresh would have bought
+        await bot.adapter.say("and what changed since?", user=ALICE, message_id="second")
+        session = await bot.store.active_session(chat_pk)
+        record = CacheState.from_json(session.cache_state).refreshes
+        assert (record.pending, record.came) == (None, 1.0)
+        assert record.trust() > 1.0
 
 
 async def test_without_keep_alive_the_same_message_pays_for_the_prompt_again(sqlite_url: str) -> None:
