@@ -258,7 +258,9 @@ class _Turn(Generic[R]):
             request, _, ttl = self.build()
             last_ref = self.window[-1].ref if self.window else None
             response = await ask(self.llm, request, on_text)
-        self.cursor.called(len(request.messages))
+        usage = response.usage
+        touched = usage.cache_read_input_tokens + usage.cache_creation_input_tokens
+        self.cursor.called(len(request.messages), cached=touched > 0)
         self.previous_message_id = response.message_id or self.previous_message_id
         self.calls += 1
         if self.config.calibration is not None:

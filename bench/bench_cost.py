@@ -15,7 +15,9 @@ gateway (`bench.replay`) against the fake Anthropic prefix-cache model, once per
 
 At the model's own window no trace reaches the compressor's threshold, so `server` costs what `default`
 costs; `--window 16000` makes the traces compact often. `--engines` compares only the two context
-engines (default 16,000 tokens), with their compaction counts. Cost counts every iteration the API
+engines (default 16,000 tokens), with their compaction counts. `--seeds 2026,1,2` replays other draws
+of every family with the fixed TTLs and the default, per seed and in total (a family is a handful of
+chats, so one draw's ratio moves by several percent with the draw). Cost counts every iteration the API
 bills, summaries included.
 
 The oracle is the hindsight lower bound computed offline from the default's own request sequence
@@ -38,6 +40,9 @@ from bench.replay import ReplayResult, replay
 from bench.traces import FAMILIES, TraceSizes, describe, generate
 
 TARGET_RATIO = 1.05
+SEED = 2026
+"""The traces of the main table; `--seeds` replays others beside it."""
+SEED_POLICIES = ("5m", "1h", "default")
 NO_SCHEDULED = {"scheduler": {"cache_aware_share": 0.99}}
 """Baselines (a) and (b) never compact for cache reasons (hygiene at 85% still applies)."""
 
@@ -63,9 +68,15 @@ NAMES = tuple(p.name for p in POLICIES)
 
 
 async def _run(
-    family: str, policy: Policy, sizes: TraceSizes, db: str, pg_url: str, window: int | None
+    family: str,
+    policy: Policy,
+    sizes: TraceSizes,
+    db: str,
+    pg_url: str,
+    window: int | None,
+    seed: int = SEED,
 ) -> ReplayResult:
-    events = generate(family, sizes=sizes)
+    events = generate(family, sizes=sizes, seed=seed)
     overrides = {**policy.overrides, **({"model_context_length": window} if window else {})}
     prepare = None
     if policy.server_engine:
@@ -160,6 +171,43 @@ async def run_engines(
     return results
 
 
+async def run_seeds(
+    seeds: list[int], *, sizes: TraceSizes, db: str, pg_url: str
+) -> dict[str, list[tuple[int, dict[str, float]]]]:
+    """Per family, the fixed TTLs and the default on other draws of the same trace family: one seed's
+    traces are a handful of chats, so a ratio on one draw moves by several percent with the draw."""
+    policies = [p for p in POLICIES if p.name in SEED_POLICIES]
+    results: dict[str, list[tuple[int, dict[str, float]]]] = {}
+    for family in FAMILIES:
+        for seed in seeds:
+            row: dict[str, float] = {}
+            for policy in policies:
+                result = await _run(family, policy, sizes, db, pg_url, None, seed)
+                row[policy.name] = billed_input_usd(result.requests)
+                if policy.name == "default":
+                    row["oracle"] = oracle_input_usd(result.requests, min_cacheable=result.min_cacheable)
+            print(
+                f"cost[{family} seed {seed}] 5m ${row['5m']:.4f} 1h ${row['1h']:.4f} "
+                f"default ${row['default']:.4f} oracle ${row['oracle']:.4f}",
+                flush=True,
+            )
+            results.setdefault(family, []).append((seed, row))
+    print("cost over seeds (USD input; default/oracle per seed, then the family's totals)")
+    print(
+        f"{'family':9s} {'per-seed default/oracle':>32s} {'5m':>8s} {'1h':>8s} {'default':>8s} "
+        f"{'oracle':>8s} {'def/or':>7s} {'def>fixed':>9s}"
+    )
+    for family, rows in results.items():
+        totals = {k: sum(r[k] for _, r in rows) for k in ("5m", "1h", "default", "oracle")}
+        ratios = " ".join(f"{r['default'] / r['oracle']:.2f}" for _, r in rows)
+        above = sum(1 for _, r in rows if r["default"] > min(r["5m"], r["1h"]))
+        print(
+            f"{family:9s} {ratios:>32s} {totals['5m']:8.4f} {totals['1h']:8.4f} {totals['default']:8.4f} "
+            f"{totals['oracle']:8.4f} {totals['default'] / totals['oracle']:7.2f} {above:>5d} of {len(rows)}"
+        )
+    return results
+
+
 def _print_table(results: dict[str, dict[str, float]]) -> None:
     print(
         "cost summary (USD input cost; ratios to the oracle of the default policy's own requests: "
@@ -195,8 +243,15 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="one chat per family, one or two days")
     parser.add_argument("--window", type=int, default=None, help="model context window override (tokens)")
     parser.add_argument("--engines", action="store_true", help="compare the built-in and server-side engines")
+    parser.add_argument(
+        "--seeds", default=None, help="comma-separated trace seeds: fixed TTLs and the default on each"
+    )
     args = parser.parse_args()
     sizes = TraceSizes(1, 1, 1, 2, 1, 1, 2, 1, 1, 1) if args.quick else TraceSizes()
+    if args.seeds:
+        seeds = [int(s) for s in args.seeds.split(",")]
+        asyncio.run(run_seeds(seeds, sizes=sizes, db=args.db, pg_url=args.postgres_url))
+        return
     if args.engines:
         window = args.window or ENGINE_WINDOW
         asyncio.run(run_engines(sizes=sizes, db=args.db, pg_url=args.postgres_url, window=window))

@@ -265,7 +265,6 @@ class TurnRunner:
             window_ids=[newest_id(e.ref) for e in window],
             tokens_after=tokens_after,
             prompt_tokens=session.context_tokens(),
-            model=self.settings.model,
             now=self.clock(),
             last_call_at=session.last_call_at,
             chatter=sum(1 for r in rows if since is None or r.id > since),

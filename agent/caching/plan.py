@@ -27,7 +27,7 @@ from agent.caching.markers import (
 )
 from agent.caching.policy import LiveEntry, choose_tail
 from agent.caching.trust import RefreshRecord
-from agent.models import TTL_SECONDS, CacheTTL, ModelInfo
+from agent.models import TTL_SECONDS, CacheTTL
 from agent.tokens import Calibration
 from agent.types import Message
 
@@ -91,21 +91,27 @@ class CacheState:
         prefixes = tuple(
             CachedPrefix(p.message_id, p.ttl, at) if p.message_id == message_id else p for p in self.prefixes
         )
-        refreshed = [p for p in prefixes if p.message_id == message_id]
-        life = TTL_SECONDS[refreshed[0].ttl] if refreshed else 0.0
-        refreshes = self.refreshes.predicted(at.timestamp(), life=life, odds=odds)
+        before = [p for p in self.prefixes if p.message_id == message_id]
+        life = TTL_SECONDS[before[0].ttl] if before else 0.0
+        entry = (message_id, before[0].at.timestamp()) if before else (message_id, 0.0)
+        refreshes = self.refreshes.predicted(at.timestamp(), life=life, odds=odds, entry=entry)
         return dataclasses.replace(self, prefixes=prefixes, refreshes=refreshes, health=health.to_dict())
 
     def judged(self, prefix: CachedPrefix, at: datetime, *, odds: float) -> CacheState:
         """The state after a refresh decision at `at` that let `prefix` go although the forecast gave
         the next request `odds` of coming within a renewed life: an outcome to learn from too (once per
         life of the entry: a later look at the same entry is the same forecast). A decision the forecast
-        took no part in (`odds` 0: a silence longer than the chat has come back from) teaches nothing."""
+        took no part in (`odds` 0: a silence longer than the chat has come back from) teaches nothing.
+        An older entry let go after a newer one (a one-hour entry outliving a five-minute tail) is a
+        decision of its own."""
         pending = self.refreshes.pending
-        if odds <= 0.0 or (pending is not None and pending.at > prefix.at.timestamp()):
+        life_began = prefix.at.timestamp()
+        if odds <= 0.0 or (pending is not None and pending.about(prefix.message_id, life_began)):
             return self
         life = TTL_SECONDS[prefix.ttl]
-        refreshes = self.refreshes.predicted(at.timestamp(), life=life, odds=odds)
+        refreshes = self.refreshes.predicted(
+            at.timestamp(), life=life, odds=odds, entry=(prefix.message_id, life_began)
+        )
         return dataclasses.replace(self, refreshes=refreshes)
 
     def to_json(self) -> dict[str, Any]:
@@ -176,7 +182,6 @@ def plan_turn(
     window_ids: Sequence[int | None],
     tokens_after: Callable[[int], int],
     prompt_tokens: int,
-    model: ModelInfo,
     now: datetime,
     last_call_at: datetime | None,
     chatter: int,
@@ -206,7 +211,7 @@ def plan_turn(
     reads = tuple((index_of[p.message_id], p.ttl) for p in live)
     layers = _layers(live, tokens_after, prompt_tokens=prompt_tokens, now=now)
     odds = forecast(state.turns, turn, kind=kind)
-    tail = choose_tail(odds, layers=layers, prompt_tokens=prompt_tokens, model=model)
+    tail = choose_tail(odds, layers=layers, prompt_tokens=prompt_tokens)
     return TurnCachePlan(
         reads=reads,
         first_tail=tail,
@@ -272,9 +277,13 @@ class CacheCursor:
         call_ttl: CacheTTL | None = "1h" if "1h" in ttls else "5m" if ttls else None
         return apply_marker_plan(system, messages, plan=self._placed, tools=tools), call_ttl
 
-    def called(self, count: int) -> None:
-        """After a call of `count` messages: the newest read point was refreshed and the tail written."""
+    def called(self, count: int, *, cached: bool = True) -> None:
+        """After a call of `count` messages: the newest read point was refreshed and the tail written.
+        `cached` False: the call's usage reported neither a read nor a write (a prompt under the
+        model's minimum cacheable length), so its markers left no entry."""
         self.calls += 1
+        if not cached:
+            return
         if self.plan.rolling is not None and count > 0:
             self.points = [(count - 1, self.plan.rolling)]
             self.touched = {count - 1}

@@ -10,13 +10,17 @@ re-buying a token costs):
 
     E[none] = 1.0      E[5m] = 0.1 p5 + 1.25 (1 - p5)      E[1h] = 0.1 p60 + 2.0 (1 - p60)
 
-With nothing cached (`whole_prompt_ttl`) that model decides, with one refinement: when it picks 1h
-but a quick follow-up is more likely than not (p5 >= `FOLLOW_UP_ODDS`), the prompt is written for 5
-minutes instead. The follow-up reads it and its own one-hour tail carries the whole prompt into the
-hour entry for the price of its new tokens only, so the likely case pays 1.25 instead of 2.0 for the
-prompt, and the unlikely one (a pause of 5-60 minutes) writes it again. Where quick follow-ups are
-rare (a group after a break) the choice stays as the long-run model makes it: a 5-minute write there
-is mostly wasted.
+With nothing cached (`whole_prompt_ttl`) that model decides, with one refinement when it picks 1h:
+the prompt may instead be written for 5 minutes. A follow-up within 5 minutes reads it and its own
+one-hour tail carries the whole prompt into the hour entry for the price of its new tokens only; a
+next request after an hour finds neither entry. So the five-minute route saves 0.75 on the prompt
+unless the next request comes after 5-60 minutes, when it buys the prompt again at `rebuy` instead of
+reading it at 0.1:
+
+    E[5m route] - E[1h] = -0.75 + (p60 - p5) (rebuy - 0.1)
+
+It is taken when that is negative: a one-to-one chat whose next message mostly comes within minutes
+(or after a break), not one whose pauses outlast five minutes but not the hour.
 
 Per request (`tail_costs`): this request reads what is live whatever is chosen, so only its new tokens
 (after the longest live entry) and the next request's re-use of the whole prompt differ between the
@@ -41,12 +45,8 @@ from agent.models import (
     CACHE_WRITE_5M_MULTIPLIER,
     TTL_SECONDS,
     CacheTTL,
-    ModelInfo,
 )
 
-FOLLOW_UP_ODDS: Final = 0.5
-"""The odds of a next request within 5 minutes from which a prompt written after a break takes the 5m
-route to the hour entry (see the module docstring)."""
 FIVE_MINUTES: Final = TTL_SECONDS["5m"]
 ONE_HOUR: Final = TTL_SECONDS["1h"]
 
@@ -119,11 +119,17 @@ def rebuy_price(odds: GapOdds) -> float:
 
 def whole_prompt_ttl(odds: GapOdds) -> CacheTTL | None:
     """The TTL for a prompt with nothing cached to read (after a break, or a new chat): the long-run
-    cost per request decides, except that 1h becomes 5m when a quick follow-up is more likely than
-    not (the follow-up moves the prompt into the hour entry for the price of its own new tokens)."""
-    p5 = odds.cdf(FIVE_MINUTES)
-    best = stationary_costs(p5, odds.cdf(ONE_HOUR)).best
-    return "5m" if best == "1h" and p5 >= FOLLOW_UP_ODDS else best
+    cost per request decides, except that 1h becomes 5m when the five-minute route to the hour entry
+    costs less in expectation (module docstring: a quick follow-up moves the prompt into the hour entry
+    for the price of its own new tokens; a pause of 5-60 minutes buys it again)."""
+    p5, p60 = odds.cdf(FIVE_MINUTES), odds.cdf(ONE_HOUR)
+    best = stationary_costs(p5, p60).best
+    if best != "1h":
+        return best
+    route = -(CACHE_WRITE_1H_MULTIPLIER - CACHE_WRITE_5M_MULTIPLIER) + (p60 - p5) * (
+        WRITE_MULTIPLIER[best] - CACHE_READ_MULTIPLIER
+    )
+    return "5m" if route < 0.0 else "1h"
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,13 +186,12 @@ def tail_costs(odds: GapOdds, *, layers: Sequence[LiveEntry], total_tokens: int,
     return MarkerCosts(none=total(None), five_minutes=total("5m"), one_hour=total("1h"))
 
 
-def choose_tail(
-    odds: GapOdds, *, layers: Sequence[LiveEntry], prompt_tokens: int, model: ModelInfo
-) -> CacheTTL | None:
-    """The TTL written on this request's newest message, or None to leave it unmarked. A prompt below
-    the model's minimum cacheable length is never marked (the API would write nothing)."""
-    if prompt_tokens < model.min_cacheable_tokens:
-        return None
+def choose_tail(odds: GapOdds, *, layers: Sequence[LiveEntry], prompt_tokens: int) -> CacheTTL | None:
+    """The TTL written on this request's newest message, or None to leave it unmarked. The prompt's
+    size before the request is an estimate, so a prompt near the model's minimum cacheable length is
+    marked like any other: below the minimum the API writes nothing and charges nothing for the marker
+    (and the turn records no entry, `CacheCursor.called`), while skipping a prompt that turns out a few
+    tokens over it pays that prompt in full and writes it on the next request."""
     held = max((layer.tokens for layer in layers), default=0)
     if held >= prompt_tokens:
         return None

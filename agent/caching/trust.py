@@ -29,11 +29,19 @@ MAX_TRUST: Final = 2.0
 @dataclass(frozen=True, slots=True)
 class Pending:
     """The session's last decision, not yet settled: when (seconds since the epoch), the renewed
-    entry's life (seconds), and the forecast's odds of a request within it."""
+    entry's life (seconds), the forecast's odds of a request within it, and which entry life it was
+    taken on (the stored message id of the entry and when that life began; id -1: not recorded)."""
 
     at: float
     life: float
     odds: float
+    entry_id: int = -1
+    entry_at: float = 0.0
+
+    def about(self, message_id: int, life_began: float) -> bool:
+        """Whether this decision was taken on the entry `message_id` in the life that began at
+        `life_began` (a later look at the same life is the same forecast, not a new decision)."""
+        return self.entry_id == message_id and self.entry_at == life_began
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,12 +57,15 @@ class RefreshRecord:
         record = self._settle(came=False) if self.pending else self
         return min((record.came + PRIOR) / (record.expected + PRIOR), MAX_TRUST)
 
-    def predicted(self, at: float, *, life: float, odds: float) -> RefreshRecord:
-        """After a decision at `at` (refresh sent or not) that gave the next request `odds` of coming
-        within `life` seconds: the decision before it (no request came since, or a turn would have
-        settled it) was not followed in time."""
+    def predicted(
+        self, at: float, *, life: float, odds: float, entry: tuple[int, float] = (-1, 0.0)
+    ) -> RefreshRecord:
+        """After a decision at `at` (refresh sent or not) on `entry` (its message id and when the life
+        decided on began) that gave the next request `odds` of coming within `life` seconds: the
+        decision before it (no request came since, or a turn would have settled it) was not followed
+        in time."""
         settled = self._settle(came=False) if self.pending else self
-        return RefreshRecord(settled.expected, settled.came, Pending(at, life, odds))
+        return RefreshRecord(settled.expected, settled.came, Pending(at, life, odds, *entry))
 
     def settled(self, request_at: float) -> RefreshRecord:
         """After the chat's next request (a turn's start at `request_at`)."""
@@ -70,12 +81,16 @@ class RefreshRecord:
 
     def to_json(self) -> list[float]:
         p = self.pending
-        return [self.expected, self.came, *((p.at, p.life, p.odds) if p else ())]
+        return [self.expected, self.came, *((p.at, p.life, p.odds, p.entry_id, p.entry_at) if p else ())]
 
     @classmethod
     def from_json(cls, raw: Sequence[float] | None) -> RefreshRecord:
         if not raw:
             return cls()
         values = [float(x) for x in raw]
-        pending = Pending(*values[2:5]) if len(values) >= 5 else None
+        pending = None
+        if len(values) >= 5:  # the entry is missing from records written before decisions named it
+            at, life, odds = values[2:5]
+            entry_id, entry_at = (int(values[5]), values[6]) if len(values) >= 7 else (-1, 0.0)
+            pending = Pending(at, life, odds, entry_id, entry_at)
         return cls(values[0], values[1], pending)

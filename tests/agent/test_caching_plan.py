@@ -33,7 +33,6 @@ def plan(prefixes: list[CachedPrefix], gaps: list[float], *, new: int, elapsed: 
         window_ids=WINDOW,
         tokens_after=lambda _message_id: new,
         prompt_tokens=20_000,
-        model=MODEL,
         now=NOW,
         last_call_at=last,
         chatter=1,
@@ -85,7 +84,6 @@ def test_fixed_modes_roll_and_disabled_caching_marks_nothing() -> None:
         "window_ids": WINDOW,
         "tokens_after": lambda _id: 0,
         "prompt_tokens": 20_000,
-        "model": MODEL,
         "now": NOW,
         "last_call_at": NOW,
     }
@@ -117,7 +115,7 @@ def test_a_new_chat_caches_from_its_first_turn_and_its_follow_up_moves_it_to_the
     after that."""
     state = CacheState()
     first = plan_turn(
-        "auto", state, window_ids=[1], tokens_after=lambda _id: 3_000, prompt_tokens=3_000, model=MODEL,
+        "auto", state, window_ids=[1], tokens_after=lambda _id: 3_000, prompt_tokens=3_000,
         now=NOW, last_call_at=None, chatter=1, kind="private",
     )  # fmt: skip
     assert first.reads == ()
@@ -127,7 +125,7 @@ def test_a_new_chat_caches_from_its_first_turn_and_its_follow_up_moves_it_to_the
     state = advance(state, [(1, "5m", True)], now=NOW, turn=first.turn)
     follow_up = NOW + timedelta(minutes=2)
     second = plan_turn(
-        "auto", state, window_ids=[1, 2, 3], tokens_after=lambda _id: 400, prompt_tokens=3_400, model=MODEL,
+        "auto", state, window_ids=[1, 2, 3], tokens_after=lambda _id: 400, prompt_tokens=3_400,
         now=follow_up, last_call_at=NOW, chatter=1, kind="private",
     )  # fmt: skip
     assert second.reads == ((0, "5m"),)
@@ -136,7 +134,7 @@ def test_a_new_chat_caches_from_its_first_turn_and_its_follow_up_moves_it_to_the
     later = follow_up + timedelta(minutes=20)
     third = plan_turn(
         "auto", state, window_ids=[1, 2, 3, 4, 5], tokens_after=lambda i: {3: 400}.get(i, 0),
-        prompt_tokens=3_800, model=MODEL, now=later, last_call_at=follow_up, chatter=1, kind="private",
+        prompt_tokens=3_800, now=later, last_call_at=follow_up, chatter=1, kind="private",
     )  # fmt: skip
     assert third.reads == ((2, "1h"),)
     # billed, in token-units: 3,000 x 1.25 = 3,750; then 3,000 x 0.1 + 400 x 2.0 = 1,100; then the
@@ -164,7 +162,6 @@ def test_the_hour_entry_advances_past_a_lagging_one() -> None:
         window_ids=WINDOW,
         tokens_after=lambda message_id: sizes[message_id],
         prompt_tokens=20_000,
-        model=MODEL,
         now=NOW,
         last_call_at=last,
         chatter=1,

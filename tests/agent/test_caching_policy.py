@@ -58,14 +58,16 @@ def test_a_new_chat_caches_from_its_first_request() -> None:
     assert stationary_costs(0.86, 0.98).one_hour == pytest.approx(0.138)
     # 1h wins the long run, but a follow-up within 5 minutes is more likely than not: 5m now (1.25),
     # and the follow-up's one-hour tail carries the prompt into the hour entry
-    assert choose_tail(private, layers=[], prompt_tokens=3_000, model=SONNET) == "5m"
+    assert choose_tail(private, layers=[], prompt_tokens=3_000) == "5m"
     group = forecast((), first, kind="group")
     # in a group a quick follow-up is the exception (35%): the prompt goes straight to the hour
     assert (group.cdf(300), group.cdf(3600)) == pytest.approx((0.35, 0.80))
-    assert choose_tail(group, layers=[], prompt_tokens=3_000, model=SONNET) == "1h"
-    # below the model's minimum cacheable prefix nothing is marked (the API would write nothing)
+    assert choose_tail(group, layers=[], prompt_tokens=3_000) == "1h"
+    # a prompt estimated just under the model's minimum is marked all the same: if it is under, the
+    # API writes nothing and charges nothing for the marker; if the estimate fell short, skipping it
+    # would pay it in full now and write it on the next request (1.0 + 2.0 instead of 2.0 + 0.1)
     assert SONNET.min_cacheable_tokens == 1024
-    assert choose_tail(private, layers=[], prompt_tokens=1_023, model=SONNET) is None
+    assert choose_tail(private, layers=[], prompt_tokens=1_010) == "5m"
 
 
 def test_the_one_hour_entry_advances_when_the_gap_may_outlast_five_minutes() -> None:
@@ -112,13 +114,19 @@ def test_next_request_cost_counts_only_the_longest_live_layer() -> None:
     )
 
 
-def test_after_a_break_the_prompt_takes_the_five_minute_route_only_when_a_follow_up_is_likely() -> None:
-    """Nothing cached: 20,000 tokens to write. With p5 0.6 and p60 0.95 the long run prefers 1h
-    (0.1 x 0.95 + 2 x 0.05 = 0.195 against 0.1 x 0.6 + 1.25 x 0.4 = 0.56), yet 5m is written: per
-    token 1.25 now and 0.1 at the follow-up, whose 1h tail carries it on (60%), or 1.25 + a re-write
-    (40%), against 2.0 + 0.1. With p5 0.4 and the same p60 it goes straight to the hour."""
+def test_after_a_break_the_prompt_takes_the_five_minute_route_only_when_a_pause_is_unlikely() -> None:
+    """Nothing cached. The five-minute route costs -0.75 + (p60 - p5) x (2.0 - 0.1) per token against
+    writing the hour (re-buying is priced at the long-run best write, here 1h). p5 0.6, p60 0.95: the
+    long run prefers 1h (0.1 x 0.95 + 2 x 0.05 = 0.195 against 0.1 x 0.6 + 1.25 x 0.4 = 0.56), and the
+    route costs -0.75 + 0.35 x 1.9 = -0.085: 5m. p5 0.4: -0.75 + 0.55 x 1.9 = +0.295: the hour. A chat
+    whose pauses outlast five minutes but not the hour (p5 0.57, p60 0.99: +0.048) goes to the hour
+    although a quick follow-up is more likely than not; one that is often gone for more than an hour
+    (p5 0.45, p60 0.7: long run 1h at 0.67, route -0.75 + 0.25 x 1.9 = -0.275) takes the route, since
+    the hour entry would not be read either."""
     assert whole_prompt_ttl(Steps({300.0: 0.6, 3600.0: 0.95})) == "5m"
     assert whole_prompt_ttl(Steps({300.0: 0.4, 3600.0: 0.95})) == "1h"
+    assert whole_prompt_ttl(Steps({300.0: 0.57, 3600.0: 0.99})) == "1h"
+    assert whole_prompt_ttl(Steps({300.0: 0.45, 3600.0: 0.7})) == "5m"
     # where the long run says none or 5m, that stands
     assert whole_prompt_ttl(Steps({300.0: 0.1, 3600.0: 0.3})) is None
     assert whole_prompt_ttl(Steps({300.0: 0.9, 3600.0: 0.9})) == "5m"

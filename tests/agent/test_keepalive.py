@@ -181,7 +181,7 @@ def test_a_let_go_decision_is_recorded_once_per_entry_life_and_settled_by_the_ne
     prefix = state.prefixes[0]
     now = T0 + timedelta(seconds=240)
     judged = state.judged(prefix, now, odds=0.4)
-    assert judged.refreshes.pending == Pending(now.timestamp(), 300.0, 0.4)
+    assert judged.refreshes.pending == Pending(now.timestamp(), 300.0, 0.4, 7, T0.timestamp())
     assert judged.judged(prefix, now + timedelta(seconds=30), odds=0.3) is judged  # same entry, same life
     assert state.judged(prefix, now, odds=0.0) is state  # the forecast took no part: nothing to learn
     # the chat came back 100 s later, within the life a refresh would have bought: trust rises
@@ -191,3 +191,28 @@ def test_a_let_go_decision_is_recorded_once_per_entry_life_and_settled_by_the_ne
     assert (after.refreshes.expected, after.refreshes.came) == (pytest.approx(0.4), 1.0)
     assert after.refreshes.trust() == pytest.approx(2.0 / 1.4)
     assert CacheState.from_json(after.to_json()).refreshes == after.refreshes
+
+
+def test_an_hour_entry_let_go_after_a_newer_five_minute_tail_is_a_decision_of_its_own() -> None:
+    hour = CachedPrefix(5, "1h", T0 - timedelta(minutes=50))
+    tail = CachedPrefix(7, "5m", T0)
+    state = CacheState(prefixes=(hour, tail), turns=history(360.0, 20, last=T0))
+    tail_let_go = state.judged(tail, T0 + timedelta(seconds=240), odds=0.4)
+    later = T0 + timedelta(minutes=9)
+    hour_let_go = tail_let_go.judged(hour, later, odds=0.2)
+    assert hour_let_go is not tail_let_go
+    # the tail's decision was settled as not followed; the hour entry's is now the pending one
+    assert hour_let_go.refreshes.expected == pytest.approx(0.4)
+    assert hour_let_go.refreshes.came == 0.0
+    assert hour_let_go.refreshes.pending == Pending(later.timestamp(), 3_600.0, 0.2, 5, hour.at.timestamp())
+
+
+def test_a_refreshed_entry_is_judged_again_at_the_end_of_its_renewed_life() -> None:
+    state = cached(history(360.0, 20, last=T0), written=T0)
+    at = T0 + timedelta(seconds=250)
+    kept = state.refreshed(7, at, read=True, odds=0.5, health=CacheHealth("chat"))
+    assert kept.refreshes.pending == Pending(at.timestamp(), 300.0, 0.5, 7, T0.timestamp())
+    renewed = kept.prefixes[0]
+    let_go = kept.judged(renewed, at + timedelta(seconds=250), odds=0.3)
+    assert let_go is not kept
+    assert let_go.refreshes.expected == pytest.approx(0.5)  # the refresh went unused

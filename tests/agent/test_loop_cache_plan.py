@@ -3,15 +3,26 @@ tool rounds read what the turn cached and write 5m, and the turn reports where i
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 from agent.caching.plan import CachePoint, TurnCachePlan
-from agent.llm import LLMRequest
+from agent.llm import LLMRequest, LLMResponse
 from agent.loop import Entry
 from agent.tools.current_time import current_time_tool
 from agent.tools.registry import ToolRegistry
-from tests.agent.test_loop import ScriptedLLM, config, reply, turn, user
+from agent.usage import Usage
+from tests.agent.test_loop import ScriptedLLM, config, turn, user
+from tests.agent.test_loop import reply as plain_reply
+
+CACHED = Usage(20, 10, cache_creation_input_tokens=1_500)
+"""Usage of a call whose markers wrote an entry (a prompt over the model's minimum)."""
+
+
+def reply(text: str = "", *, tools: Sequence[tuple[str, str, dict[str, Any]]] = ()) -> LLMResponse:
+    return plain_reply(text, tools=tools, usage=CACHED)
+
 
 HOUR = {"type": "ephemeral", "ttl": "1h"}
 FIVE = {"type": "ephemeral"}
@@ -65,3 +76,13 @@ async def test_a_fixed_ttl_rolls_system_and_3_and_reports_the_newest_prefix() ->
     result = await turn(llm, window=history(), cfg=config(cache_plan=TurnCachePlan(rolling="1h")))
     assert message_markers(llm.requests[0]) == [(0, HOUR), (1, HOUR), (2, HOUR)]
     assert result.cache_points == [CachePoint((3, 4), "1h", True)]
+
+
+async def test_a_marked_prompt_under_the_models_minimum_leaves_no_entry() -> None:
+    """The API caches nothing below the model's minimum and reports neither a read nor a write: the
+    turn must not record an entry the next turn would plan to read."""
+    llm = ScriptedLLM(plain_reply("Hi."))
+    plan = TurnCachePlan(first_tail="5m", round_tail="5m")
+    result = await turn(llm, window=history(), cfg=config(cache_plan=plan))
+    assert message_markers(llm.requests[0]) == [(2, FIVE)]
+    assert result.cache_points == []

@@ -57,7 +57,11 @@ def test_a_chat_that_comes_back_more_than_forecast_at_most_doubles_its_odds() ->
 
 def test_the_record_survives_its_json_form() -> None:
     settled = RefreshRecord().predicted(AT, life=300.0, odds=0.5).settled(AT + 10.0)
-    pending = settled.predicted(AT + 500.0, life=3_600.0, odds=0.25)
+    pending = settled.predicted(AT + 500.0, life=3_600.0, odds=0.25, entry=(12, AT - 100.0))
     for record in (RefreshRecord(), settled, pending):
         assert RefreshRecord.from_json(record.to_json()) == record
     assert RefreshRecord.from_json(None) == RefreshRecord()
+    # a record written before decisions named their entry still reads
+    older = RefreshRecord.from_json([1.0, 0.5, AT, 300.0, 0.4])
+    assert older.pending == Pending(AT, 300.0, 0.4)
+    assert not older.pending.about(12, AT - 100.0)
