@@ -86,15 +86,21 @@ WorldFactory = Callable[..., AbstractAsyncContextManager[TelegramWorld]]
 
 @pytest.fixture
 def telegram_world(tmp_path: Path, db_url: str) -> WorldFactory:
-    """`async with telegram_world(context_window=None, **env) as world:` on the test's database."""
+    """`async with telegram_world(context_window=None, **env) as world:` on the test's database;
+    `min_cacheable` lowers the fake API's minimum cacheable prompt (tokens) for the model."""
 
     @contextlib.asynccontextmanager
     async def start(
-        *, context_window: int | None = None, reply_delay: float = 0.0, **extra: str
+        *,
+        context_window: int | None = None,
+        reply_delay: float = 0.0,
+        min_cacheable: int | None = None,
+        **extra: str,
     ) -> AsyncIterator[TelegramWorld]:
         windows = {"claude-sonnet-4-6": context_window} if context_window else None
+        floors = {"claude-sonnet-4-6": min_cacheable} if min_cacheable else None
         async with (
-            FakeAnthropic(context_windows=windows, reply_delay=reply_delay) as llm,
+            FakeAnthropic(context_windows=windows, reply_delay=reply_delay, min_cacheable=floors) as llm,
             FakeTelegram(token=TELEGRAM_TOKEN, username=BOT_USERNAME) as tg,
         ):
             env = base_env(

@@ -32,7 +32,10 @@ async def test_telegram_compaction(telegram_world: WorldFactory) -> None:
         AGENT__MAX_OUTPUT_TOKENS="512",
         COMPRESSION__PROTECT_LAST_N="1",
         # A fixed TTL keeps the cache warm between these quick turns, so the cache-aware compaction
-        # (which the auto policy triggers when no cache is live) does not stand in for the layers tested.
+        # (which runs before a turn when no cache is live) does not stand in for the layers tested. The
+        # small window's first prompts are under the model's real minimum cacheable length, where the
+        # API caches nothing (and the gateway then knows no entry is live): the fake caches them.
+        min_cacheable=256,
         PROMPT_CACHING__CACHE_TTL="5m",
     ) as world:
         await _hygiene_fires_before_the_turn(world)
