@@ -277,7 +277,7 @@ class CacheCursor:
         call_ttl: CacheTTL | None = "1h" if "1h" in ttls else "5m" if ttls else None
         return apply_marker_plan(system, messages, plan=self._placed, tools=tools), call_ttl
 
-    def called(self, count: int, *, cached: bool = True) -> None:
+    def called(self, count: int, *, cached: bool) -> None:
         """After a call of `count` messages: the newest read point was refreshed and the tail written.
         `cached` False: the call's usage reported neither a read nor a write (a prompt under the
         model's minimum cacheable length), so its markers left no entry."""

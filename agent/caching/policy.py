@@ -126,10 +126,9 @@ def whole_prompt_ttl(odds: GapOdds) -> CacheTTL | None:
     best = stationary_costs(p5, p60).best
     if best != "1h":
         return best
-    route = -(CACHE_WRITE_1H_MULTIPLIER - CACHE_WRITE_5M_MULTIPLIER) + (p60 - p5) * (
-        WRITE_MULTIPLIER[best] - CACHE_READ_MULTIPLIER
-    )
-    return "5m" if route < 0.0 else "1h"
+    rebuy = CACHE_WRITE_1H_MULTIPLIER  # the long-run best write, as `rebuy_price` prices it
+    saved = CACHE_WRITE_1H_MULTIPLIER - CACHE_WRITE_5M_MULTIPLIER
+    return "5m" if (p60 - p5) * (rebuy - CACHE_READ_MULTIPLIER) < saved else "1h"
 
 
 @dataclass(frozen=True, slots=True)
