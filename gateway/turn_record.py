@@ -8,10 +8,12 @@ the loop the window rebuilt from them.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable, Sequence
 from datetime import datetime
 
+from agent.caching.forecast import TurnStart
 from agent.caching.health import CacheHealth
 from agent.caching.plan import CacheState, TurnCachePlan, advance
 from agent.caching.waste import CacheCall, between
@@ -200,9 +202,16 @@ class TurnRecorder:
             now=self.clock(),
             health=self.health,
             calibration=self.calibration,
-            turn=self.plan.turn if self.plan is not None else None,
+            turn=self._turn(result),
             last_message_id=self.last_message_id,
         )
+
+    def _turn(self, result: TurnResult[Ref] | None) -> TurnStart | None:
+        """This turn's start for the forecast's history, with the calls it made when it ended."""
+        turn = self.plan.turn if self.plan is not None else None
+        if turn is None or result is None:
+            return turn
+        return dataclasses.replace(turn, calls=max(result.iterations, 1))
 
 
 def _last_call(health: CacheHealth, model: str) -> CacheCall | None:

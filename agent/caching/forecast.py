@@ -55,19 +55,22 @@ log-linear in between, 0 at 1 s."""
 @dataclass(frozen=True, slots=True)
 class TurnStart:
     """One turn's first request: when (seconds since the epoch, UTC), the gap since the previous
-    request (None: the session's first), and the messages stored since the previous request."""
+    request (None: the session's first), the messages stored since the previous request, and the
+    model calls the turn made (its first and its tool rounds: known once it ended, 1 until then)."""
 
     at: float
     elapsed: float | None
     chatter: int
+    calls: int = 1
 
     def to_json(self) -> list[float]:
-        return [self.at, -1.0 if self.elapsed is None else self.elapsed, float(self.chatter)]
+        elapsed = -1.0 if self.elapsed is None else self.elapsed
+        return [self.at, elapsed, float(self.chatter), float(self.calls)]
 
     @classmethod
     def from_json(cls, raw: Sequence[float]) -> TurnStart:
-        at, elapsed, chatter = (float(x) for x in raw)
-        return cls(at, None if elapsed < 0 else elapsed, int(chatter))
+        at, elapsed, chatter, *rest = (float(x) for x in raw)  # three fields before `calls` was kept
+        return cls(at, None if elapsed < 0 else elapsed, int(chatter), int(rest[0]) if rest else 1)
 
 
 def prior_cdf(kind: ChatKind, seconds: float) -> float:
@@ -207,6 +210,19 @@ def forecast(history: Sequence[TurnStart], now: TurnStart, *, kind: ChatKind) ->
         overall.append((gap, recency))
         similar.append((gap, recency * similarity(past, now)))
     return GapForecast(_Sample.of(similar), _Sample.of(overall), kind)
+
+
+def another_call(history: Sequence[TurnStart]) -> float:
+    """The chance that a turn's first call is followed by another call of the same turn (a tool round,
+    seconds later): the recency-weighted share of the chat's turns that made more than one call, shrunk
+    toward none with the weight of `PRIOR_WEIGHT` turns (a chat is not assumed to use tools until it
+    has been seen to)."""
+    weight = more = 0.0
+    for age, turn in enumerate(reversed(history)):
+        w = RECENCY**age
+        weight += w
+        more += w if turn.calls > 1 else 0.0
+    return more / (weight + PRIOR_WEIGHT)
 
 
 def remember(history: Sequence[TurnStart], turn: TurnStart) -> tuple[TurnStart, ...]:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Generic, Literal, TypeVar
 
-from agent.caching.forecast import ChatKind, TurnStart, forecast, remember
+from agent.caching.forecast import ChatKind, TurnStart, another_call, forecast, remember
 from agent.caching.health import CacheHealth
 from agent.caching.markers import (
     CachedRequest,
@@ -189,7 +189,10 @@ def plan_turn(
 ) -> TurnCachePlan:
     """The turn's plan. Fixed modes roll `system_and_3`; `auto` reads every live cached prefix still in
     the window (`window_ids[i]` is the newest stored message of window message i) and writes the new
-    tail only when `choose_tail` finds it cheaper under the forecast of the next turn. `tokens_after(id)`
+    tail only when `choose_tail` finds it cheaper under the forecast of the next turn: the tool rounds'
+    tail against the next turn alone, the first call's against the chance that a round of its own
+    follows first (`another_call`: a chat that calls tools buys the turn's hour on its rounds, whose
+    new tokens are few). `tokens_after(id)`
     is the size of the stored messages after message `id`; `chatter` counts the messages stored since
     the previous request."""
     elapsed = None if last_call_at is None else max((now - last_call_at).total_seconds(), 0.0)
@@ -212,9 +215,11 @@ def plan_turn(
     layers = _layers(live, tokens_after, prompt_tokens=prompt_tokens, now=now)
     odds = forecast(state.turns, turn, kind=kind)
     tail = choose_tail(odds, layers=layers, prompt_tokens=prompt_tokens)
+    follow_up = another_call(state.turns)
+    first = choose_tail(odds, layers=layers, prompt_tokens=prompt_tokens, follow_up=follow_up)
     return TurnCachePlan(
         reads=reads,
-        first_tail=tail,
+        first_tail=first,
         round_tail=tail or "5m",
         turn=turn,
         previous_message_id=previous,

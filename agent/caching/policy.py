@@ -31,6 +31,14 @@ bought again at `rebuy` (what the chat pays for a token it caches again). So a o
 0.75 more than a five-minute one on the new tokens only, and saves re-buying everything after the old
 one-hour entry when the next request comes between 5 and 60 minutes: that is how the hour entry
 advances with the conversation, exactly when its odds pay for it.
+
+In a chat whose turns usually call tools, the next request after a turn's first call is most likely
+the turn's own tool round, seconds later (`WithinTurn`, with the chat's learned chance of another
+call): that round reads the whole prompt and can carry it into the hour entry for the price of its
+own few new tokens. So the first call is judged against that mix, and the hour the turn needs is
+bought on its rounds (`round_tail`, judged against the next turn alone): the first call writes one
+hour only when the odds that no round follows, times what the hour entry would save, outweigh 0.75x
+its new tokens.
 """
 
 from __future__ import annotations
@@ -63,6 +71,18 @@ class GapOdds(Protocol):
     def cdf(self, seconds: float) -> float:
         """The probability that the next request comes within `seconds`."""
         ...
+
+
+@dataclass(frozen=True, slots=True)
+class WithinTurn:
+    """The next request's odds after a turn's first call: with chance `follow_up` it is the turn's own
+    next call (a tool round, seconds away), otherwise the next turn, after the forecast gap."""
+
+    follow_up: float
+    next_turn: GapOdds
+
+    def cdf(self, seconds: float) -> float:
+        return self.follow_up + (1.0 - self.follow_up) * self.next_turn.cdf(seconds)
 
 
 def cheapest(*, five_minutes: float, one_hour: float, none: float) -> CacheTTL | None:
@@ -185,15 +205,21 @@ def tail_costs(odds: GapOdds, *, layers: Sequence[LiveEntry], total_tokens: int,
     return MarkerCosts(none=total(None), five_minutes=total("5m"), one_hour=total("1h"))
 
 
-def choose_tail(odds: GapOdds, *, layers: Sequence[LiveEntry], prompt_tokens: int) -> CacheTTL | None:
-    """The TTL written on this request's newest message, or None to leave it unmarked. The prompt's
-    size before the request is an estimate, so a prompt near the model's minimum cacheable length is
-    marked like any other: below the minimum the API writes nothing and charges nothing for the marker
-    (and the turn records no entry, `CacheCursor.called`), while skipping a prompt that turns out a few
-    tokens over it pays that prompt in full and writes it on the next request."""
+def choose_tail(
+    odds: GapOdds, *, layers: Sequence[LiveEntry], prompt_tokens: int, follow_up: float = 0.0
+) -> CacheTTL | None:
+    """The TTL written on this request's newest message, or None to leave it unmarked. `odds` forecast
+    the next turn; `follow_up` is the chance that this request is followed by another call of its own
+    turn first (`WithinTurn`; 0 for a turn's last possible call). The prompt's size before the request
+    is an estimate, so a prompt near the model's minimum cacheable length is marked like any other:
+    below the minimum the API writes nothing and charges nothing for the marker (and the turn records
+    no entry, `CacheCursor.called`), while skipping a prompt that turns out a few tokens over it pays
+    that prompt in full and writes it on the next request."""
     held = max((layer.tokens for layer in layers), default=0)
     if held >= prompt_tokens:
         return None
+    following = WithinTurn(follow_up, odds) if follow_up > 0.0 else odds
     if not layers:
-        return whole_prompt_ttl(odds)
-    return tail_costs(odds, layers=layers, total_tokens=prompt_tokens, rebuy=rebuy_price(odds)).best
+        return whole_prompt_ttl(following)
+    rebuy = rebuy_price(odds)  # what a token bought again costs the chat in the long run
+    return tail_costs(following, layers=layers, total_tokens=prompt_tokens, rebuy=rebuy).best

@@ -3,6 +3,7 @@ round-trips through JSON and advances after a turn."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 from agent.caching.forecast import TurnStart
@@ -51,6 +52,21 @@ def test_live_prefixes_are_read_and_expired_or_vanished_ones_are_not() -> None:
     # Every gap is 20 min: the next call comes within the hour, so the tail is written for an hour.
     assert result.first_tail == "1h"
     assert result.round_tail == "1h"  # the turn's tool rounds keep the hour entry advancing
+
+
+def test_a_chat_whose_turns_call_tools_buys_the_hour_on_the_rounds() -> None:
+    prefixes = [CachedPrefix(2, "1h", NOW - timedelta(minutes=50))]
+    last = NOW - timedelta(seconds=360.0)
+    turns = tuple(replace(t, calls=3) for t in history([1_200.0] * 10, last_at=last))
+    result = plan_turn(
+        "auto", CacheState(tuple(prefixes), turns=turns), window_ids=WINDOW,
+        tokens_after=lambda _message_id: 500, prompt_tokens=20_000, now=NOW, last_call_at=last,
+        chatter=1, kind="private",
+    )  # fmt: skip
+    # the same gaps as above, but every turn went on to a tool round: the first call is most likely
+    # read seconds later by its own round, which writes the hour for its few new tokens
+    assert result.first_tail == "5m"
+    assert result.round_tail == "1h"
 
 
 def test_a_tail_is_left_unmarked_when_the_chat_rarely_returns_within_the_hour() -> None:

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from agent.caching.forecast import GapForecast, TurnStart, _Sample, forecast, prior_cdf
+from agent.caching.forecast import GapForecast, TurnStart, _Sample, another_call, forecast, prior_cdf
 from agent.caching.policy import (
     LiveEntry,
     choose_tail,
@@ -154,3 +154,30 @@ def test_after_no_silence_the_forecast_is_unchanged() -> None:
     odds = forecast(turns[:-1], turns[-1], kind="private")
     for seconds in (30.0, 300.0, 3_000.0):
         assert odds.after(0.0).cdf(seconds) == pytest.approx(odds.cdf(seconds))
+
+
+def test_a_turn_likely_to_call_a_tool_buys_its_hour_on_the_round() -> None:
+    """An hour entry of 8,000 tokens and a five-minute tail of 11,000, both read now; the prompt is
+    12,000 (1,000 new). Next turn p5 0.5, p60 0.9 (re-buy 2.0). Writing the tail for an hour instead of
+    five minutes costs 0.75 x 1,000 = 750 more and, when the next request comes after 5-60 minutes,
+    reads 12,000 at 0.1 instead of 8,000 at 0.1 and 4,000 bought again at 2.0: 7,600 saved. With a
+    chance f that the turn's own tool round comes first (and can carry the prompt into the hour for its
+    own few tokens), a 5-60 minute gap follows this call with odds (1 - f) x 0.4, so the hour pays while
+    (1 - f) x 0.4 x 7,600 > 750: f below 0.753."""
+    odds = Steps({300.0: 0.5, 3600.0: 0.9})
+    layers = [LiveEntry(8_000, 3600.0), LiveEntry(11_000, 300.0)]
+    assert choose_tail(odds, layers=layers, prompt_tokens=12_000) == "1h"
+    assert choose_tail(odds, layers=layers, prompt_tokens=12_000, follow_up=0.7) == "1h"
+    assert choose_tail(odds, layers=layers, prompt_tokens=12_000, follow_up=0.8) == "5m"
+
+
+def test_the_chance_of_another_call_is_learned_from_the_chats_turns() -> None:
+    """Turns (oldest first) that made 1, 3, 2 and 1 calls: weights from the newest 1, 0.98, 0.9604,
+    0.941192; two made more than one call (0.98 + 0.9604), shrunk toward none with the weight of two
+    turns: 1.9404 / (3.881592 + 2) = 0.3299."""
+    turns = [TurnStart(1_000.0 * i, 60.0, 0, calls=c) for i, c in enumerate([1, 3, 2, 1])]
+    assert another_call(turns) == pytest.approx(1.9404 / 5.881592)
+    assert another_call([]) == 0.0
+    # the number of calls is kept with the turn; a turn stored before it was kept made one
+    assert TurnStart.from_json(turns[1].to_json()) == turns[1]
+    assert TurnStart.from_json([5.0, -1.0, 2.0]) == TurnStart(5.0, None, 2, calls=1)

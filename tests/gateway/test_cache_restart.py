@@ -61,6 +61,7 @@ async def test_a_restart_between_turns_keeps_the_cache_plan(tmp_path: Path) -> N
     # the tool round carried the first call's entry forward to the end of the turn
     assert [p.ttl for p in state.prefixes] == ["5m"]
     assert len(state.turns) == 1
+    assert state.turns[0].calls == 2  # the first call and its tool round: what `another_call` learns from
     assert markers(body_r) == markers(body_c)
     # the follow-up reads that entry and carries it into the hour: its tail is written for an hour, and
     # the read marker before it says 1h too (a one-hour marker never follows a five-minute one)
