@@ -359,7 +359,7 @@ async def test_typing_indicator_is_sent_and_its_failure_only_logged(
     async with adapter.typing(general()):
         assert dc.typing_calls == [GENERAL]
     dc.fail_next(f"POST /channels/{RANDOM}/typing", status=403)
-    with caplog.at_level(logging.WARNING, logger="gateway.platforms.discord_adapter"):
+    with caplog.at_level(logging.WARNING, logger="gateway.platforms.discord_send"):
         async with adapter.typing(ChatRef("discord", str(RANDOM), kind=ChatKind.GROUP)):
             pass
     assert any(str(RANDOM) in r.getMessage() for r in caplog.records)
