@@ -3,32 +3,23 @@
 Long polling by default (`telegram_polling`), a webhook server when `webhook_url` is set
 (`telegram_webhook`). Either way an update is acknowledged to Telegram only once the gateway has
 stored its message. Each chat's updates reach the gateway one at a time in arrival order, different
-chats concurrently (`lanes`). Replies are split on the markdown, rendered to HTML and re-sent as
-plain text if Telegram still rejects the markup; flood control waits and retries.
+chats concurrently (`lanes`); the photos of an album together. How replies go out is
+`telegram_send`'s, a reply being written `telegram_live`'s.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import itertools
 import logging
 import re
 from typing import Any
 
-from telegram import Bot, BotCommand, Message, ReplyParameters, Update
-from telegram.constants import ChatAction, ParseMode
-from telegram.error import BadRequest, ChatMigrated, Forbidden, InvalidToken, RetryAfter, TelegramError
+from telegram import Bot, BotCommand, Update
+from telegram.error import InvalidToken, TelegramError
 from telegram.request import HTTPXRequest
 
-from gateway.errors import (
-    PlatformConfigError,
-    PlatformStartError,
-    SendError,
-    SendGone,
-    SendRejected,
-    SendRetryLater,
-)
+from gateway.errors import PlatformConfigError, PlatformStartError, SendError
 from gateway.platforms.base import (
     Capabilities,
     ChatKind,
@@ -43,22 +34,16 @@ from gateway.platforms.base import (
     MessageHandler as GatewayHandler,
 )
 from gateway.platforms.lanes import ChatLanes, hand_over
-from gateway.platforms.split import measure, split_text
+from gateway.platforms.split import split_text
 from gateway.platforms.telegram_convert import BotIdentity, convert_update
-from gateway.platforms.telegram_html import markdown_to_telegram_html
-from gateway.platforms.telegram_live import TelegramLive, text_fields
+from gateway.platforms.telegram_live import TelegramLive
 from gateway.platforms.telegram_media import BOT_API_DOWNLOAD_LIMIT, AlbumCollector, with_attachments
-from gateway.platforms.telegram_polling import LongPoller, retry_after_seconds
+from gateway.platforms.telegram_polling import LongPoller
+from gateway.platforms.telegram_send import MAX_UTF16, SPLIT_MARGIN, TelegramSender, well_formed
 from gateway.platforms.telegram_webhook import WebhookServer
 
 logger = logging.getLogger(__name__)
 
-MAX_UTF16 = 4096
-SPLIT_MARGIN = 3500
-"""Markdown is split below the limit so the HTML rendering (tags, escapes) usually fits first time."""
-MIN_SPLIT = 512
-TYPING_INTERVAL = 4.0
-"""Telegram shows a chat action for about 5 s; refresh a little earlier."""
 ALLOWED_UPDATES = ["message", "edited_message", "channel_post", "edited_channel_post"]
 SEND_POOL_SIZE = 256
 """Concurrent Bot API connections for sends (python-telegram-bot's ApplicationBuilder default)."""
@@ -99,8 +84,6 @@ class TelegramAdapter:
         self._webhook_port = webhook_port
         self._webhook_secret = webhook_secret
         self._poll_timeout = poll_timeout
-        self._max_send_attempts = max_send_attempts
-        self._max_retry_wait = max_retry_wait
         self._drain_timeout = drain_timeout
         self._webhook_store_limit_s = webhook_store_limit_s
         self._max_file_bytes = max_file_bytes
@@ -112,6 +95,12 @@ class TelegramAdapter:
         self._poller: LongPoller | None = None
         self._webhook: WebhookServer | None = None
         self._drafts = itertools.count(1)
+        self._sender = TelegramSender(
+            self.require_bot,
+            redact=self._redact,
+            max_send_attempts=max_send_attempts,
+            max_retry_wait=max_retry_wait,
+        )
 
     @property
     def bot_username(self) -> str | None:
@@ -281,87 +270,26 @@ class TelegramAdapter:
             )
             return None
 
-    # Outgoing ------------------------------------------------------------------------------------
+    # Outgoing (see gateway.platforms.telegram_send) ----------------------------------------------
 
     async def send(self, message: OutgoingMessage) -> SentMessage:
-        bot = self.require_bot()
-        chat_id = int(message.chat.chat_id)
-        thread_id = int(message.chat.thread_id) if message.chat.thread_id else None
-        reply = (
-            ReplyParameters(message_id=int(message.reply_to_message_id), allow_sending_without_reply=True)
-            if message.reply_to_message_id
-            else None
-        )
-        ids: list[str] = []
-        for markdown, html in render_chunks(_well_formed(message.text)):
-            kwargs: dict[str, Any] = {"chat_id": chat_id, "message_thread_id": thread_id}
-            if reply is not None and not ids:
-                kwargs["reply_parameters"] = reply
-            sent = await self._send_chunk(bot, markdown, html, kwargs)
-            ids.append(str(sent.message_id))
-        return SentMessage(platform_message_ids=tuple(ids))
-
-    async def _send_chunk(self, bot: Any, markdown: str, html: str | None, kwargs: dict[str, Any]) -> Message:
-        """Send one chunk as HTML; if Telegram refuses it, send the markdown source as plain text."""
-        chat_id = str(kwargs["chat_id"])
-        if html is not None:
-            try:
-                return await self._with_flood_retry(
-                    bot.send_message, text=html, parse_mode=ParseMode.HTML, **kwargs
-                )
-            except BadRequest as exc:
-                # Any BadRequest on an HTML send is treated as rejected markup: the plain resend below
-                # either succeeds or fails for the real reason, which is then reported.
-                logger.warning(
-                    "telegram: chat %s rejected HTML (%s); resending as plain text", chat_id, exc.message
-                )
-        try:
-            return await self._with_flood_retry(bot.send_message, text=markdown, **kwargs)
-        except BadRequest as exc:
-            raise SendRejected(f"telegram rejected the message: {exc.message}", chat_id=chat_id) from exc
-
-    async def _with_flood_retry(self, call: Any, **kwargs: Any) -> Message:
-        """Run one Bot API send, waiting out flood control up to a bounded number of attempts."""
-        chat_id = str(kwargs.get("chat_id"))
-        for attempt in range(1, self._max_send_attempts + 1):
-            try:
-                result: Message = await call(**kwargs)
-                return result
-            except RetryAfter as exc:
-                wait = retry_after_seconds(exc)
-                if attempt == self._max_send_attempts or wait > self._max_retry_wait:
-                    raise SendRetryLater(
-                        f"telegram flood control: retry after {wait:g}s", retry_after=wait, chat_id=chat_id
-                    ) from exc
-                logger.info(
-                    "telegram: flood control in chat %s, waiting %.1fs (attempt %d)", chat_id, wait, attempt
-                )
-                await asyncio.sleep(wait)
-            except BadRequest:
-                raise
-            except TelegramError as exc:
-                raise self.send_error(exc, chat_id) from exc
-        raise AssertionError("unreachable")  # pragma: no cover
+        return await self._sender.send(message)
 
     def send_error(self, exc: TelegramError, chat_id: str) -> SendError:
         """A Bot API error as the gateway's send error: flood control, a chat that is gone, or other."""
-        if isinstance(exc, RetryAfter):
-            wait = retry_after_seconds(exc)
-            return SendRetryLater(
-                f"telegram flood control: retry after {wait:g}s", retry_after=wait, chat_id=chat_id
-            )
-        if isinstance(exc, Forbidden):
-            return SendGone(f"telegram refused the chat: {self._redact(exc.message)}", chat_id=chat_id)
-        if isinstance(exc, ChatMigrated):
-            return SendGone(f"telegram: the group moved to chat {exc.new_chat_id}", chat_id=chat_id)
-        if isinstance(exc, BadRequest):
-            return SendRejected(f"telegram rejected the message: {exc.message}", chat_id=chat_id)
-        return SendError(f"telegram send failed: {self._redact(exc.message)}", chat_id=chat_id)
+        return self._sender.send_error(exc, chat_id)
+
+    def typing(self, chat: ChatRef) -> TypingContext:
+        return self._sender.typing(chat)
+
+    async def react(self, chat: ChatRef, platform_message_id: str, emoji: str) -> None:
+        """setMessageReaction with one emoji (Telegram accepts only its standard reaction emoji)."""
+        await self._sender.react(chat, platform_message_id, emoji)
 
     # Streaming and per-part delivery (see gateway.platforms.telegram_live) -----------------------
 
     def parts(self, text: str) -> list[str]:
-        return split_text(_well_formed(text), SPLIT_MARGIN, unit="utf16")
+        return split_text(well_formed(text), SPLIT_MARGIN, unit="utf16")
 
     def live(self, chat: ChatRef, *, reply_to: str | None) -> TelegramLive | None:
         if chat.kind is ChatKind.CHANNEL:
@@ -370,49 +298,7 @@ class TelegramAdapter:
 
     async def edit(self, chat: ChatRef, message_id: str, text: str) -> None:
         """Edit one of the bot's messages into `text` as Telegram HTML, or plain text if that is refused."""
-        bot = self.require_bot()
-        target = {"chat_id": int(chat.chat_id), "message_id": int(message_id)}
-        fields = text_fields(_well_formed(text))
-        if "parse_mode" in fields:
-            try:
-                await self._with_flood_retry(bot.edit_message_text, **target, **fields)
-                return
-            except BadRequest as exc:
-                logger.warning(
-                    "telegram: chat %s rejected an HTML edit (%s); plain text", chat.chat_id, exc.message
-                )
-        try:
-            await self._with_flood_retry(bot.edit_message_text, **target, text=_well_formed(text))
-        except BadRequest as exc:
-            raise SendRejected(f"telegram refused the edit: {exc.message}", chat_id=chat.chat_id) from exc
-
-    def typing(self, chat: ChatRef) -> TypingContext:
-        return _Typing(self, chat)
-
-    async def react(self, chat: ChatRef, platform_message_id: str, emoji: str) -> None:
-        """setMessageReaction with one emoji (Telegram accepts only its standard reaction emoji)."""
-        bot = self.require_bot()
-        try:
-            await bot.set_message_reaction(
-                chat_id=int(chat.chat_id), message_id=int(platform_message_id), reaction=emoji
-            )
-        except RetryAfter as exc:
-            raise SendRetryLater(
-                "telegram flood control on a reaction",
-                retry_after=retry_after_seconds(exc),
-                chat_id=chat.chat_id,
-            ) from exc
-        except TelegramError as exc:
-            raise SendError(
-                f"telegram refused the reaction: {self._redact(exc.message)}", chat_id=chat.chat_id
-            ) from exc
-
-    async def _send_typing(self, chat: ChatRef) -> None:
-        bot = self.require_bot()
-        thread_id = int(chat.thread_id) if chat.thread_id else None
-        await bot.send_chat_action(
-            chat_id=int(chat.chat_id), action=ChatAction.TYPING, message_thread_id=thread_id
-        )
+        await self._sender.edit(chat, message_id, text)
 
     def _redact(self, text: str) -> str:
         return text.replace(self._token, "<token>")
@@ -421,59 +307,6 @@ class TelegramAdapter:
         if self._api is None:
             raise SendError("telegram adapter is not started")
         return self._api
-
-
-class _Typing:
-    """Sends "typing" now and every few seconds until the block exits; failures are logged, never raised."""
-
-    def __init__(self, adapter: TelegramAdapter, chat: ChatRef) -> None:
-        self._adapter = adapter
-        self._chat = chat
-        self._task: asyncio.Task[None] | None = None
-
-    async def __aenter__(self) -> None:
-        self._task = asyncio.create_task(self._loop(), name=f"telegram:typing:{self._chat.chat_id}")
-
-    async def __aexit__(self, *exc: object) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
-
-    async def _loop(self) -> None:
-        while True:
-            try:
-                await self._adapter._send_typing(self._chat)
-            except (TelegramError, SendError) as exc:
-                logger.warning("telegram: typing action in chat %s failed: %s", self._chat.chat_id, exc)
-            except Exception:
-                # The indicator is cosmetic: a bug here must not abort the turn that holds it.
-                logger.exception("telegram: typing loop error in chat %s", self._chat.chat_id)
-            await asyncio.sleep(TYPING_INTERVAL)
-
-
-def render_chunks(text: str, *, limit: int = SPLIT_MARGIN) -> list[tuple[str, str | None]]:
-    """(markdown, html) pairs whose HTML fits Telegram's limit; chunks that render too long are re-split.
-
-    html is None for a chunk that can only go out as plain text (escaping alone would overflow it).
-    """
-    out: list[tuple[str, str | None]] = []
-    for chunk in split_text(text, limit, unit="utf16"):
-        html = markdown_to_telegram_html(chunk)
-        if measure(html, "utf16") <= MAX_UTF16:
-            out.append((chunk, html))
-        elif limit // 2 >= MIN_SPLIT:
-            out.extend(render_chunks(chunk, limit=limit // 2))
-        else:
-            # Escaping alone overflows (e.g. thousands of "<"): this chunk goes out as plain text.
-            out.append((chunk, None))
-    return out
-
-
-def _well_formed(text: str) -> str:
-    """Join split surrogate pairs and replace lone surrogates, which cannot be encoded for the wire."""
-    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
 
 
 def _bot_commands(commands: list[CommandSpec]) -> list[BotCommand]:

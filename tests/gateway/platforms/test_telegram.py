@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from gateway.errors import PlatformStartError, SendError, SendRetryLater
-from gateway.platforms import telegram as telegram_module
+from gateway.platforms import telegram_send
 from gateway.platforms.base import ChatKind, ChatRef, CommandSpec, IncomingMessage, OutgoingMessage
 from gateway.platforms.telegram import TelegramAdapter
 from tests.fakes.telegram_html_parser import utf16_len
@@ -335,7 +335,7 @@ async def test_typing_is_kept_alive_while_held(
     tg: FakeTelegram, running: tuple[TelegramAdapter, Inbox], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     adapter, _ = running
-    monkeypatch.setattr(telegram_module, "TYPING_INTERVAL", 0.2)
+    monkeypatch.setattr(telegram_send, "TYPING_INTERVAL", 0.2)
     chat = ChatRef("telegram", "-900", "3", ChatKind.GROUP)
     async with adapter.typing(chat):
         await tg.wait_for(lambda: len(tg.actions) >= 3, timeout=3)
