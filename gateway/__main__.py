@@ -45,17 +45,15 @@ def _setup_logging(settings: Settings, command: str) -> None:
         setup_logging(settings)
 
 
-def _runner_entry(name: str) -> Callable[[Settings], int] | None:
+def _serve_entry(name: str) -> Callable[[Settings], int] | None:
     try:
-        from gateway import runner
+        from gateway import serve
     except ModuleNotFoundError as exc:
-        if exc.name != "gateway.runner":
+        if exc.name != "gateway.serve":
             raise
-        print(
-            "gateway: the runner module (gateway/runner.py) is not available in this build", file=sys.stderr
-        )
+        print("gateway: the serve module (gateway/serve.py) is not available in this build", file=sys.stderr)
         return None
-    entry: Callable[[Settings], int] = getattr(runner, name)
+    entry: Callable[[Settings], int] = getattr(serve, name)
     return entry
 
 
@@ -90,7 +88,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             from gateway.doctor import doctor
 
             return doctor(settings, out=sys.stdout)
-        entry = _runner_entry(args.command)
+        entry = _serve_entry(args.command)
         return 1 if entry is None else entry(settings)
     except ConfigError as exc:
         print(f"gateway: {exc}", file=sys.stderr)

@@ -1,6 +1,8 @@
 """Wires the gateway: settings -> store, LLM client, context engine, tools, pipeline, adapters.
 
-`run` serves every configured platform until SIGINT/SIGTERM; `chat` serves the local console.
+`Gateway` builds the parts, routes sends, reactions and typing to the chat's adapter, starts them in
+order (after a restart: the spool, open reply parts, unanswered messages) and stops them within the
+shutdown budget. The process around it (signals, opening the store and the clients) is `serve`'s.
 """
 
 from __future__ import annotations
@@ -9,14 +11,12 @@ import asyncio
 import contextlib
 import gc
 import logging
-import sys
 from collections.abc import AsyncIterator, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 from agent.caching.plan import CacheState
 from agent.context_engine import CompressionConfig, ContextEngine, EngineState, Summarizer
-from agent.llm import AnthropicClient, LLMClient
+from agent.llm import LLMClient
 from agent.models import lookup_model
 from agent.summarizer import PrefixContext
 from agent.summary import system_prompt
@@ -26,7 +26,7 @@ from agent.tools.current_time import current_time_tool
 from agent.tools.recall import recall_tool
 from agent.tools.registry import ToolRegistry
 from agent.tools.view_media import view_media_tool
-from gateway import commands
+from gateway import commands, recovery
 from gateway.admin import AdminHandlers
 from gateway.auth import Authorizer
 from gateway.compaction import Compactor
@@ -38,7 +38,6 @@ from gateway.history import ChatHistorySearch
 from gateway.jobs import standard_jobs
 from gateway.keepalive import SCAN_EVERY as KEEPALIVE_SCAN_EVERY
 from gateway.keepalive import CacheKeeper
-from gateway.lifecycle import StopRequested, stop_on_signals, unless_stopped
 from gateway.media.aging import MediaAging
 from gateway.media.intake import MediaIntake
 from gateway.media.lookup import ChatMediaLookup
@@ -48,15 +47,8 @@ from gateway.media.wire import MediaCache, MediaRenderingClient
 from gateway.metrics import Metrics, MetricsServer
 from gateway.pin_commands import PinHandlers
 from gateway.pipeline import Pipeline, RateLimiter
-from gateway.platforms.base import (
-    ChatKind,
-    ChatRef,
-    IncomingMessage,
-    OutgoingMessage,
-    PlatformAdapter,
-    SentMessage,
-)
-from gateway.platforms.registry import build_adapters, status_lines
+from gateway.platforms.base import ChatRef, IncomingMessage, OutgoingMessage, PlatformAdapter, SentMessage
+from gateway.platforms.registry import status_lines
 from gateway.scheduler import JobScheduler, JobSpec
 from gateway.spool import Spool
 from gateway.store import ChatLocks, PinLimits, SessionRecord, Store
@@ -74,11 +66,8 @@ from gateway.wiring import (
 
 logger = logging.getLogger(__name__)
 
-NO_PLATFORM_HELP = (
-    "No chat platform is configured. Set TELEGRAM_BOT_TOKEN and/or DISCORD_BOT_TOKEN (see .env.example), "
-    "or run `python -m gateway chat` to talk to the bot in this terminal."
-)
-NO_KEY_HELP = "ANTHROPIC_API_KEY is not set; the bot cannot answer without it (see .env.example)."
+ADAPTER_STOP_RESERVE_S = 4.0
+"""Of `shutdown_timeout_s`, what the adapters keep for stopping after the turns (see Gateway.stop)."""
 
 
 class Gateway:
@@ -348,44 +337,13 @@ class Gateway:
 
     async def recover_unanswered(self) -> None:
         """Answer turns a crash left unanswered; tell users when they are too old to answer now."""
-        max_age = timedelta(seconds=self.settings.limits.unanswered_max_age_s)
-        pending = await self.store.unanswered()
-        by_chat: dict[int, list[Any]] = {}
-        for row in pending:
-            by_chat.setdefault(row.chat_pk, []).append(row)
-        now = datetime.now(UTC)
-        for chat_pk, rows in by_chat.items():
-            chat = await self.store.get_chat(chat_pk)
-            if chat is None or chat.platform not in self.adapters:
-                continue
-            ref = ChatRef(
-                platform=chat.platform,
-                chat_id=chat.chat_id,
-                thread_id=chat.thread_id or None,
-                kind=ChatKind(chat.kind),
-                title=chat.title,
-            )
-            stale = [r for r in rows if now - r.created_at > max_age]
-            if stale:
-                await self.store.mark_replied([r.id for r in stale])
-                apology = OutgoingMessage(
-                    chat=ref,
-                    text="Sorry — I was restarted and could not answer your earlier message in time. "
-                    "It is kept in the conversation; please ask again if you still need an answer.",
-                    reply_to_message_id=stale[-1].platform_message_id,
-                )
-                try:
-                    await self.send(apology)
-                except SendError as exc:
-                    logger.error("apology to %s:%s not delivered: %s", chat.platform, chat.chat_id, exc)
-            if len(stale) < len(rows):
-                logger.info(
-                    "recovering %d unanswered message(s) in %s:%s",
-                    len(rows) - len(stale),
-                    chat.platform,
-                    chat.chat_id,
-                )
-                self.pipeline.schedule(ref, chat_pk)
+        await recovery.recover_unanswered(
+            store=self.store,
+            platforms=self.adapters,
+            send=self.send,
+            schedule=self.pipeline.schedule,
+            max_age=timedelta(seconds=self.settings.limits.unanswered_max_age_s),
+        )
 
     async def stop(self) -> None:
         """Stop within `shutdown_timeout_s`, handing back what cannot finish in time.
@@ -424,110 +382,3 @@ class Gateway:
             await self.embeddings.close()
         if self.metrics_server is not None:
             await self.metrics_server.stop()
-
-
-def _make_llm(settings: Settings) -> AnthropicClient:
-    assert settings.anthropic_api_key is not None
-    return AnthropicClient(
-        api_key=settings.anthropic_api_key.get_secret_value(),
-        base_url=str(settings.anthropic_base_url).rstrip("/") if settings.anthropic_base_url else None,
-        timeout_s=min(settings.agent.llm_timeout_s, settings.agent.llm_total_timeout_s),
-        total_timeout_s=settings.agent.llm_total_timeout_s,
-    )
-
-
-def _make_summary_llm(settings: Settings, main: AnthropicClient) -> AnthropicClient:
-    base = settings.auxiliary.compression.base_url
-    if base is None:
-        return main
-    assert settings.anthropic_api_key is not None
-    return AnthropicClient(
-        api_key=settings.anthropic_api_key.get_secret_value(), base_url=str(base).rstrip("/")
-    )
-
-
-async def _serve(
-    settings: Settings, adapters: Sequence[PlatformAdapter], *, until: asyncio.Event | None = None
-) -> int:
-    stop = until or asyncio.Event()
-    stop_on_signals(stop, settings.shutdown_timeout_s)
-    try:
-        store = await unless_stopped(
-            Store.open(
-                settings.database_url,
-                pool_size=settings.database_pool_size,
-                max_overflow=settings.database_max_overflow,
-            ),
-            stop,
-        )
-    except StopRequested:
-        return 0
-    llm = _make_llm(settings)
-    summary_llm = _make_summary_llm(settings, llm)
-    gateway = Gateway(settings, adapters, store=store, llm=llm, summary_llm=summary_llm)
-    try:
-        # A stop requested while starting (connecting, syncing, recovering) cancels the start.
-        await unless_stopped(gateway.start(), stop)
-        logger.info("gateway running; press Ctrl-C to stop")
-        await stop.wait()
-    except StopRequested:
-        logger.info("start-up cancelled")
-    finally:
-        logger.info("stopping")
-        budget = settings.shutdown_timeout_s - _CLOSE_TIMEOUT_S
-        try:
-            async with asyncio.timeout(budget):
-                await gateway.stop()
-        except TimeoutError:
-            logger.error("stopping took longer than %.0fs; exiting anyway", budget)
-        clients = [llm] if summary_llm is llm else [llm, summary_llm]
-        try:
-            async with asyncio.timeout(_CLOSE_TIMEOUT_S):
-                await asyncio.gather(*(c.close() for c in clients), store.close())
-        except TimeoutError:
-            logger.warning("closing the model clients and the database took too long; exiting anyway")
-    return 0
-
-
-ADAPTER_STOP_RESERVE_S = 4.0
-"""Of `shutdown_timeout_s`, what the adapters keep for stopping after the turns (see Gateway.stop)."""
-_CLOSE_TIMEOUT_S = 1.0
-"""Of `shutdown_timeout_s`, what closing the model clients and the database may take at the end."""
-
-
-def run(settings: Settings) -> int:
-    if settings.anthropic_api_key is None:
-        print(NO_KEY_HELP, file=sys.stderr)
-        return 2
-    context_engine(settings)  # an unknown engine stops here, before any connection is made
-    adapters = build_adapters(settings)
-    if not adapters:
-        print(NO_PLATFORM_HELP, file=sys.stderr)
-        for line in status_lines(settings):
-            print("  " + line, file=sys.stderr)
-        return 2
-    return asyncio.run(_serve(settings, adapters))
-
-
-def chat(settings: Settings) -> int:
-    if settings.anthropic_api_key is None:
-        print(NO_KEY_HELP, file=sys.stderr)
-        return 2
-    context_engine(settings)
-    from gateway.platforms.console import ConsoleAdapter
-
-    async def main() -> int:
-        console = ConsoleAdapter()
-        done = asyncio.Event()
-
-        async def watch() -> None:
-            await console.finished.wait()
-            done.set()
-
-        watcher = asyncio.create_task(watch())
-        try:
-            return await _serve(settings, [console], until=done)
-        finally:
-            watcher.cancel()
-
-    return asyncio.run(main())

@@ -1,0 +1,72 @@
+"""Messages a crash left unanswered, at start-up: answered now, or apologised for when too old.
+
+A user message that asked for a reply and never got one is still unanswered in the store after a
+restart. Those younger than `max_age` get a turn as usual; older ones are marked answered and their
+sender is told once, in reply to the latest of them, that the question should be asked again.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Container
+from datetime import UTC, datetime, timedelta
+
+from gateway.errors import SendError
+from gateway.platforms.base import ChatKind, ChatRef, OutgoingMessage, SentMessage
+from gateway.store import Store, StoredMessage
+
+logger = logging.getLogger(__name__)
+
+APOLOGY = (
+    "Sorry — I was restarted and could not answer your earlier message in time. "
+    "It is kept in the conversation; please ask again if you still need an answer."
+)
+
+
+async def recover_unanswered(
+    *,
+    store: Store,
+    platforms: Container[str],
+    send: Callable[[OutgoingMessage], Awaitable[SentMessage]],
+    schedule: Callable[[ChatRef, int], None],
+    max_age: timedelta,
+) -> None:
+    """Answer turns a crash left unanswered; tell users when they are too old to answer now.
+
+    Only chats of a platform in `platforms` (one that is running) are looked at; `schedule` starts
+    the chat's turn, `send` delivers the apology (a failure is logged).
+    """
+    pending = await store.unanswered()
+    by_chat: dict[int, list[StoredMessage]] = {}
+    for row in pending:
+        by_chat.setdefault(row.chat_pk, []).append(row)
+    now = datetime.now(UTC)
+    for chat_pk, rows in by_chat.items():
+        chat = await store.get_chat(chat_pk)
+        if chat is None or chat.platform not in platforms:
+            continue
+        ref = ChatRef(
+            platform=chat.platform,
+            chat_id=chat.chat_id,
+            thread_id=chat.thread_id or None,
+            kind=ChatKind(chat.kind),
+            title=chat.title,
+        )
+        stale = [r for r in rows if now - r.created_at > max_age]
+        if stale:
+            await store.mark_replied([r.id for r in stale])
+            apology = OutgoingMessage(
+                chat=ref, text=APOLOGY, reply_to_message_id=stale[-1].platform_message_id
+            )
+            try:
+                await send(apology)
+            except SendError as exc:
+                logger.error("apology to %s:%s not delivered: %s", chat.platform, chat.chat_id, exc)
+        if len(stale) < len(rows):
+            logger.info(
+                "recovering %d unanswered message(s) in %s:%s",
+                len(rows) - len(stale),
+                chat.platform,
+                chat.chat_id,
+            )
+            schedule(ref, chat_pk)
