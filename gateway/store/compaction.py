@@ -1,21 +1,23 @@
-"""Applying and undoing a compaction inside one transaction (the caller owns the transaction).
+"""Applying and undoing a compaction inside one transaction.
 
 Apply: insert the compaction row, archive the removed rows (state 'archived', archived_by), mark newly
 pruned rows, insert the summary row between head and tail, recount the window into the session row.
-Undo reverses the latest compaction still in effect, using what its row remembered.
+Undo reverses the latest compaction still in effect, using what its row remembered. The functions run
+in the caller's transaction; `Store` mixes in `CompactionMethods`, which opens one for each.
 """
 
 from __future__ import annotations
 
 import logging
+from contextlib import AbstractAsyncContextManager
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Row, case, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway.errors import NothingToUndoError, StoreError
-from gateway.store.records import OUTCOMES, TRIGGERS, CompactionApply, CompactionRecord
+from gateway.store.records import OUTCOMES, TRIGGERS, CompactionApply, CompactionRecord, Outcome, Trigger
 from gateway.store.rows import clean_json, clean_text, compactions, messages, sessions, to_compaction
 from gateway.store.window import SEQ_STEP, WINDOW_STATES, mark_pruned, recount, seq_before
 
@@ -293,3 +295,57 @@ async def undo_last(conn: AsyncConnection, session_pk: int) -> CompactionRecord:
     )
     logger.info("compaction %s of session %s undone; window %d messages", target.id, session_pk, count)
     return await _fetch(conn, target.id)
+
+
+class CompactionMethods:
+    """Mixed into `Store`, which provides the transaction and the clock."""
+
+    if TYPE_CHECKING:
+
+        def _tx(self, operation: str) -> AbstractAsyncContextManager[AsyncConnection]: ...
+
+        def now(self) -> datetime: ...
+
+    async def apply_compaction(self, session_pk: int, change: CompactionApply) -> CompactionRecord:
+        """Archive, prune, insert the summary and update the counters: all or nothing."""
+        async with self._tx("apply_compaction") as conn:
+            return await apply(conn, session_pk, change, self.now())
+
+    async def record_compaction_attempt(
+        self,
+        session_pk: int,
+        *,
+        trigger: Trigger | str,
+        outcome: Outcome | str,
+        reason: str,
+        tokens_before: int = 0,
+        messages_before: int = 0,
+        summarizer_model: str | None = None,
+        duration_ms: int = 0,
+        error: str | None = None,
+        engine_state: dict[str, Any] | None = None,
+    ) -> CompactionRecord:
+        """Record a compaction that changed nothing (aborted, or nothing worth removing).
+
+        The window is untouched; `engine_state`, if given, is saved (e.g. a failure counter).
+        """
+        async with self._tx("record_compaction_attempt") as conn:
+            return await record_attempt(
+                conn,
+                session_pk,
+                now=self.now(),
+                trigger=trigger,
+                outcome=outcome,
+                reason=reason,
+                tokens_before=tokens_before,
+                messages_before=messages_before,
+                summarizer_model=summarizer_model,
+                duration_ms=duration_ms,
+                error=error,
+                engine_state=engine_state,
+            )
+
+    async def undo_last_compaction(self, session_pk: int) -> CompactionRecord:
+        """Restore the window as it was before the last compaction still in effect."""
+        async with self._tx("undo_last_compaction") as conn:
+            return await undo_last(conn, session_pk)

@@ -1,14 +1,15 @@
 """Pinned facts of a chat: stored per chat (not per session), listed in pinning order, bounded.
 
 The bounds are checked in the same transaction as the insert (the chat row is locked first), so two
-admins pinning at once cannot pass them together.
+admins pinning at once cannot pass them together. `Store` mixes in `PinMethods`, one transaction each.
 """
 
 from __future__ import annotations
 
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from datetime import datetime
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 from sqlalchemy import Table, delete, func, select
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -107,3 +108,46 @@ async def pin_texts(conn: AsyncConnection, chat_pk: int) -> tuple[str, ...]:
     """What a request carries: the pins' texts in order (bounded by `PinLimits`, so O(1) per turn)."""
     rows = await conn.execute(select(pins.c.text).where(pins.c.chat_pk == chat_pk).order_by(pins.c.id))
     return tuple(row.text for row in rows)
+
+
+class PinMethods:
+    """Mixed into `Store`, which provides the transaction and the clock."""
+
+    if TYPE_CHECKING:
+
+        def _tx(self, operation: str) -> AbstractAsyncContextManager[AsyncConnection]: ...
+
+        def now(self) -> datetime: ...
+
+    async def pins(self, chat_pk: int) -> list[PinRecord]:
+        async with self._tx("pins") as conn:
+            return await list_pins(conn, chat_pk)
+
+    async def add_pin(
+        self,
+        chat_pk: int,
+        text: str,
+        *,
+        token_estimate: int,
+        limits: PinLimits,
+        author_id: str | None = None,
+        author_name: str | None = None,
+        source_message_id: str | None = None,
+    ) -> list[PinRecord]:
+        """Pin a fact in the chat (raises `PinLimitError` past the bounds); the pins afterwards."""
+        async with self._tx("add_pin") as conn:
+            return await add_pin(
+                conn,
+                chat_pk,
+                text=text,
+                token_estimate=token_estimate,
+                author_id=author_id,
+                author_name=author_name,
+                source_message_id=source_message_id,
+                limits=limits,
+                now=self.now(),
+            )
+
+    async def remove_pin(self, chat_pk: int, number: int) -> PinRecord | None:
+        async with self._tx("remove_pin") as conn:
+            return await remove_pin(conn, chat_pk, number)

@@ -1,9 +1,12 @@
-"""The session repository: the only code that writes SQL. Every public method is one transaction.
+"""The session repository: chats, sessions and their messages. Every public method is one transaction.
 
 Race safety comes from the database, not from Python: chats and active sessions are created with
 INSERT .. ON CONFLICT DO NOTHING followed by a SELECT, and appends serialise on the session row through
 `UPDATE sessions SET next_seq = next_seq + step .. RETURNING`. Driver errors leave as
 `DatabaseUnavailableError` (cannot reach the database) or `StoreError` (the database refused).
+`Store` mixes in the methods kept next to their queries: pins (`pins`), model usage and cache state
+(`usage`), compactions (`compaction`), reply deliveries (`deliveries`), recall (`recall_store`) and
+reports (`reporting`).
 """
 
 from __future__ import annotations
@@ -21,14 +24,12 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from gateway.errors import StoreError
 from gateway.store import appends as _appends
-from gateway.store import compaction as _compaction
 from gateway.store import hotpath as _hot
-from gateway.store import pins as _pins
 from gateway.store import receipts as _receipts
-from gateway.store import usage as _usage
+from gateway.store.compaction import CompactionMethods
 from gateway.store.db import create_engine, dialect_of, translate_errors
 from gateway.store.deliveries import DeliveryMethods, DeliveryRecord, NewReply, insert_reply
-from gateway.store.pins import PinLimits, PinRecord
+from gateway.store.pins import PinMethods
 from gateway.store.recall_store import RecallMethods
 from gateway.store.records import (
     AppendResult,
@@ -38,10 +39,8 @@ from gateway.store.records import (
     CompactionRecord,
     NewMessage,
     NewSummary,
-    Outcome,
     SessionRecord,
     StoredMessage,
-    Trigger,
     TurnSnapshot,
 )
 from gateway.store.reporting import ReportingMethods
@@ -54,6 +53,7 @@ from gateway.store.rows import (
     to_message,
     to_session,
 )
+from gateway.store.usage import UsageMethods
 from gateway.store.window import SEQ_STEP, window_query
 
 __all__ = [
@@ -78,7 +78,7 @@ def utc_now() -> datetime:
     return datetime.now(UTC)
 
 
-class Store(RecallMethods, DeliveryMethods, ReportingMethods):
+class Store(PinMethods, UsageMethods, CompactionMethods, RecallMethods, DeliveryMethods, ReportingMethods):
     """Async access to chats, sessions, messages, compactions and LLM usage."""
 
     def __init__(self, engine: AsyncEngine, *, clock: Clock = utc_now) -> None:
@@ -274,41 +274,6 @@ class Store(RecallMethods, DeliveryMethods, ReportingMethods):
             raise StoreError(f"no session with id {session_pk}")
         return to_session(row)
 
-    # Pins ---------------------------------------------------------------------------------------
-
-    async def pins(self, chat_pk: int) -> list[PinRecord]:
-        async with self._tx("pins") as conn:
-            return await _pins.list_pins(conn, chat_pk)
-
-    async def add_pin(
-        self,
-        chat_pk: int,
-        text: str,
-        *,
-        token_estimate: int,
-        limits: PinLimits,
-        author_id: str | None = None,
-        author_name: str | None = None,
-        source_message_id: str | None = None,
-    ) -> list[PinRecord]:
-        """Pin a fact in the chat (raises `PinLimitError` past the bounds); the pins afterwards."""
-        async with self._tx("add_pin") as conn:
-            return await _pins.add_pin(
-                conn,
-                chat_pk,
-                text=text,
-                token_estimate=token_estimate,
-                author_id=author_id,
-                author_name=author_name,
-                source_message_id=source_message_id,
-                limits=limits,
-                now=self.now(),
-            )
-
-    async def remove_pin(self, chat_pk: int, number: int) -> PinRecord | None:
-        async with self._tx("remove_pin") as conn:
-            return await _pins.remove_pin(conn, chat_pk, number)
-
     # Messages -----------------------------------------------------------------------------------
 
     async def append_messages(
@@ -410,92 +375,3 @@ class Store(RecallMethods, DeliveryMethods, ReportingMethods):
         async with self._tx("unanswered") as conn:
             rows = await conn.execute(query.order_by(messages.c.created_at, messages.c.id))
             return [to_message(row) for row in rows]
-
-    # LLM usage ----------------------------------------------------------------------------------
-
-    async def record_call(
-        self,
-        session_pk: int,
-        chat_pk: int,
-        call: CallRecord,
-        *,
-        last_message_id: int | None = None,
-        engine_state: dict[str, Any] | None = None,
-    ) -> None:
-        """Insert the usage row; a 'reply' call also becomes the session's reference for hygiene."""
-        async with self._tx("record_call") as conn:
-            await _usage.record_call(
-                conn,
-                session_pk,
-                chat_pk,
-                call,
-                now=self.now(),
-                last_message_id=last_message_id,
-                engine_state=engine_state,
-            )
-
-    async def save_cache_state(self, session_pk: int, cache_state: dict[str, Any]) -> None:
-        """The session's cache state alone (a keep-alive decision that sent nothing)."""
-        async with self._tx("save_cache_state") as conn:
-            await conn.execute(
-                update(sessions).where(sessions.c.id == session_pk).values(cache_state=cache_state)
-            )
-
-    async def record_refresh(
-        self, session_pk: int, chat_pk: int, call: CallRecord, cache_state: dict[str, Any]
-    ) -> None:
-        """A keep-alive refresh of the session's prompt cache: its usage row and the cache state after it,
-        in one transaction (the session's hygiene reference is a reply's and stays as it is)."""
-        async with self._tx("record_refresh") as conn:
-            await _usage.record_call(
-                conn, session_pk, chat_pk, call, now=self.now(), last_message_id=None, engine_state=None
-            )
-            await conn.execute(
-                update(sessions).where(sessions.c.id == session_pk).values(cache_state=cache_state)
-            )
-
-    # Compaction (implemented in gateway/store/compaction.py) --------------------------------------
-
-    async def apply_compaction(self, session_pk: int, change: CompactionApply) -> CompactionRecord:
-        """Archive, prune, insert the summary and update the counters: all or nothing."""
-        async with self._tx("apply_compaction") as conn:
-            return await _compaction.apply(conn, session_pk, change, self.now())
-
-    async def record_compaction_attempt(
-        self,
-        session_pk: int,
-        *,
-        trigger: Trigger | str,
-        outcome: Outcome | str,
-        reason: str,
-        tokens_before: int = 0,
-        messages_before: int = 0,
-        summarizer_model: str | None = None,
-        duration_ms: int = 0,
-        error: str | None = None,
-        engine_state: dict[str, Any] | None = None,
-    ) -> CompactionRecord:
-        """Record a compaction that changed nothing (aborted, or nothing worth removing).
-
-        The window is untouched; `engine_state`, if given, is saved (e.g. a failure counter).
-        """
-        async with self._tx("record_compaction_attempt") as conn:
-            return await _compaction.record_attempt(
-                conn,
-                session_pk,
-                now=self.now(),
-                trigger=trigger,
-                outcome=outcome,
-                reason=reason,
-                tokens_before=tokens_before,
-                messages_before=messages_before,
-                summarizer_model=summarizer_model,
-                duration_ms=duration_ms,
-                error=error,
-                engine_state=engine_state,
-            )
-
-    async def undo_last_compaction(self, session_pk: int) -> CompactionRecord:
-        """Restore the window as it was before the last compaction still in effect."""
-        async with self._tx("undo_last_compaction") as conn:
-            return await _compaction.undo_last(conn, session_pk)

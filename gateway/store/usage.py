@@ -2,12 +2,15 @@
 
 After a 'reply' call the session remembers the API-reported prompt size and the last message that
 request included; hygiene then needs only that number plus the estimates of messages stored since.
+`Store` mixes in `UsageMethods`: a call's usage, a keep-alive refresh with the cache state it leaves,
+or that cache state alone, each in one transaction.
 """
 
 from __future__ import annotations
 
+from contextlib import AbstractAsyncContextManager
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -74,3 +77,54 @@ async def record_call(
     if engine_state is not None:
         values["engine_state"] = engine_state
     await conn.execute(update(sessions).where(sessions.c.id == session_pk).values(**values))
+
+
+class UsageMethods:
+    """Mixed into `Store`, which provides the transaction and the clock."""
+
+    if TYPE_CHECKING:
+
+        def _tx(self, operation: str) -> AbstractAsyncContextManager[AsyncConnection]: ...
+
+        def now(self) -> datetime: ...
+
+    async def record_call(
+        self,
+        session_pk: int,
+        chat_pk: int,
+        call: CallRecord,
+        *,
+        last_message_id: int | None = None,
+        engine_state: dict[str, Any] | None = None,
+    ) -> None:
+        """Insert the usage row; a 'reply' call also becomes the session's reference for hygiene."""
+        async with self._tx("record_call") as conn:
+            await record_call(
+                conn,
+                session_pk,
+                chat_pk,
+                call,
+                now=self.now(),
+                last_message_id=last_message_id,
+                engine_state=engine_state,
+            )
+
+    async def save_cache_state(self, session_pk: int, cache_state: dict[str, Any]) -> None:
+        """The session's cache state alone (a keep-alive decision that sent nothing)."""
+        async with self._tx("save_cache_state") as conn:
+            await conn.execute(
+                update(sessions).where(sessions.c.id == session_pk).values(cache_state=cache_state)
+            )
+
+    async def record_refresh(
+        self, session_pk: int, chat_pk: int, call: CallRecord, cache_state: dict[str, Any]
+    ) -> None:
+        """A keep-alive refresh of the session's prompt cache: its usage row and the cache state after it,
+        in one transaction (the session's hygiene reference is a reply's and stays as it is)."""
+        async with self._tx("record_refresh") as conn:
+            await record_call(
+                conn, session_pk, chat_pk, call, now=self.now(), last_message_id=None, engine_state=None
+            )
+            await conn.execute(
+                update(sessions).where(sessions.c.id == session_pk).values(cache_state=cache_state)
+            )
