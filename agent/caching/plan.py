@@ -216,7 +216,11 @@ def plan_turn(
     odds = forecast(state.turns, turn, kind=kind)
     tail = choose_tail(odds, layers=layers, prompt_tokens=prompt_tokens)
     follow_up = another_call(state.turns)
-    first = choose_tail(odds, layers=layers, prompt_tokens=prompt_tokens, follow_up=follow_up)
+    first = (
+        choose_tail(odds, layers=layers, prompt_tokens=prompt_tokens, follow_up=follow_up)
+        if follow_up > 0.0
+        else tail  # a chat not seen calling tools: the same choice
+    )
     return TurnCachePlan(
         reads=reads,
         first_tail=first,
