@@ -15,10 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from agent.caching.keepalive import HORIZON, LEAD
-from agent.caching.plan import CacheState
 from agent.llm import AnthropicClient
-from agent.models import TTL_SECONDS
 from bench.memory_adapter import MemoryAdapter, chat_ref, incoming
 from bench.oracle import SentRequest
 from bench.traces import START, Event
@@ -99,17 +96,11 @@ KEEPALIVE_TRAIL_S = 6 * 3600.0
 paid for nothing, as they would be)."""
 
 
-async def _next_look(gateway: Gateway, clock: SimClock) -> float | None:
-    """When (trace seconds) the earliest cache entry alive now enters the last `LEAD` seconds of its
-    life, where the keep-alive job would first look at it; None when no entry is alive."""
-    now = clock.utc()
-    candidates = await gateway.store.warm_candidates(active_since=now - timedelta(seconds=HORIZON))
-    looks = [
-        p.at + timedelta(seconds=TTL_SECONDS[p.ttl] - LEAD)
-        for session, _ in candidates
-        for p in CacheState.from_json(session.cache_state).live(now)
-    ]
-    return None if not looks else (min(looks) - START).total_seconds()
+async def _next_look(gateway: Gateway) -> float | None:
+    """When (trace seconds) the keep-alive job next has a session to look at (the store keeps when
+    each is due); None when none has."""
+    look = await gateway.store.earliest_cache_look()
+    return None if look is None else (look - START).total_seconds()
 
 
 async def run_keepalive_scans(
@@ -124,7 +115,7 @@ async def run_keepalive_scans(
     last = since
     while at <= until:
         clock.seconds = at
-        look = await _next_look(gateway, clock)
+        look = await _next_look(gateway)
         if look is None:
             break
         if look > at:

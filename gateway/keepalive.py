@@ -1,6 +1,7 @@
 """Keeping chats' prompt caches warm between their requests (`prompt_caching.keep_alive`): the job body.
 
-Every `SCAN_EVERY`, the sessions whose newest cache entry is about to expire are looked at, and
+Every `SCAN_EVERY`, the sessions whose cache entry is about to expire are looked at (the store keeps
+when each is due: `gateway.store.cache_looks`, so the scan reads only those), and
 `agent.caching.keepalive.plan_refresh` decides from the chat's own forecast whether a refresh pays.
 Where it does, the chat's lock is taken (a turn running in the chat, here or in another worker, goes
 first, and the decision is made again on what it left), and the prompt up to that entry is resent with
@@ -17,7 +18,7 @@ import logging
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
-from agent.caching.keepalive import HORIZON, LEAD, Refresh, plan_refresh
+from agent.caching.keepalive import Refresh, next_look, plan_refresh
 from agent.caching.plan import CacheState, TurnCachePlan
 from agent.errors import LLMError
 from agent.loop import refresh_cache
@@ -34,7 +35,7 @@ logger = logging.getLogger(__name__)
 SCAN_EVERY = timedelta(seconds=60)
 """How often the job looks (an entry is considered in the last `LEAD` seconds of its life)."""
 BATCH = 500
-"""Sessions looked at per run at most, the most recently active first."""
+"""Sessions looked at per run at most, the longest due first (the rest are due at the next run)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,15 +61,10 @@ class CacheKeeper:
 
     async def run(self, now: datetime, *, batch: int = BATCH) -> list[Refreshed]:
         """Refresh every session's cache entry that is about to expire and worth keeping."""
-        candidates = await self.store.warm_candidates(
-            active_since=now - timedelta(seconds=HORIZON), limit=batch
-        )
         done: list[Refreshed] = []
-        for session, kind in candidates:
-            if not _expiring(CacheState.from_json(session.cache_state), now):
-                continue
+        for session, kind in await self.store.cache_looks_due(now, limit=batch):
             if session.chat_pk in self.locks.held_keys():
-                continue  # a turn is running: it reads (and refreshes) the cache itself
+                continue  # a turn is running: it reads (and refreshes) the cache itself, and saves it
             async with self.locks.hold(session.chat_pk):
                 refreshed = await self._refresh(session.chat_pk, kind, now)
             if refreshed is not None:
@@ -80,29 +76,38 @@ class CacheKeeper:
     async def _refresh(self, chat_pk: int, kind: str, now: datetime) -> Refreshed | None:
         snapshot = await self.store.turn_snapshot(chat_pk)
         session = snapshot.session
+        state = CacheState.from_json(session.cache_state)
+        decision = self._decide(snapshot, state, kind, now)
+        if decision is not None and decision.due:
+            sent = await self._send(snapshot, state, decision, now)
+            if sent is not None:
+                return sent  # the refreshed state is saved with its next look
+        elif decision is not None:
+            logger.debug("session %s: cache entry let go (refresh value %.0f)", session.id, decision.value)
+            judged = state.judged(decision.prefix, now, odds=decision.odds)
+            if judged is not state:  # its outcome calibrates the chat's next decisions
+                await self.store.save_cache_state(session.id, judged.to_json())
+                return None
+        look = next_look(state, now)  # the same while a window is open; then the next one's, or none
+        if look != session.cache_look_at:
+            await self.store.set_cache_look(session.id, look)
+        return None
+
+    def _decide(self, snapshot: TurnSnapshot, state: CacheState, kind: str, now: datetime) -> Refresh | None:
+        session = snapshot.session
         if session.last_prompt_tokens is None:
             return None  # compacted since the last reply call: the prompt changed under its cache entries
-        state = CacheState.from_json(session.cache_state)
         settings = self.turns.settings
         calibration = settings.loop.calibration
         tokens_after = tokens_after_in(snapshot.rows, calibration)
         prompt = session.context_tokens(calibration.apply if calibration is not None else None)
-        decision = plan_refresh(
+        return plan_refresh(
             state,
             now=now,
             prefix_tokens=lambda message_id: max(prompt - tokens_after(message_id), 0),
             kind="private" if kind == ChatKind.PRIVATE else "group",
             min_cacheable=settings.model.min_cacheable_tokens,
         )
-        if decision is None:
-            return None
-        if not decision.due:
-            logger.debug("session %s: cache entry let go (refresh value %.0f)", session.id, decision.value)
-            judged = state.judged(decision.prefix, now, odds=decision.odds)
-            if judged is not state:  # its outcome calibrates the chat's next decisions
-                await self.store.save_cache_state(session.id, judged.to_json())
-            return None
-        return await self._send(snapshot, state, decision, now)
 
     async def _send(
         self, snapshot: TurnSnapshot, state: CacheState, decision: Refresh, now: datetime
@@ -172,8 +177,3 @@ class CacheKeeper:
                 usage.cache_creation_input_tokens,
             )
         return Refreshed(session.id, decision.tokens, usage.cache_read_input_tokens, cost)
-
-
-def _expiring(state: CacheState, now: datetime) -> bool:
-    """A cheap first look, before any lock or window read: some live entry is in its last `LEAD` seconds."""
-    return any((now - p.at).total_seconds() >= TTL_SECONDS[p.ttl] - LEAD for p in state.live(now))

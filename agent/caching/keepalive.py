@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Final
 
 from agent.caching.forecast import ChatKind, forecast
@@ -128,6 +128,25 @@ def plan_refresh(
         rebuy=rebuy_price(odds),
     )
     return Refresh(newest, tokens, left, value, odds=silence.cdf(ttl))
+
+
+def next_look(state: CacheState, now: datetime) -> datetime | None:
+    """When the keep-alive job should next look at the session: the opening of the earliest refresh
+    window (an entry's last `LEAD` seconds, until `SAFETY` before its end) that is not over at `now`
+    (at or before `now` while one is open). None when there is nothing to look at: no entry left to
+    refresh (expired, or its refresh read nothing), no turn yet, or the windows open a `HORIZON` or
+    more after the chat's last turn. `plan_refresh` judges the entries this schedules."""
+    if not state.turns:
+        return None
+    horizon = datetime.fromtimestamp(state.turns[-1].at + HORIZON, UTC)
+    opens = []
+    for prefix in state.prefixes:
+        end = prefix.at + timedelta(seconds=TTL_SECONDS[prefix.ttl])
+        opening = end - timedelta(seconds=LEAD)
+        closed = end - timedelta(seconds=SAFETY) <= now
+        if prefix.message_id != state.refresh_missed and not closed and opening < horizon:
+            opens.append(opening)
+    return min(opens, default=None)
 
 
 def _left(prefix: CachedPrefix, now: datetime) -> float:

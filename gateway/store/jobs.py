@@ -17,7 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from gateway.store.media import delete_unreferenced_in
 from gateway.store.models import UsageDaily
 from gateway.store.records import SessionRecord
-from gateway.store.rows import chats, compactions, llm_calls, messages, sessions, to_session
+from gateway.store.rows import compactions, llm_calls, messages, sessions, to_session
 
 usage_daily = cast(Table, UsageDaily.__table__)
 
@@ -53,26 +53,6 @@ async def idle_sessions(
         .limit(limit)
     )
     return [to_session(row) for row in (await conn.execute(query)).all()]
-
-
-async def warm_candidates(
-    conn: AsyncConnection, *, active_since: datetime, limit: int
-) -> list[tuple[SessionRecord, str]]:
-    """Active sessions with a message stored since `active_since` and a cache state, with their chat's
-    kind, most recently active first: those whose prompt cache a keep-alive refresh may concern (range
-    scan on the partial index ix_sessions_idle)."""
-    query = (
-        select(sessions, chats.c.kind.label("chat_kind"))
-        .join(chats, chats.c.id == sessions.c.chat_pk)
-        .where(
-            sessions.c.active,
-            sessions.c.last_activity_at >= active_since,
-            sessions.c.cache_state.is_not(None),
-        )
-        .order_by(sessions.c.last_activity_at.desc())
-        .limit(limit)
-    )
-    return [(to_session(row), str(row.chat_kind)) for row in (await conn.execute(query)).all()]
 
 
 async def delete_archived_before(conn: AsyncConnection, cutoff: datetime) -> int:

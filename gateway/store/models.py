@@ -121,6 +121,13 @@ class ChatSession(Base):
             postgresql_where=sql_text("active"),
             sqlite_where=sql_text("active"),
         ),
+        # The cache keep-alive job's scan for sessions due a look (gateway.store.cache_looks).
+        Index(
+            "ix_sessions_cache_look",
+            "cache_look_at",
+            postgresql_where=sql_text("active"),
+            sqlite_where=sql_text("active"),
+        ),
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
@@ -141,6 +148,8 @@ class ChatSession(Base):
     engine_state: Mapped[dict[str, Any]]
     # What the prompt cache holds (agent.caching.plan.CacheState as JSON), so every worker plans alike.
     cache_state: Mapped[dict[str, Any] | None]
+    # When the keep-alive job next looks at that cache (agent.caching.keepalive.next_look), or NULL.
+    cache_look_at: Mapped[datetime | None]
     # When a message was last stored in the session (arrival time, not the platform's timestamp).
     last_activity_at: Mapped[datetime | None]
 

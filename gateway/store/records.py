@@ -55,6 +55,8 @@ class SessionRecord:
     """`agent.caching.plan.CacheState` as JSON: what the prompt cache holds for this session."""
     last_activity_at: datetime | None
     """When a message was last stored in the session."""
+    cache_look_at: datetime | None = None
+    """When the cache keep-alive job next looks at the session's cache (None: nothing to keep)."""
 
     def context_tokens(self, calibrate: Callable[[int], int] | None = None) -> int:
         """The size of the next prompt: the last API-reported prompt size plus (calibrated) estimates of

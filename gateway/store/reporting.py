@@ -9,15 +9,16 @@ from contextlib import AbstractAsyncContextManager
 from datetime import date, datetime
 from typing import TYPE_CHECKING
 
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from agent.caching.waste import CacheWaste
+from gateway.store import cache_looks as _looks
 from gateway.store import cache_waste as _cache_waste
 from gateway.store import jobs as _jobs
 from gateway.store import stats as _stats
 from gateway.store.records import ChatStats, GlobalStats, SessionRecord
-from gateway.store.rows import llm_calls
+from gateway.store.rows import llm_calls, sessions
 
 
 class ReportingMethods:
@@ -48,12 +49,21 @@ class ReportingMethods:
         async with self._tx("idle_sessions") as conn:
             return await _jobs.idle_sessions(conn, idle_since=idle_since, min_tokens=min_tokens, limit=limit)
 
-    async def warm_candidates(
-        self, *, active_since: datetime, limit: int = 500
-    ) -> list[tuple[SessionRecord, str]]:
-        """Active sessions (with their chat's kind) whose cache a keep-alive refresh may concern."""
-        async with self._tx("warm_candidates") as conn:
-            return await _jobs.warm_candidates(conn, active_since=active_since, limit=limit)
+    async def cache_looks_due(self, now: datetime, *, limit: int = 500) -> list[tuple[SessionRecord, str]]:
+        """Active sessions (with their chat's kind) whose prompt cache the keep-alive job should look at
+        now, longest due first (`gateway.store.cache_looks`)."""
+        async with self._tx("cache_looks_due") as conn:
+            return await _looks.looks_due(conn, now=now, limit=limit)
+
+    async def set_cache_look(self, session_pk: int, at: datetime | None) -> None:
+        """When the keep-alive job next looks at the session (after a look that saved no cache state)."""
+        async with self._tx("set_cache_look") as conn:
+            await conn.execute(update(sessions).where(sessions.c.id == session_pk).values(cache_look_at=at))
+
+    async def earliest_cache_look(self) -> datetime | None:
+        """The earliest look any active session waits for."""
+        async with self._tx("earliest_cache_look") as conn:
+            return await _looks.earliest_look(conn)
 
     async def delete_archived_before(self, cutoff: datetime) -> int:
         """Delete one batch of archived messages older than `cutoff` (never active or summary rows)."""

@@ -26,6 +26,7 @@ from gateway.errors import StoreError
 from gateway.store import appends as _appends
 from gateway.store import hotpath as _hot
 from gateway.store import receipts as _receipts
+from gateway.store.cache_looks import save_cache_state
 from gateway.store.compaction import CompactionMethods
 from gateway.store.db import create_engine, dialect_of, translate_errors
 from gateway.store.deliveries import DeliveryMethods, DeliveryRecord, NewReply, insert_reply
@@ -362,9 +363,7 @@ class Store(PinMethods, UsageMethods, CompactionMethods, RecallMethods, Delivery
                 await conn.execute(
                     update(messages).where(messages.c.id.in_(replied_ids)).values(replied=True)
                 )
-            await conn.execute(
-                update(sessions).where(sessions.c.id == session_pk).values(cache_state=cache_state)
-            )
+            await save_cache_state(conn, session_pk, cache_state, now=self.now())
         return records
 
     async def unanswered(self, max_age: timedelta | None = None) -> list[StoredMessage]:

@@ -79,6 +79,7 @@ def to_session(row: Row[Any]) -> SessionRecord:
         engine_state=dict(row.engine_state or {}),
         cache_state=dict(row.cache_state or {}),
         last_activity_at=row.last_activity_at,
+        cache_look_at=row.cache_look_at,
     )
 
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from gateway.store.cache_looks import save_cache_state
 from gateway.store.records import CallRecord
 from gateway.store.rows import llm_calls, messages, sessions
 from gateway.store.window import WINDOW_STATES
@@ -112,9 +113,7 @@ class UsageMethods:
     async def save_cache_state(self, session_pk: int, cache_state: dict[str, Any]) -> None:
         """The session's cache state alone (a keep-alive decision that sent nothing)."""
         async with self._tx("save_cache_state") as conn:
-            await conn.execute(
-                update(sessions).where(sessions.c.id == session_pk).values(cache_state=cache_state)
-            )
+            await save_cache_state(conn, session_pk, cache_state, now=self.now())
 
     async def record_refresh(
         self, session_pk: int, chat_pk: int, call: CallRecord, cache_state: dict[str, Any]
@@ -125,6 +124,4 @@ class UsageMethods:
             await record_call(
                 conn, session_pk, chat_pk, call, now=self.now(), last_message_id=None, engine_state=None
             )
-            await conn.execute(
-                update(sessions).where(sessions.c.id == session_pk).values(cache_state=cache_state)
-            )
+            await save_cache_state(conn, session_pk, cache_state, now=self.now())

@@ -11,7 +11,7 @@ import pytest
 
 from agent.caching.forecast import TurnStart
 from agent.caching.health import CacheHealth
-from agent.caching.keepalive import LEAD, Refresh, Trusted, plan_refresh, refresh_value
+from agent.caching.keepalive import HORIZON, LEAD, Refresh, Trusted, next_look, plan_refresh, refresh_value
 from agent.caching.plan import CachedPrefix, CacheState, advance
 from agent.caching.policy import LiveEntry
 from agent.caching.trust import Pending, RefreshRecord
@@ -216,3 +216,26 @@ def test_a_refreshed_entry_is_judged_again_at_the_end_of_its_renewed_life() -> N
     let_go = kept.judged(renewed, at + timedelta(seconds=250), odds=0.3)
     assert let_go is not kept
     assert let_go.refreshes.expected == pytest.approx(0.5)  # the refresh went unused
+
+
+def test_the_next_look_is_when_the_earliest_refresh_window_still_open_opens() -> None:
+    turn = (TurnStart(T0.timestamp(), None, 0),)
+    tail = CachedPrefix(9, "5m", T0)
+    hour = CachedPrefix(5, "1h", T0)
+    state = CacheState(prefixes=(hour, tail), turns=turn)
+    window = T0 + timedelta(seconds=300 - LEAD)  # the tail's last 90 s, until 10 s before its end
+    assert next_look(state, T0) == window
+    assert next_look(state, T0 + timedelta(seconds=250)) == window  # open: a look may judge it again
+    assert next_look(state, T0 + timedelta(seconds=290)) == T0 + timedelta(seconds=3_600 - LEAD)
+    assert next_look(state, T0 + timedelta(seconds=3_590)) is None
+    # a refresh that read nothing is not tried again; without a turn there is nothing to judge by
+    assert next_look(dataclasses.replace(state, refresh_missed=9), T0) == T0 + timedelta(seconds=3_510)
+    assert next_look(CacheState(prefixes=(tail,)), T0) is None
+
+
+def test_no_look_is_scheduled_a_horizon_after_the_chats_last_turn() -> None:
+    last = T0 - timedelta(seconds=HORIZON - 200)  # the tail's window would open 10 s past the horizon
+    state = CacheState(prefixes=(CachedPrefix(9, "5m", T0),), turns=(TurnStart(last.timestamp(), None, 0),))
+    assert next_look(state, T0) is None
+    later_turn = dataclasses.replace(state, turns=(TurnStart(last.timestamp() + 20, None, 0),))
+    assert next_look(later_turn, T0) == T0 + timedelta(seconds=210)

@@ -17,7 +17,7 @@ from agent.caching.plan import CacheState
 from agent.caching.trust import RefreshRecord
 from tests.fakes.anthropic_server import FakeAnthropic, RecordedRequest
 from tests.support.gateway_bot import Bot, running_bot
-from tests.support.memory_adapter import ADMIN, ALICE
+from tests.support.memory_adapter import ADMIN, ALICE, BOB, Author
 
 BIG = "background: " + " ".join(f"fact{i} about the deployment" for i in range(900))
 
@@ -36,13 +36,15 @@ class Clock:
         return self.now
 
 
-async def a_chat_that_comes_back_every_six_minutes(bot: Bot, clock: Clock, *, gap: float = 360.0) -> int:
+async def a_chat_that_comes_back_every_six_minutes(
+    bot: Bot, clock: Clock, *, gap: float = 360.0, user: Author = ALICE
+) -> int:
     """The first message of the chat, then its history made that of a chat whose requests came every
     six minutes (or `gap` seconds; 20 of them); returns the chat's key."""
     bot.gateway.turns.clock = lambda: clock.now
     clock.at(0)
-    await bot.adapter.say(BIG, user=ALICE)
-    chat_pk = await bot.chat_pk("telegram", ALICE.user_id)
+    await bot.adapter.say(BIG, user=user)
+    chat_pk = await bot.chat_pk("telegram", user.user_id)
     session = await bot.store.active_session(chat_pk)
     state = CacheState.from_json(session.cache_state)
     assert [p.ttl for p in state.prefixes] == ["5m"]  # a new private chat writes for five minutes
@@ -189,3 +191,37 @@ async def test_after_a_compaction_nothing_stale_is_refreshed(
         assert (await bot.store.active_session(chat_pk)).last_prompt_tokens is None
         assert await bot.gateway.keeper.run(clock.at(100.0 + 240)) == []
         assert warm(fake) == []
+
+
+async def test_the_job_looks_only_at_sessions_due_and_then_at_their_next_entry(sqlite_url: str) -> None:
+    async with FakeAnthropic(clock=lambda: 0.0) as fake, running_bot(fake, sqlite_url) as bot:
+        clock = Clock(fake)
+        chat_pk = await a_chat_that_comes_back_every_six_minutes(bot, clock, gap=3 * 3_600.0)
+        session = await bot.store.active_session(chat_pk)
+        (entry,) = CacheState.from_json(session.cache_state).prefixes
+        # the turn saved its five-minute entry with the moment its refresh window opens
+        assert session.cache_look_at == entry.at + timedelta(seconds=300 - 90)
+        assert await bot.store.cache_looks_due(clock.at(200)) == []
+        assert [s.id for s, _ in await bot.store.cache_looks_due(clock.at(240))] == [session.id]
+
+        assert await bot.gateway.keeper.run(clock.at(240)) == []  # let go: hours between its turns
+        # the window is still open (a later look may judge it again) until it closes
+        assert (await bot.store.active_session(chat_pk)).cache_look_at == session.cache_look_at
+        assert await bot.gateway.keeper.run(clock.at(295)) == []
+        assert (await bot.store.active_session(chat_pk)).cache_look_at is None  # nothing left to keep
+        assert await bot.store.cache_looks_due(clock.at(3_000)) == []
+        assert warm(fake) == []
+
+
+async def test_more_sessions_due_than_one_run_takes_are_all_refreshed(sqlite_url: str) -> None:
+    async with FakeAnthropic(clock=lambda: 0.0) as fake, running_bot(fake, sqlite_url) as bot:
+        clock = Clock(fake)
+        chats = [
+            await a_chat_that_comes_back_every_six_minutes(bot, clock, user=u) for u in (ALICE, BOB, ADMIN)
+        ]
+        first = await bot.gateway.keeper.run(clock.at(240), batch=2)
+        second = await bot.gateway.keeper.run(clock.at(250), batch=2)
+        assert (len(first), len(second)) == (2, 1)
+        sessions = {(await bot.store.active_session(c)).id for c in chats}
+        assert {r.session_id for r in first + second} == sessions
+        assert await bot.gateway.keeper.run(clock.at(260), batch=2) == []  # each is due again in its new life
