@@ -32,7 +32,7 @@ from bench.traces import TraceSizes
 
 COST_SIZES = TraceSizes()
 """The cost benchmark's full size (3 private chats x 3 days, 2 groups x 3 days, 2 tool sessions x 1 day,
-4 one-to-one help chats x 2 days, 1 long group x 2 days)."""
+4 one-to-one help chats x 2 days, 4 long groups x 2 days)."""
 
 
 async def _async_part(pg_url: str) -> None:
