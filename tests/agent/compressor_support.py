@@ -1,4 +1,5 @@
-"""Builders, a deterministic token counter and a scripted summarizer for the compressor tests."""
+"""Builders, a deterministic token counter, a scripted summarizer and a tool-pair check for the
+compressor tests."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Any
 from agent.context_compressor import ContextCompressor
 from agent.context_engine import CompressionConfig, EngineState, SummaryRequest, SummaryResponse
 from agent.errors import SummarizerError
-from agent.types import Block, Message
+from agent.types import Block, Message, blocks_of, tool_result_ids
 from agent.usage import Usage
 
 
@@ -104,9 +105,38 @@ def conversation(turns: int, *, tokens_per_message: int = 50, tools: bool = True
     return out
 
 
+def plain(n: int) -> list[Message]:
+    """`n` plain messages of ~600 tokens each, alternating from a user message."""
+    out: list[Message] = []
+    for i in range(n):
+        out.append(user(pad(f"u{i}", 600)) if i % 2 == 0 else assistant(pad(f"a{i}", 600)))
+    return out
+
+
+def tool_head(n_after: int) -> list[Message]:
+    """An ask and one tool round, then `n_after` messages of ~600 tokens alternating from the assistant."""
+    out = [user(pad("u0", 600)), call(("t0", "ls")), results(("t0", "README.md main.py"))]
+    for i in range(n_after):
+        out.append(assistant(pad(f"a{i}", 600)) if i % 2 == 0 else user(pad(f"u{i}", 600)))
+    return out
+
+
 def summary_blocks(messages: Sequence[Message]) -> list[tuple[int, Any]]:
     """(position, text) of every compaction summary block in `messages`."""
     from agent.summary import is_summary_block
-    from agent.types import blocks_of
 
     return [(i, b["text"]) for i, m in enumerate(messages) for b in blocks_of(m) if is_summary_block(b)]
+
+
+def assert_valid_pairs(messages: Sequence[Message]) -> None:
+    """Every tool result answers a call in the message before it; every call is answered in the next."""
+    for i, message in enumerate(messages):
+        ids = tool_result_ids(message)
+        if ids:
+            assert i > 0
+            assert messages[i - 1]["role"] == "assistant"
+            used = {b["id"] for b in blocks_of(messages[i - 1]) if b.get("type") == "tool_use"}
+            assert set(ids) <= used
+        if message["role"] == "assistant" and i + 1 < len(messages):
+            calls = {b["id"] for b in blocks_of(message) if b.get("type") == "tool_use"}
+            assert calls <= set(tool_result_ids(messages[i + 1]))
