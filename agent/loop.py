@@ -398,7 +398,10 @@ async def refresh_cache(
 ) -> LLMResponse:
     """Resend `window` exactly as a turn's call shows it, with `max_tokens: 0`: the API reads the cached
     prefix that `config.cache_plan` marks (its life restarts) and generates nothing. The window must end
-    where that prefix ends. No context management: the prompt is one the API has already seen."""
+    where that prefix ends. The engine's context management goes with it as with the turn's calls: a
+    server-side compaction block is sent as the API wrote it only in such a request (elsewhere as text,
+    a prompt the cache has not seen). It cannot compact here: the prefix is part of a request that did
+    not reach the trigger (a call that was compacted leaves no cache entry of its prompt behind)."""
     turn = _Turn(
         llm=llm,
         engine=engine,
@@ -410,4 +413,4 @@ async def refresh_cache(
         ref_label=ref_label,
     )
     request, _, _ = turn.build()
-    return await llm.create(dataclasses.replace(request, max_tokens=0, context_management=None, betas=()))
+    return await llm.create(dataclasses.replace(request, max_tokens=0))

@@ -48,6 +48,14 @@ async def a_chat_that_comes_back_every_six_minutes(
     session = await bot.store.active_session(chat_pk)
     state = CacheState.from_json(session.cache_state)
     assert [p.ttl for p in state.prefixes] == ["5m"]  # a new private chat writes for five minutes
+    await comes_back_every(bot, chat_pk, gap=gap)
+    return chat_pk
+
+
+async def comes_back_every(bot: Bot, chat_pk: int, *, gap: float) -> None:
+    """The chat's history made that of a chat whose 20 requests before its last came `gap` seconds apart."""
+    session = await bot.store.active_session(chat_pk)
+    state = CacheState.from_json(session.cache_state)
     last = state.turns[-1].at
     past = tuple(TurnStart(last - (20 - i) * gap, gap, 0) for i in range(20))
     history = {**state.to_json(), "turns": [t.to_json() for t in (*past, *state.turns)]}
@@ -56,7 +64,6 @@ async def a_chat_that_comes_back_every_six_minutes(
             text("UPDATE sessions SET cache_state = :s WHERE id = :id"),
             {"s": json.dumps(history), "id": session.id},
         )
-    return chat_pk
 
 
 def warm(fake: FakeAnthropic) -> list[RecordedRequest]:
@@ -225,3 +232,33 @@ async def test_more_sessions_due_than_one_run_takes_are_all_refreshed(sqlite_url
         sessions = {(await bot.store.active_session(c)).id for c in chats}
         assert {r.session_id for r in first + second} == sessions
         assert await bot.gateway.keeper.run(clock.at(260), batch=2) == []  # each is due again in its new life
+
+
+async def test_after_the_api_compacted_a_refresh_reads_the_prompt_that_starts_at_its_block(
+    sqlite_url: str,
+) -> None:
+    server: dict[str, Any] = {
+        "model_context_length": 110_000,  # half of it is above the API's 50,000-token trigger floor
+        "context": {"engine": "server"},
+        "compression": {"protect_last_n": 2},
+    }
+    async with FakeAnthropic(clock=lambda: 0.0) as fake, running_bot(fake, sqlite_url, **server) as bot:
+        clock = Clock(fake)
+        bot.gateway.turns.clock = lambda: clock.now
+        for n in range(8):
+            clock.at(30.0 * n)
+            await bot.adapter.say(f"day{n} " + " ".join(f"w{n}x{i} fact" for i in range(2_500)), user=ALICE)
+        compacted = [r for r in fake.requests if r.compacted]
+        assert len(compacted) == 1
+        last = [r for r in fake.requests if r.kind == "reply"][-1]
+        assert not last.compacted
+        assert '"compaction"' in json.dumps(last.body["messages"])  # the prompt starts at the API's block
+        written = usage(last)["cache_creation_input_tokens"]
+        assert written > 0
+
+        await comes_back_every(bot, await bot.chat_pk("telegram", ALICE.user_id), gap=360.0)
+        refreshed = await bot.gateway.keeper.run(clock.at(30.0 * 7 + 240))
+        assert len(refreshed) == 1
+        (request,) = warm(fake)
+        assert usage(request)["cache_read_input_tokens"] >= written  # read, not written again
+        assert usage(request)["cache_creation_input_tokens"] == 0
