@@ -238,13 +238,7 @@ class DiscordRest:
             kind="edit",
         )
         await self._record(lambda: self.sent.append(sent))
-        headers = {
-            "X-RateLimit-Limit": "5",
-            "X-RateLimit-Remaining": "4",
-            "X-RateLimit-Reset-After": "1.000",
-            "X-RateLimit-Bucket": f"edits-{channel_id}",
-        }
-        return json_response(msg, 200, headers)
+        return json_response(msg, 200, _rate_limit_headers(f"edits-{channel_id}"))
 
     async def _create_message(self, request: web.Request, channel_id: int) -> web.Response:
         if channel_id not in self.channels:
@@ -254,13 +248,7 @@ class DiscordRest:
         if invalid is not None:
             return invalid
         msg = await self._post_visible(channel_id, payload, kind="message")
-        headers = {
-            "X-RateLimit-Limit": "5",
-            "X-RateLimit-Remaining": "4",
-            "X-RateLimit-Reset-After": "1.000",
-            "X-RateLimit-Bucket": f"messages-{channel_id}",
-        }
-        return json_response(msg, 200, headers)
+        return json_response(msg, 200, _rate_limit_headers(f"messages-{channel_id}"))
 
     async def _interaction_callback(
         self, request: web.Request, interaction_id: int, token: str
@@ -317,3 +305,13 @@ class DiscordRest:
             record.channel_id, payload, kind=kind, interaction_id=record.interaction_id
         )
         return json_response({**msg, "webhook_id": str(self.app_id), "application_id": str(self.app_id)})
+
+
+def _rate_limit_headers(bucket: str) -> dict[str, str]:
+    """The rate-limit headers Discord sends with a message it created or edited (4 of 5 left)."""
+    return {
+        "X-RateLimit-Limit": "5",
+        "X-RateLimit-Remaining": "4",
+        "X-RateLimit-Reset-After": "1.000",
+        "X-RateLimit-Bucket": bucket,
+    }
