@@ -205,7 +205,7 @@ class Gateway:
         cache = CacheState.from_json(session.cache_state)
 
         def cache_warm() -> bool:
-            return not cache.expired(datetime.now(UTC))
+            return not cache.expired(self.turns.clock())
 
         return CostAwareSummarizer(
             self.llm,
@@ -240,7 +240,7 @@ class Gateway:
         )
         tools = [
             recall_tool(history),
-            current_time_tool(lambda: datetime.now(UTC)),
+            current_time_tool(lambda: self.turns.clock()),  # the time the turn runs at
         ]
         if chat_pk in self.media_presence:  # only where there is something to look at again
             tools.append(view_media_tool(ChatMediaLookup(self.media_store, chat_pk)))

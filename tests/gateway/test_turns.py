@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 
+from agent.summary_mode import CostAwareSummarizer
 from tests.fakes.anthropic_server import FakeAnthropic
 from tests.support.gateway_bot import Bot, running_bot
 from tests.support.memory_adapter import ADMIN, ALICE, BOB, group_chat
@@ -151,3 +153,28 @@ async def test_recall_reads_this_chats_archive_only(fake: FakeAnthropic, sqlite_
         found = json.dumps(results[0]["content"])
         assert "Admin secret zebrafish1" in found
         assert "Alice secret" not in found
+
+
+async def test_the_time_tool_and_the_summary_mode_go_by_the_gateway_clock(
+    fake: FakeAnthropic, sqlite_url: str
+) -> None:
+    """The model is told the time the turn runs at, and a summary judges the prompt cache warm or cold
+    at that time too: the clock the cache plan uses (a replay in simulated time, a test's fixed time)."""
+    then = datetime(2026, 3, 1, 9, 30, tzinfo=UTC)
+    now = [then]
+    async with running_bot(fake, sqlite_url) as bot:
+        bot.gateway.turns.clock = lambda: now[0]
+        fake.script_reply(tool_uses=[{"name": "current_time", "input": {}}])
+        fake.script_reply("Half past nine.")
+        replies = await bot.adapter.say(filler("what time is it", 1500), user=ALICE)
+        assert replies[-1].text.endswith("Half past nine.")
+        answered = json.dumps(bot.replies()[-1].body["messages"][-1])
+        assert "2026-03-01T09:30:00+00:00 (Sunday, UTC)" in answered
+
+        session = await bot.store.active_session(await bot.chat_pk("telegram", ALICE.user_id))
+        assert session.cache_state  # the turn cached its prompt, at the gateway's time
+        summarizer = bot.gateway.make_summarizer(session)
+        assert isinstance(summarizer, CostAwareSummarizer)
+        assert summarizer.cache_warm()
+        now[0] = then + timedelta(hours=2)
+        assert not summarizer.cache_warm()
