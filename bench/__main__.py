@@ -13,6 +13,7 @@ import asyncio
 import logging
 import platform
 import time
+from collections.abc import Awaitable, Callable
 
 from bench import (
     bench_cache_policy,
@@ -36,14 +37,20 @@ COST_SIZES = TraceSizes()
 
 
 async def _async_part(pg_url: str) -> None:
-    await bench_overhead.run(pg_url=pg_url)
-    await bench_throughput.run(pg_url=pg_url)
-    await bench_morning.run(pg_url=pg_url)
-    await bench_cost.run(sizes=COST_SIZES, pg_url=pg_url)
-    await bench_recall.run(pg_url=pg_url)
-    await bench_media.run(pg_url=pg_url)
-    await bench_latency.run()
-    await bench_fidelity.run(dbs=["sqlite", "postgres"], pg_url=pg_url)
+    stages: list[tuple[str, Callable[[], Awaitable[object]]]] = [
+        ("overhead", lambda: bench_overhead.run(pg_url=pg_url)),
+        ("throughput", lambda: bench_throughput.run(pg_url=pg_url)),
+        ("morning", lambda: bench_morning.run(pg_url=pg_url)),
+        ("cost", lambda: bench_cost.run(sizes=COST_SIZES, pg_url=pg_url)),
+        ("recall", lambda: bench_recall.run(pg_url=pg_url)),
+        ("media", lambda: bench_media.run(pg_url=pg_url)),
+        ("latency", bench_latency.run),
+        ("fidelity", lambda: bench_fidelity.run(dbs=["sqlite", "postgres"], pg_url=pg_url)),
+    ]
+    for name, stage in stages:
+        started = time.perf_counter()
+        await stage()
+        print(f"== {name} took {time.perf_counter() - started:.0f} s ==", flush=True)
 
 
 def main() -> None:

@@ -34,7 +34,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-from dataclasses import dataclass
+import multiprocessing
+import os
+from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, replace
 from typing import Any
 
 from bench.databases import DEFAULT_POSTGRES_URL, fresh_database
@@ -93,43 +97,119 @@ async def _run(
         )
 
 
+@dataclass(frozen=True, slots=True)
+class Job:
+    """One replay: a family's traces under one policy."""
+
+    family: str
+    policy: Policy
+    sizes: TraceSizes
+    db: str
+    pg_url: str
+    window: int | None = None
+    seed: int = SEED
+    bounds: bool = True
+    """Also compute the oracles (and `foresight`, for the default) of the replay's requests."""
+
+
+@dataclass(frozen=True, slots=True)
+class Measured:
+    """What one replay cost (USD input), with its counts and, with `Job.bounds`, its lower bounds."""
+
+    job: Job
+    usd: float
+    calls: int
+    scheduled: int
+    summary_calls: int
+    server_compactions: int
+    refreshes: int
+    wall_s: float
+    oracle: float = 0.0
+    oracle_ka: float = 0.0
+    foresight: float = 0.0
+
+    def line(self) -> str:
+        bound = f"oracle of this sequence ${self.oracle:.4f}; " if self.job.bounds else ""
+        return (
+            f"cost[{self.job.family} seed {self.job.seed}] {self.job.policy.name:8s} ${self.usd:.4f} "
+            f"({bound}{self.calls} calls, {self.scheduled} scheduled compactions, "
+            f"{self.summary_calls} summary calls, {self.refreshes} keep-alive refreshes, "
+            f"{self.server_compactions} server-side compactions, {self.wall_s:.1f}s)"
+        )
+
+
+def measure(job: Job) -> Measured:
+    """Replay `job` and bill it (run in a worker process: each replay has its own database, fake API
+    and simulated clock, so replays are independent and their results do not depend on the order)."""
+    result = asyncio.run(_run(job.family, job.policy, job.sizes, job.db, job.pg_url, job.window, job.seed))
+    measured = Measured(
+        job=job,
+        usd=billed_input_usd(result.requests),
+        calls=len(result.requests),
+        scheduled=result.scheduled_compactions,
+        summary_calls=result.summary_calls,
+        server_compactions=result.server_compactions,
+        refreshes=result.refreshes,
+        wall_s=result.wall_s,
+    )
+    if not job.bounds:
+        return measured
+    return replace(
+        measured,
+        oracle=oracle_input_usd(result.requests, min_cacheable=result.min_cacheable),
+        oracle_ka=oracle_input_usd(result.requests, min_cacheable=result.min_cacheable, keep_alive=True),
+        foresight=(
+            foresight(result.requests, min_cacheable=result.min_cacheable).ratio
+            if job.policy.name == "default"
+            else 0.0
+        ),
+    )
+
+
+async def measure_all(jobs: Sequence[Job], *, workers: int) -> list[Measured]:
+    """Every job's result, in the jobs' order, replayed `workers` at a time in separate processes (the
+    replays are CPU-bound Python; one process uses one core)."""
+    loop = asyncio.get_running_loop()
+    context = multiprocessing.get_context("spawn")  # no inherited event loop, threads or connections
+    with ProcessPoolExecutor(max_workers=max(workers, 1), mp_context=context) as pool:
+
+        async def one(job: Job) -> Measured:
+            measured = await loop.run_in_executor(pool, measure, job)
+            print(measured.line(), flush=True)
+            return measured
+
+        return list(await asyncio.gather(*(one(job) for job in jobs)))
+
+
+def default_workers() -> int:
+    return os.cpu_count() or 1
+
+
 async def run(
     *,
     sizes: TraceSizes | None = None,
     db: str = "postgres",
     pg_url: str = DEFAULT_POSTGRES_URL,
     window: int | None = None,
+    workers: int | None = None,
 ) -> dict[str, dict[str, float]]:
     """`window` overrides the model's context window (a small one makes the traces compact often)."""
     sizes = sizes or TraceSizes()
-    results: dict[str, dict[str, float]] = {}
     for family in FAMILIES:
         print(f"cost[{family}] trace: {describe(generate(family, sizes=sizes))}", flush=True)
-        row: dict[str, float] = {}
-        for policy in POLICIES:
-            result = await _run(family, policy, sizes, db, pg_url, window)
-            row[policy.name] = billed_input_usd(result.requests)
-            row[f"{policy.name}_calls"] = len(result.requests)
-            row[f"{policy.name}_scheduled"] = result.scheduled_compactions
-            row[f"oracle_{policy.name}"] = oracle_input_usd(
-                result.requests, min_cacheable=result.min_cacheable
-            )
-            row[f"oracle_ka_{policy.name}"] = oracle_input_usd(
-                result.requests, min_cacheable=result.min_cacheable, keep_alive=True
-            )
-            row[f"{policy.name}_refreshes"] = result.refreshes
-            if policy.name == "default":
-                row["foresight"] = foresight(result.requests, min_cacheable=result.min_cacheable).ratio
-            print(
-                f"cost[{family}] {policy.name:8s} ${row[policy.name]:.4f} "
-                f"(oracle of this sequence ${row[f'oracle_{policy.name}']:.4f}; "
-                f"{len(result.requests)} calls, "
-                f"{result.scheduled_compactions} scheduled compactions, "
-                f"{result.summary_calls} summary calls, {result.refreshes} keep-alive refreshes, "
-                f"{result.server_compactions} server-side compactions, {result.wall_s:.1f}s)",
-                flush=True,
-            )
-        results[family] = row
+    jobs = [Job(family, policy, sizes, db, pg_url, window) for family in FAMILIES for policy in POLICIES]
+    results: dict[str, dict[str, float]] = {}
+    for m in await measure_all(jobs, workers=workers or default_workers()):
+        name = m.job.policy.name
+        row = results.setdefault(m.job.family, {})
+        row[name] = m.usd
+        row[f"{name}_calls"] = m.calls
+        row[f"{name}_scheduled"] = m.scheduled
+        row[f"oracle_{name}"] = m.oracle
+        row[f"oracle_ka_{name}"] = m.oracle_ka
+        row[f"{name}_refreshes"] = m.refreshes
+        if name == "default":
+            row["foresight"] = m.foresight
     _print_table(results)
     return results
 
@@ -138,35 +218,29 @@ ENGINE_WINDOW = 16_000
 
 
 async def run_engines(
-    *, sizes: TraceSizes | None = None, db: str = "postgres", pg_url: str = DEFAULT_POSTGRES_URL, window: int
+    *,
+    sizes: TraceSizes | None = None,
+    db: str = "postgres",
+    pg_url: str = DEFAULT_POSTGRES_URL,
+    window: int,
+    workers: int | None = None,
 ) -> dict[str, dict[str, float]]:
     """Per family, the default settings with the built-in compressor and with server-side compaction."""
     sizes = sizes or TraceSizes()
+    engines = {"compressor": _policy("default"), "server": _policy("server")}
+    jobs = [
+        Job(family, policy, sizes, db, pg_url, window, bounds=False)
+        for family in FAMILIES
+        for policy in engines.values()
+    ]
     results: dict[str, dict[str, float]] = {}
-    for family in FAMILIES:
-        events = generate(family, sizes=sizes)
-        row: dict[str, float] = {}
-        for engine in ("compressor", "server"):
-            overrides: dict[str, Any] = {"model_context_length": window}
-            prepare = None
-            if engine == "server":
-                name, prepare = server_engine(window)
-                overrides["context"] = {"engine": name}
-            async with fresh_database(db, postgres_url=pg_url, durable=False) as url:
-                result = await replay(
-                    events, database_url=url, settings_overrides=overrides, jobs=True, prepare=prepare
-                )
-            row[engine] = billed_input_usd(result.requests)
-            row[f"{engine}_calls"] = len(result.requests)
-            row[f"{engine}_compactions"] = result.summary_calls + result.server_compactions
-            row[f"{engine}_server"] = result.server_compactions
-            print(
-                f"engines[{family}] {engine:10s} ${row[engine]:.4f} ({len(result.requests)} calls, "
-                f"{result.summary_calls} summary calls, {result.server_compactions} server-side compactions, "
-                f"{result.wall_s:.1f}s)",
-                flush=True,
-            )
-        results[family] = row
+    for m in await measure_all(jobs, workers=workers or default_workers()):
+        engine = "server" if m.job.policy.server_engine else "compressor"
+        row = results.setdefault(m.job.family, {})
+        row[engine] = m.usd
+        row[f"{engine}_calls"] = m.calls
+        row[f"{engine}_compactions"] = m.summary_calls + m.server_compactions
+        row[f"{engine}_server"] = m.server_compactions
     print(f"engines summary at a {window:,}-token window (USD input cost, summaries included)")
     print(f"{'family':9s} {'compressor':>10s} {'server':>9s} {'server/comp':>11s} {'compactions c/s':>16s}")
     for family, row in results.items():
@@ -179,40 +253,43 @@ async def run_engines(
 
 
 async def run_seeds(
-    seeds: list[int], *, sizes: TraceSizes, db: str, pg_url: str
+    seeds: list[int], *, sizes: TraceSizes, db: str, pg_url: str, workers: int | None = None
 ) -> dict[str, list[tuple[int, dict[str, float]]]]:
     """Per family, the fixed TTLs and the default on other draws of the same trace family: one seed's
     traces are a handful of chats, so a ratio on one draw moves by several percent with the draw."""
-    policies = [p for p in POLICIES if p.name in SEED_POLICIES]
+    jobs = [
+        Job(family, _policy(name), sizes, db, pg_url, None, seed, bounds=name == "default")
+        for family in FAMILIES
+        for seed in seeds
+        for name in SEED_POLICIES
+    ]
+    rows: dict[tuple[str, int], dict[str, float]] = {}
+    for m in await measure_all(jobs, workers=workers or default_workers()):
+        row = rows.setdefault((m.job.family, m.job.seed), {})
+        row[m.job.policy.name] = m.usd
+        if m.job.policy.name == "default":
+            row["oracle"] = m.oracle
     results: dict[str, list[tuple[int, dict[str, float]]]] = {}
-    for family in FAMILIES:
-        for seed in seeds:
-            row: dict[str, float] = {}
-            for policy in policies:
-                result = await _run(family, policy, sizes, db, pg_url, None, seed)
-                row[policy.name] = billed_input_usd(result.requests)
-                if policy.name == "default":
-                    row["oracle"] = oracle_input_usd(result.requests, min_cacheable=result.min_cacheable)
-            print(
-                f"cost[{family} seed {seed}] 5m ${row['5m']:.4f} 1h ${row['1h']:.4f} "
-                f"default ${row['default']:.4f} oracle ${row['oracle']:.4f}",
-                flush=True,
-            )
-            results.setdefault(family, []).append((seed, row))
+    for (family, seed), row in rows.items():
+        results.setdefault(family, []).append((seed, row))
     print("cost over seeds (USD input; default/oracle per seed, then the family's totals)")
     print(
         f"{'family':9s} {'per-seed default/oracle':>32s} {'5m':>8s} {'1h':>8s} {'default':>8s} "
         f"{'oracle':>8s} {'def/or':>7s} {'def>fixed':>9s}"
     )
-    for family, rows in results.items():
-        totals = {k: sum(r[k] for _, r in rows) for k in ("5m", "1h", "default", "oracle")}
-        ratios = " ".join(f"{r['default'] / r['oracle']:.2f}" for _, r in rows)
-        above = sum(1 for _, r in rows if r["default"] > min(r["5m"], r["1h"]))
+    for family, draws in results.items():
+        totals = {k: sum(r[k] for _, r in draws) for k in ("5m", "1h", "default", "oracle")}
+        ratios = " ".join(f"{r['default'] / r['oracle']:.2f}" for _, r in draws)
+        above = sum(1 for _, r in draws if r["default"] > min(r["5m"], r["1h"]))
         print(
             f"{family:9s} {ratios:>32s} {totals['5m']:8.4f} {totals['1h']:8.4f} {totals['default']:8.4f} "
-            f"{totals['oracle']:8.4f} {totals['default'] / totals['oracle']:7.2f} {above:>5d} of {len(rows)}"
+            f"{totals['oracle']:8.4f} {totals['default'] / totals['oracle']:7.2f} {above:>5d} of {len(draws)}"
         )
     return results
+
+
+def _policy(name: str) -> Policy:
+    return next(p for p in POLICIES if p.name == name)
 
 
 def _print_table(results: dict[str, dict[str, float]]) -> None:
@@ -253,17 +330,21 @@ def main() -> None:
     parser.add_argument(
         "--seeds", default=None, help="comma-separated trace seeds: fixed TTLs and the default on each"
     )
+    parser.add_argument(
+        "--workers", type=int, default=default_workers(), help="replays run at once (default: one per core)"
+    )
     args = parser.parse_args()
     sizes = TraceSizes(1, 1, 1, 2, 1, 1, 2, 1, 1, 1) if args.quick else TraceSizes()
+    db, pg_url, workers = args.db, args.postgres_url, args.workers
     if args.seeds:
         seeds = [int(s) for s in args.seeds.split(",")]
-        asyncio.run(run_seeds(seeds, sizes=sizes, db=args.db, pg_url=args.postgres_url))
+        asyncio.run(run_seeds(seeds, sizes=sizes, db=db, pg_url=pg_url, workers=workers))
         return
     if args.engines:
         window = args.window or ENGINE_WINDOW
-        asyncio.run(run_engines(sizes=sizes, db=args.db, pg_url=args.postgres_url, window=window))
+        asyncio.run(run_engines(sizes=sizes, db=db, pg_url=pg_url, window=window, workers=workers))
         return
-    asyncio.run(run(sizes=sizes, db=args.db, pg_url=args.postgres_url, window=args.window))
+    asyncio.run(run(sizes=sizes, db=db, pg_url=pg_url, window=args.window, workers=workers))
 
 
 if __name__ == "__main__":
