@@ -2,7 +2,8 @@
 
 Sizes are chosen so the whole run stays under ten minutes on a 2-core machine: the cost traces are a few
 chats over two to four simulated days, the overhead benchmark takes 150 samples per session size, the
-throughput benchmark sends 500 chats x 10 messages. Postgres must answer on 127.0.0.1:5432 (a fresh
+throughput benchmark sends 500 chats x 10 messages; the cost benchmark's replays run one per core
+(`bench_cost --workers`). Each stage prints its time. Postgres must answer on 127.0.0.1:5432 (a fresh
 database is created and dropped per benchmark; `--postgres-url` to change the server).
 """
 
