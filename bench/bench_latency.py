@@ -136,6 +136,23 @@ def _done(world: World) -> bool:
     return all(at is not None for at in (*telegram, *discord))
 
 
+CONNECT_WITHIN_S = 60.0
+
+
+async def _connected(tg: FakeTelegram, dc: FakeDiscord, gw: GatewayProcess) -> None:
+    """Until the gateway polls Telegram and holds a Discord session: a Discord message pushed before
+    that reaches nobody (the fake, like Discord, sends events only to connected sessions)."""
+    started = time.monotonic()
+    deadline = started + CONNECT_WITHIN_S
+    while not (dc.gateway.has_sessions and tg.called("getUpdates")):
+        if time.monotonic() > deadline:
+            log = gw.log_text()[-3000:]
+            raise AssertionError(f"the gateway did not connect within {CONNECT_WITHIN_S:.0f} s:\n{log}")
+        await asyncio.sleep(0.1)
+    print(f"latency: gateway connected to both platforms {time.monotonic() - started:.1f} s after start")
+    await asyncio.sleep(1.0)  # the client handles READY and the guilds before the first message
+
+
 async def run_mode(streaming: bool, tmp: Path) -> dict[str, list[Sample]]:
     reply = reply_text()
     db = tmp / f"latency-{streaming}.db"
@@ -163,8 +180,8 @@ async def run_mode(streaming: bool, tmp: Path) -> dict[str, list[Sample]]:
         )
         gw = GatewayProcess(env, cwd=tmp)
         await gw.start(ready=None)
-        await asyncio.sleep(4.0)  # start-up: polling and the Discord gateway connected
         try:
+            await _connected(tg, dc, gw)
             for _ in range(3 * CHATS_PER_PLATFORM):
                 llm.script_reply(reply)
             world = World(llm, tg, dc, reply, {})
