@@ -76,27 +76,6 @@ POLICIES = (
 NAMES = tuple(p.name for p in POLICIES)
 
 
-async def _run(
-    family: str,
-    policy: Policy,
-    sizes: TraceSizes,
-    db: str,
-    pg_url: str,
-    window: int | None,
-    seed: int = SEED,
-) -> ReplayResult:
-    events = generate(family, sizes=sizes, seed=seed)
-    overrides = {**policy.overrides, **({"model_context_length": window} if window else {})}
-    prepare = None
-    if policy.server_engine:
-        engine, prepare = server_engine(window)
-        overrides["context"] = {"engine": engine}
-    async with fresh_database(db, postgres_url=pg_url, durable=False) as url:
-        return await replay(
-            events, database_url=url, settings_overrides=overrides, jobs=policy.jobs, prepare=prepare
-        )
-
-
 @dataclass(frozen=True, slots=True)
 class Job:
     """One replay: a family's traces under one policy."""
@@ -138,10 +117,24 @@ class Measured:
         )
 
 
+async def _replay(job: Job) -> ReplayResult:
+    events = generate(job.family, sizes=job.sizes, seed=job.seed)
+    window = job.window
+    overrides = {**job.policy.overrides, **({"model_context_length": window} if window else {})}
+    prepare = None
+    if job.policy.server_engine:
+        engine, prepare = server_engine(window)
+        overrides["context"] = {"engine": engine}
+    async with fresh_database(job.db, postgres_url=job.pg_url, durable=False) as url:
+        return await replay(
+            events, database_url=url, settings_overrides=overrides, jobs=job.policy.jobs, prepare=prepare
+        )
+
+
 def measure(job: Job) -> Measured:
     """Replay `job` and bill it (run in a worker process: each replay has its own database, fake API
     and simulated clock, so replays are independent and their results do not depend on the order)."""
-    result = asyncio.run(_run(job.family, job.policy, job.sizes, job.db, job.pg_url, job.window, job.seed))
+    result = asyncio.run(_replay(job))
     measured = Measured(
         job=job,
         usd=billed_input_usd(result.requests),
