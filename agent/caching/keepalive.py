@@ -18,14 +18,17 @@ busy group whose mentions come every few minutes is kept warm through the lulls;
 whose pauses are breaks is not; and each refresh is judged again when the entry is about to expire,
 with the longer silence by then, so the refreshes stop once the chat's odds of coming back soon fall
 below what they cost (for a five-minute entry, about one chance in twelve that the next request comes
-within five minutes). A silence longer than the chat has come back from (`MIN_SUPPORT`) is not bridged:
-the forecast's prior cannot tell a night from a chat that has ended, and a day of hourly refreshes
-would cost more than writing the prompt again.
+within five minutes). A silence longer than the chat has recently come back from (`MIN_SUPPORT`) is
+not bridged: the forecast's prior cannot tell a night from a chat that has ended, and a day of hourly
+refreshes would cost more than writing the prompt again. How much of that evidence is needed depends on
+the chat's kind: a group is a standing conversation among people who stay, so one such silence it came
+back from is enough; a one-to-one chat's long silences are often the end of a conversation (the person
+got their answer), so it must have come back from two.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Final
@@ -41,10 +44,11 @@ LEAD: Final = 90.0
 SAFETY: Final = 10.0
 """An entry with less life left than this is let go: the refresh might arrive after it expired and
 write the whole prompt again."""
-MIN_SUPPORT: Final = 2.0
-"""The chat's own gaps (recency-weighted) longer than the present silence needed before a refresh is
-judged at all. Past them the forecast is its prior's tail, which cannot tell a night from a chat that
-ended; a chat is kept warm only through silences it has been seen to come back from."""
+MIN_SUPPORT: Final[Mapping[ChatKind, float]] = {"private": 2.0, "group": 0.5}
+"""The chat's own gaps (recency-weighted: a gap 35 turns old counts half) longer than the present
+silence needed before a refresh is judged at all, per chat kind. Past them the forecast is its prior's
+tail, which cannot tell a night from a chat that ended; a chat is kept warm only through silences it has
+been seen to come back from: a group once within about its last 35 turns, a one-to-one chat twice."""
 HORIZON: Final = 86_400.0
 """No refresh a day or more after the chat's last turn, whatever the forecast says."""
 
@@ -115,7 +119,7 @@ def plan_refresh(
     if left > LEAD or left < SAFETY or tokens < min_cacheable:
         return None
     odds = forecast(state.turns[:-1], state.turns[-1], kind=kind)
-    if odds.seen_beyond(elapsed) < MIN_SUPPORT:
+    if odds.seen_beyond(elapsed) < MIN_SUPPORT[kind]:
         return Refresh(newest, tokens, left, value=0.0)  # the chat has not come back from such silences
     silence = odds.after(elapsed)
     ttl = TTL_SECONDS[newest.ttl]

@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from agent.caching.forecast import TurnStart
+from agent.caching.forecast import ChatKind, TurnStart
 from agent.caching.health import CacheHealth
 from agent.caching.keepalive import HORIZON, LEAD, Refresh, Trusted, next_look, plan_refresh, refresh_value
 from agent.caching.plan import CachedPrefix, CacheState, advance
@@ -106,6 +106,26 @@ def test_a_silence_longer_than_the_chat_has_come_back_from_is_not_bridged() -> N
     refresh = decide(state, T0 + timedelta(seconds=3_540))
     assert refresh is not None
     assert not refresh.due
+
+
+def test_a_group_is_kept_warm_through_a_silence_it_came_back_from_once_a_one_to_one_chat_is_not() -> None:
+    # six-minute gaps, and one lull of an hour and a half five turns ago; an hour entry about to expire
+    # after 59 minutes of silence
+    quick = history(360.0, 20, last=T0 - timedelta(seconds=5 * 360 + 5_400))
+    lull = TurnStart(quick[-1].at + 5_400.0, 5_400.0, 0)
+    after = tuple(TurnStart(lull.at + (i + 1) * 360.0, 360.0, 0) for i in range(5))
+    state = cached((*quick, lull, *after), written=T0, ttl="1h")
+    assert after[-1].at == T0.timestamp()
+    now = T0 + timedelta(seconds=3_540)
+
+    def refresh(kind: ChatKind) -> Refresh | None:
+        return plan_refresh(state, now=now, prefix_tokens=lambda _id: 6_000, kind=kind, min_cacheable=1_024)
+
+    group, private = refresh("group"), refresh("private")
+    assert group is not None
+    assert private is not None
+    assert group.due
+    assert not private.due
 
 
 def test_a_prompt_below_the_cacheable_minimum_is_never_refreshed() -> None:
