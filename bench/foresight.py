@@ -143,7 +143,7 @@ def optimum_cost(chat: ChatRequests, odds: Sequence[Odds]) -> float:
     n = len(chat.tokens)
     if n == 0:
         return 0.0
-    covers = _Covers(chat)
+    covers = Covers(chat)
     value: dict[tuple[int, int, bool], float] = {}
 
     def decide(t: int, read: int, hour: int) -> tuple[float, str]:
@@ -190,7 +190,7 @@ def optimum_cost(chat: ChatRequests, odds: Sequence[Odds]) -> float:
     return paid
 
 
-class _Covers:
+class Covers:
     """covers(j, t): the tokens of request t that an entry written at request j holds (the smallest
     share along the way), computed once per j."""
 
