@@ -9,7 +9,9 @@ first, and the decision is made again on what it left), and the prompt up to tha
 generates nothing. The call is accounted like every other (`llm_calls.purpose = 'keepalive'`, in
 `/stats` and the metrics) and recorded in the chat's cache health; the entry's new life is saved in the
 session's cache state. A refresh that read nothing (the prompt no longer matched) is logged, counted,
-and that entry is not refreshed again.
+and that entry is not refreshed again. A session that what arrived since its reply (a group's chatter)
+put at a compaction threshold is not refreshed: its next turn compacts before sending that prompt again
+(`TurnRunner.compacts_first`).
 """
 
 from __future__ import annotations
@@ -101,6 +103,12 @@ class CacheKeeper:
         calibration = settings.loop.calibration
         tokens_after = tokens_after_in(snapshot.rows, calibration)
         prompt = session.context_tokens(calibration.apply if calibration is not None else None)
+        if self.turns.compacts_first(snapshot, state, now):
+            # what arrived since the reply (a group's chatter) put the session at a compaction threshold:
+            # the next turn compacts before its first call, so no request reads this prompt again; let it
+            # expire (the idle job may then compact it without a cache to lose)
+            logger.debug("session %s: at a compaction threshold, its cache entry is let go", session.id)
+            return None
         return plan_refresh(
             state,
             now=now,

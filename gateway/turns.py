@@ -171,6 +171,17 @@ class TurnRunner:
         await self.outbox.deliver(chat, parts, live)
         return (report is not None and report.changed) or any(r.changed for r in recorder.reports)
 
+    def compacts_first(self, snapshot: TurnSnapshot, cache: CacheState, now: datetime) -> bool:
+        """Whether a turn starting at `now` would compact the session before its first request (hygiene
+        or a cache-aware compaction before the turn, or the context engine's threshold in the loop), so
+        that request would not send the prompt the session's cache entries hold."""
+        session = snapshot.session
+        calibration = self.settings.loop.calibration
+        scale = calibration.apply if calibration is not None else None
+        if self.settings.policy.before_turn(session, cache, now=now, calibrate=scale).fire:
+            return True
+        return self.make_engine(session, snapshot.pins).should_compress(session.context_tokens(scale))
+
     async def _compact_before(
         self, session: SessionRecord, engine: ContextEngine, cache: CacheState
     ) -> CompactionReport | None:

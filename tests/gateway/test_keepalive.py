@@ -17,7 +17,7 @@ from agent.caching.plan import CacheState
 from agent.caching.trust import RefreshRecord
 from tests.fakes.anthropic_server import FakeAnthropic, RecordedRequest
 from tests.support.gateway_bot import Bot, running_bot
-from tests.support.memory_adapter import ADMIN, ALICE, BOB, Author
+from tests.support.memory_adapter import ADMIN, ALICE, BOB, Author, group_chat
 
 BIG = "background: " + " ".join(f"fact{i} about the deployment" for i in range(900))
 
@@ -262,3 +262,40 @@ async def test_after_the_api_compacted_a_refresh_reads_the_prompt_that_starts_at
         (request,) = warm(fake)
         assert usage(request)["cache_read_input_tokens"] >= written  # read, not written again
         assert usage(request)["cache_creation_input_tokens"] == 0
+
+
+async def test_a_group_whose_chatter_reached_the_compaction_threshold_is_not_kept_warm(
+    sqlite_url: str,
+) -> None:
+    """Two groups with the same history (a mention every ninety minutes), each holding a one-hour entry
+    about to expire; in one, chatter since the reply put the session at the compressor's threshold, so
+    its next turn compacts before its first call and no request would read the refreshed prompt."""
+    quiet, chatty = group_chat("-501", "Quiet"), group_chat("-502", "Chatty")
+    opening = "@bot background: " + " ".join(f"fact{i} about the deployment" for i in range(250))
+    async with (
+        FakeAnthropic(clock=lambda: 0.0) as fake,
+        running_bot(fake, sqlite_url, model_context_length=12_000) as bot,
+    ):
+        clock = Clock(fake)
+        bot.gateway.turns.clock = lambda: clock.now
+        clock.at(0)
+        keys = []
+        for group in (quiet, chatty):
+            await bot.adapter.say(opening, user=ALICE, chat=group, mentions_bot=True)
+            chat_pk = await bot.chat_pk("telegram", group.chat_id)
+            await comes_back_every(bot, chat_pk, gap=5_400.0)
+            keys.append(chat_pk)
+        for i in range(3):
+            clock.at(60.0 + i)
+            await bot.adapter.say(f"chatter {i}: " + opening[5:], user=BOB, chat=chatty)
+        sessions = [await bot.store.active_session(k) for k in keys]
+        engine = bot.gateway.turns.make_engine(sessions[1], [])
+        assert engine.should_compress(sessions[1].context_tokens())  # the chatter reached the threshold
+        assert not bot.gateway.turns.make_engine(sessions[0], []).should_compress(
+            sessions[0].context_tokens()
+        )
+
+        refreshed = await bot.gateway.keeper.run(clock.at(3_540))
+
+        assert [r.session_id for r in refreshed] == [sessions[0].id]
+        assert len(warm(fake)) == 1
