@@ -88,8 +88,7 @@ def chats_of(requests: Iterable[SentRequest], *, min_cacheable: Mapping[str, int
         for block in serialize_prefix(request.body):
             running, total = hash((running, block.fingerprint)), total + block.tokens
             chain.append((running, total))
-        key = repr(request.body["messages"][0])
-        grouped.setdefault(key, []).append((request, chain))
+        grouped.setdefault(_chat_key(request.body["messages"][0]), []).append((request, chain))
     chats = []
     for members in grouped.values():
         model = str(members[0][0].body["model"])
@@ -104,6 +103,20 @@ def chats_of(requests: Iterable[SentRequest], *, min_cacheable: Mapping[str, int
             )
         )
     return chats
+
+
+def _chat_key(first: object) -> str:
+    """A chat's first message without its cache markers (a chat's first request carries its tail
+    marker there; the later requests do not)."""
+
+    def bare(value: object) -> object:
+        if isinstance(value, dict):
+            return {k: bare(v) for k, v in value.items() if k != "cache_control"}
+        if isinstance(value, list):
+            return [bare(v) for v in value]
+        return value
+
+    return repr(bare(first))
 
 
 def _shared(a: Sequence[tuple[int, int]], b: Sequence[tuple[int, int]]) -> int:

@@ -64,3 +64,17 @@ def test_a_runs_requests_are_grouped_into_chats_and_hindsight_is_never_dearer() 
     assert all(c.common[0] < c.tokens[1] for c in chats)  # the second request extends the first
     result = foresight(sent, min_cacheable={MODEL: 1_024})
     assert 0.0 < result.hindsight <= result.mix_informed
+
+
+def test_a_chats_first_request_is_grouped_with_the_rest_although_it_carries_its_marker() -> None:
+    words = "the deploy failed again after the config moved " * 40
+    first = _body(f"chat a {words}")
+    first["messages"][0]["content"] = [
+        {"type": "text", "text": f"chat a {words}", "cache_control": {"type": "ephemeral"}}
+    ]
+    later = _body(f"chat a {words}", "ok", "more")
+    later["messages"][0]["content"] = [{"type": "text", "text": f"chat a {words}"}]
+    chats = chats_of(
+        [SentRequest(0.0, first, {}), SentRequest(60.0, later, {})], min_cacheable={MODEL: 1_024}
+    )
+    assert [len(c.at) for c in chats] == [2]
