@@ -14,7 +14,13 @@ solve exactly:
   it). A request reads the longest one alive at its gap, pays 0.1 for those tokens and writes the rest
   at the price of the TTL it marks (1.25 for five minutes, 2.0 for an hour, 1.0 unmarked, and unmarked
   only under the model's minimum cacheable length); marking for an hour moves the hour entry to it;
-- a gap falls in one of three classes: within five minutes, within the hour, longer.
+- optionally (`refresh`), the chat may keep an entry alive through a silence, as the keep-alive job
+  does: after a request that wrote a five-minute tail, a refresh just before each five minutes of
+  silence (0.1x the request's prompt) keeps it for five more, and the hour entry likewise once per
+  hour (0.1x its tokens), up to two; a refresh plan is a number of refreshes at most (during a silence
+  the only news is that nobody came yet);
+- a gap falls in a class: five-minute steps up to an hour, then one to two hours, two to three, longer
+  (without refreshes only three matter: within five minutes, within the hour, longer).
 
 `hindsight` is the cheapest marking when every gap's class is known; `mix_informed` decides each request
 by the expected cost over the chat's own mix of gap classes (the shares it has over the whole run, kept
@@ -24,8 +30,8 @@ so their ratio is the price of not knowing when the next message comes, in that 
 policy (without keep-alive refreshes) whose information is the chat's gap mix cannot come closer to the
 hindsight optimum than that. The mix-informed optimum still knows more than any real policy (every
 request's size, and which request is the chat's last), so the ratio is a floor, not an estimate; a
-policy with better features (time of day, chatter) or with keep-alive refreshes can go below it. Costs
-are in units of base-price tokens.
+policy with better features (time of day, chatter) or with keep-alive refreshes can go below it.
+`bench.reachable` uses the same model with refreshes. Costs are in units of base-price tokens.
 """
 
 from __future__ import annotations
@@ -45,20 +51,30 @@ from agent.models import (
 from bench.oracle import SentRequest, is_refresh
 from tests.fakes.anthropic_cache import serialize_prefix
 
-FIVE_MINUTES: Final = 300.0
-ONE_HOUR: Final = 3_600.0
+STEP: Final = 300.0
+"""A five-minute entry's life, and the silence between two refreshes of it."""
+HOUR: Final = 3_600.0
+SHORT: Final = 12
+"""Classes 1..12: a gap within 5, 10, ..., 60 minutes."""
+HOURS: Final = 2
+"""Classes 13, 14: within two hours, within three; class 15: longer."""
+CLASSES: Final = SHORT + HOURS + 1
+BOUNDS: Final = tuple([STEP * k for k in range(1, SHORT + 1)] + [HOUR * (h + 1) for h in range(1, HOURS + 1)])
 TOOL_ROUND: Final = 10.0
 """A request this soon after the previous one is a tool round of the same turn (the policy knows it is
 one when it marks it)."""
 PRICE: Final = {"none": 1.0, "5m": CACHE_WRITE_5M_MULTIPLIER, "1h": CACHE_WRITE_1H_MULTIPLIER}
 NO_HOUR: Final = -1
 
-Odds = tuple[float, float, float]
-"""Chances that the next gap is within five minutes, within the hour, longer."""
+Odds = tuple[float, ...]
+"""The chances that the next gap falls in each class (1..CLASSES, index 0..CLASSES-1)."""
 
 
 def gap_class(seconds: float) -> int:
-    return 0 if seconds <= FIVE_MINUTES else 1 if seconds <= ONE_HOUR else 2
+    for k, bound in enumerate(BOUNDS, start=1):
+        if seconds <= bound:
+            return k
+    return CLASSES
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,73 +153,130 @@ def mix_of(chat: ChatRequests) -> list[Odds]:
     for kind in (False, True):
         after = [gap_class(g) for t, g in enumerate(gaps) if rounds[t] == kind]
         n = len(after)
-        shares[kind] = (after.count(0) / n, after.count(1) / n, after.count(2) / n) if n else (1.0, 0.0, 0.0)
+        shares[kind] = tuple(after.count(k) / n if n else float(k == 1) for k in range(1, CLASSES + 1))
     return [shares[rounds[t]] for t in range(len(gaps))]
 
 
 def hindsight_odds(chat: ChatRequests) -> list[Odds]:
     """Per request, certainty about the class of the gap that follows it."""
-    return [_certain(gap_class(g)) for g in chat.gaps()]
+    return [tuple(float(k == gap_class(g)) for k in range(1, CLASSES + 1)) for g in chat.gaps()]
 
 
-def _certain(gap: int) -> Odds:
-    return (float(gap == 0), float(gap == 1), float(gap == 2))
-
-
-def optimum_cost(chat: ChatRequests, odds: Sequence[Odds]) -> float:
-    """What the chat's requests cost (base-price tokens) when each is marked by the choice that is
-    cheapest in expectation under `odds` (its own future choices included), paid at the real gaps."""
+def optimum_cost(chat: ChatRequests, odds: Sequence[Odds], *, refresh: bool = False) -> float:
+    """What the chat's requests cost (base-price tokens, refreshes included) when each request's marker
+    and the refresh plans after it are the cheapest in expectation under `odds[t]` (later choices
+    included), paid at the real gaps; `refresh` lets the chat keep entries alive (module docstring)."""
     n = len(chat.tokens)
     if n == 0:
         return 0.0
-    covers = Covers(chat)
+    covers = _Covers(chat)
     value: dict[tuple[int, int, bool], float] = {}
+    tail_plans = range(SHORT) if refresh else range(1)
+    hour_plans = range(HOURS + 1) if refresh else range(1)
 
     def decide(t: int, read: int, hour: int) -> tuple[float, str]:
-        """The cheapest choice at request t reading `read` tokens with the hour entry at `hour`."""
         best = (math.inf, "none")
         for ttl in ("none", "5m", "1h"):
             if ttl != "none" and chat.tokens[t] < chat.floor:
                 continue
             after = value[(t, t, False)] if ttl == "1h" else value[(t, hour, ttl == "5m")]
             cost = CACHE_READ_MULTIPLIER * read + PRICE[ttl] * (chat.tokens[t] - read) + after
-            if cost < best[0]:  # ties go to the cheaper write
+            if cost < best[0]:
                 best = (cost, ttl)
         return best
 
-    def arrive(t: int, hour: int, tail: bool, gap: int) -> tuple[int, int]:
-        """Tokens request t + 1 reads after a gap of class `gap`, and the hour entry it finds."""
-        if gap == 2:
-            return 0, NO_HOUR
-        hour_read = covers(hour, t + 1) if hour != NO_HOUR else 0
-        if gap == 0 and (tail or hour == t):
-            return chat.common[t], hour
-        return hour_read, hour
+    def outcomes(t: int, hour: int, tail: bool) -> list[list[float]]:
+        """cost[k - 1][plan]: refreshes plus the rest of the chat after a gap of class k, per plan
+        (the tail plan for classes up to an hour, the hour plan beyond)."""
+        whole = chat.common[t]
+        by_hour = covers(hour, t + 1) if hour not in (NO_HOUR, t) else whole if hour == t else 0
+        warm = decide(t + 1, whole, hour)[0]
+        cool = decide(t + 1, by_hour, hour)[0]
+        cold = decide(t + 1, 0, NO_HOUR)[0]
+        refreshable = tail and hour != t
+        tail_read = CACHE_READ_MULTIPLIER * chat.tokens[t]
+        hour_read = CACHE_READ_MULTIPLIER * chat.tokens[hour] if hour != NO_HOUR else 0.0
+        rows: list[list[float]] = []
+        for k in range(1, SHORT + 1):
+            if hour == t or (tail and k == 1):
+                rows.append([warm for _ in tail_plans])
+            elif refreshable:
+                rows.append(
+                    [warm + tail_read * (k - 1) if r >= k - 1 else cool + tail_read * r for r in tail_plans]
+                )
+            else:
+                rows.append([cool for _ in tail_plans])
+        for k in range(SHORT + 1, CLASSES + 1):
+            need = k - SHORT if k < CLASSES else math.inf
+            row = []
+            for h in hour_plans:
+                if hour == NO_HOUR:
+                    row.append(cold)
+                elif h >= need:
+                    row.append(cool + hour_read * need)
+                else:
+                    row.append(cold + hour_read * h)
+            rows.append(row)
+        return rows
+
+    def plan(t: int, hour: int, tail: bool) -> tuple[float, int, int]:
+        """The expected cost after request t, with the best tail and hour refresh plans."""
+        p = odds[t]
+        rows = outcomes(t, hour, tail)
+        beyond = sum(p[SHORT:])
+        tail_read = CACHE_READ_MULTIPLIER * chat.tokens[t] if tail and hour != t else 0.0
+        short = [sum(p[k] * rows[k][r] for k in range(SHORT)) + beyond * tail_read * r for r in tail_plans]
+        long = [sum(p[k] * rows[k][h] for k in range(SHORT, CLASSES)) for h in hour_plans]
+        r = min(tail_plans, key=lambda i: (short[i], i))
+        h = min(hour_plans, key=lambda i: (long[i], i))
+        return short[r] + long[h], r, h
 
     for t in range(n - 1, -1, -1):
         for hour in range(NO_HOUR, t + 1):
             for tail in (False, True):
-                if t == n - 1:
-                    value[(t, hour, tail)] = 0.0
-                    continue
-                expected = 0.0
-                for gap, p in enumerate(odds[t]):
-                    if p > 0.0:
-                        read, found = arrive(t, hour, tail, gap)
-                        expected += p * decide(t + 1, read, found)[0]
-                value[(t, hour, tail)] = expected
+                value[(t, hour, tail)] = 0.0 if t == n - 1 else plan(t, hour, tail)[0]
     paid = 0.0
     read, hour = 0, NO_HOUR
     for t in range(n):
         _, ttl = decide(t, read, hour)
         paid += CACHE_READ_MULTIPLIER * read + PRICE[ttl] * (chat.tokens[t] - read)
         hour = t if ttl == "1h" else hour
-        if t < n - 1:
-            read, hour = arrive(t, hour, ttl == "5m", gap_class(chat.at[t + 1] - chat.at[t]))
+        if t == n - 1:
+            break
+        _, r, h = plan(t, hour, ttl == "5m")
+        read, hour, spent = _arrive(
+            chat, covers, t, hour, ttl == "5m", gap_class(chat.at[t + 1] - chat.at[t]), r, h
+        )
+        paid += spent
     return paid
 
 
-class Covers:
+def _arrive(
+    chat: ChatRequests, covers: _Covers, t: int, hour: int, tail: bool, k: int, r: int, h: int
+) -> tuple[int, int, float]:
+    """After request t and a gap of class k under tail plan r and hour plan h: the tokens request t + 1
+    reads, the hour entry it finds, and the refreshes paid."""
+    whole = chat.common[t]
+    by_hour = covers(hour, t + 1) if hour not in (NO_HOUR, t) else whole if hour == t else 0
+    refreshable = tail and hour != t
+    tail_read = CACHE_READ_MULTIPLIER * chat.tokens[t]
+    if k <= SHORT:
+        if hour == t or (tail and k == 1):
+            return whole, hour, 0.0
+        if refreshable and r >= k - 1:
+            return whole, hour, tail_read * (k - 1)
+        return by_hour, hour, tail_read * r if refreshable else 0.0
+    spent = tail_read * r if refreshable else 0.0
+    if hour == NO_HOUR:
+        return 0, NO_HOUR, spent
+    need = k - SHORT if k < CLASSES else math.inf
+    hour_read = CACHE_READ_MULTIPLIER * chat.tokens[hour]
+    if h >= need:
+        return by_hour, hour, spent + hour_read * (k - SHORT)
+    return 0, NO_HOUR, spent + hour_read * h
+
+
+class _Covers:
     """covers(j, t): the tokens of request t that an entry written at request j holds (the smallest
     share along the way), computed once per j."""
 
