@@ -175,58 +175,38 @@ def optimum_cost(chat: ChatRequests, odds: Sequence[Odds], *, refresh: bool = Fa
     hour_plans = range(HOURS + 1) if refresh else range(1)
 
     def decide(t: int, read: int, hour: int) -> tuple[float, str]:
+        """The cheapest choice at request t reading `read` tokens with the hour entry at `hour`."""
         best = (math.inf, "none")
         for ttl in ("none", "5m", "1h"):
             if ttl != "none" and chat.tokens[t] < chat.floor:
                 continue
             after = value[(t, t, False)] if ttl == "1h" else value[(t, hour, ttl == "5m")]
             cost = CACHE_READ_MULTIPLIER * read + PRICE[ttl] * (chat.tokens[t] - read) + after
-            if cost < best[0]:
+            if cost < best[0]:  # ties go to the cheaper write
                 best = (cost, ttl)
         return best
 
-    def outcomes(t: int, hour: int, tail: bool) -> list[list[float]]:
-        """cost[k - 1][plan]: refreshes plus the rest of the chat after a gap of class k, per plan
-        (the tail plan for classes up to an hour, the hour plan beyond)."""
-        whole = chat.common[t]
-        by_hour = covers(hour, t + 1) if hour not in (NO_HOUR, t) else whole if hour == t else 0
-        warm = decide(t + 1, whole, hour)[0]
-        cool = decide(t + 1, by_hour, hour)[0]
-        cold = decide(t + 1, 0, NO_HOUR)[0]
-        refreshable = tail and hour != t
-        tail_read = CACHE_READ_MULTIPLIER * chat.tokens[t]
-        hour_read = CACHE_READ_MULTIPLIER * chat.tokens[hour] if hour != NO_HOUR else 0.0
-        rows: list[list[float]] = []
-        for k in range(1, SHORT + 1):
-            if hour == t or (tail and k == 1):
-                rows.append([warm for _ in tail_plans])
-            elif refreshable:
-                rows.append(
-                    [warm + tail_read * (k - 1) if r >= k - 1 else cool + tail_read * r for r in tail_plans]
-                )
-            else:
-                rows.append([cool for _ in tail_plans])
-        for k in range(SHORT + 1, CLASSES + 1):
-            need = k - SHORT if k < CLASSES else math.inf
-            row = []
-            for h in hour_plans:
-                if hour == NO_HOUR:
-                    row.append(cold)
-                elif h >= need:
-                    row.append(cool + hour_read * need)
-                else:
-                    row.append(cold + hour_read * h)
-            rows.append(row)
-        return rows
-
     def plan(t: int, hour: int, tail: bool) -> tuple[float, int, int]:
-        """The expected cost after request t, with the best tail and hour refresh plans."""
+        """The expected cost after request t, with the best tail and hour refresh plans. The tail plan
+        decides the classes up to an hour and only pays its refreshes beyond; the hour plan decides the
+        classes beyond, so the two are chosen apart."""
         p = odds[t]
-        rows = outcomes(t, hour, tail)
-        beyond = sum(p[SHORT:])
-        tail_read = CACHE_READ_MULTIPLIER * chat.tokens[t] if tail and hour != t else 0.0
-        short = [sum(p[k] * rows[k][r] for k in range(SHORT)) + beyond * tail_read * r for r in tail_plans]
-        long = [sum(p[k] * rows[k][h] for k in range(SHORT, CLASSES)) for h in hour_plans]
+        cheapest: dict[tuple[int, int], float] = {}  # request t + 1 arrives with one of a few states
+
+        def after(k: int, r: int, h: int) -> float:
+            read, found, spent = _arrive(chat, covers, t, hour, tail, k, r, h)
+            if (read, found) not in cheapest:
+                cheapest[(read, found)] = decide(t + 1, read, found)[0]
+            return cheapest[(read, found)] + spent
+
+        beyond = [k for k in range(SHORT + 1, CLASSES + 1) if p[k - 1] > 0.0]
+        unplanned = {k: after(k, 0, 0) for k in beyond}
+        short = [
+            sum(p[k - 1] * after(k, r, 0) for k in range(1, SHORT + 1) if p[k - 1] > 0.0)
+            + sum(p[k - 1] * (after(k, r, 0) - unplanned[k]) for k in beyond)
+            for r in tail_plans
+        ]
+        long = [sum(p[k - 1] * after(k, 0, h) for k in beyond if p[k - 1] > 0.0) for h in hour_plans]
         r = min(tail_plans, key=lambda i: (short[i], i))
         h = min(hour_plans, key=lambda i: (long[i], i))
         return short[r] + long[h], r, h
