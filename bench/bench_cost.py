@@ -49,7 +49,7 @@ from bench.foresight import foresight
 from bench.oracle import billed_input_usd, oracle_input_usd
 from bench.reachable import reachable_usd
 from bench.replay import ReplayResult, replay
-from bench.traces import FAMILIES, TraceSizes, describe, generate
+from bench.traces import FAMILIES, Event, TraceSizes, describe, generate
 
 TARGET_RATIO = 1.05
 SEED = 2026
@@ -91,7 +91,8 @@ class Job:
     window: int | None = None
     seed: int = SEED
     bounds: bool = True
-    """Also compute the oracles (and `foresight`, for the default) of the replay's requests."""
+    """Also compute the oracles (and `foresight` and `reachable`, for the default) of the replay's
+    requests."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,8 +122,7 @@ class Measured:
         )
 
 
-async def _replay(job: Job) -> ReplayResult:
-    events = generate(job.family, sizes=job.sizes, seed=job.seed)
+async def _replay(job: Job, events: list[Event]) -> ReplayResult:
     window = job.window
     overrides = {**job.policy.overrides, **({"model_context_length": window} if window else {})}
     prepare = None
@@ -138,7 +138,8 @@ async def _replay(job: Job) -> ReplayResult:
 def measure(job: Job) -> Measured:
     """Replay `job` and bill it (run in a worker process: each replay has its own database, fake API
     and simulated clock, so replays are independent and their results do not depend on the order)."""
-    result = asyncio.run(_replay(job))
+    events = generate(job.family, sizes=job.sizes, seed=job.seed)
+    result = asyncio.run(_replay(job, events))
     measured = Measured(
         job=job,
         usd=billed_input_usd(result.requests),
@@ -158,7 +159,6 @@ def measure(job: Job) -> Measured:
     )
     if job.policy.name != "default":
         return bounded
-    events = generate(job.family, sizes=job.sizes, seed=job.seed)
     return replace(
         bounded,
         foresight=foresight(result.requests, min_cacheable=result.min_cacheable).ratio,
