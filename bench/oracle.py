@@ -5,9 +5,12 @@ keys on (block k of a request stands for the whole prefix up to k), and for ever
 times it was sent. A dynamic program then picks, per use, the cheapest of: pay it uncached (1x), write
 it with a 5-minute marker (1.25x) or a one-hour marker (2x), or read it (0.1x) when the previous use
 kept it alive (gap within the TTL of the marker it was written with; a read refreshes it). Prefixes
-shorter than the model's minimum cacheable length can only be paid uncached. It ignores the API's
-limits of four breakpoints and a 20-block lookback, so no real policy that only chooses markers can
-beat it.
+shorter than the model's minimum cacheable length can only be paid uncached. A block whose prefix is
+shorter than that minimum cannot end a cache entry, so it is only ever read or written with the first
+block after it that reaches the minimum: the oracle prices them as one block. (Priced on its own, the
+short opening every chat shares, the system prompt and tools, could be read by one chat from another's
+entry, which no request can.) It ignores the API's limits of four breakpoints and a 20-block lookback,
+so no real policy that only chooses markers can beat it.
 
 With `keep_alive`, it may also keep an entry alive across a longer gap by refreshing it (a read, 0.1x,
 once per TTL of silence), as the cache keep-alive job does; that bound holds for policies that refresh
@@ -110,12 +113,17 @@ def oracle_input_usd(
         floor = min_cacheable.get(model, lookup_model(model).min_cacheable_tokens)
         blocks = serialize_prefix(r.body)
         cacheable = sum(b.tokens for b in blocks) >= floor
-        prefix_hash = 0
-        for block in blocks:
+        prefix_hash = prefix_tokens = pending = 0
+        for n, block in enumerate(blocks, start=1):
             prefix_hash = hash((prefix_hash, block.fingerprint))
+            prefix_tokens += block.tokens
+            pending += block.tokens
+            if prefix_tokens < floor and n < len(blocks):
+                continue  # too short to end an entry: priced with the block that reaches the minimum
             key = (model, prefix_hash)
             uses[key].append((r.at, cacheable))
-            tokens_of.setdefault(key, block.tokens)
+            tokens_of.setdefault(key, pending)
+            pending = 0
     total = 0.0
     for key, times in uses.items():
         price = lookup_model(key[0]).input_per_mtok

@@ -105,3 +105,25 @@ def test_oracle_never_exceeds_what_any_policy_is_billed(seed: int) -> None:
     oracle = oracle_input_usd(_replay(bodies, times, None), min_cacheable={MODEL: 1024})
     assert all(oracle <= bill + 1e-12 for bill in bills.values()), (oracle, bills)
     assert oracle < bills[None]  # some prefix is resent within the hour, so caching it pays
+
+
+@pytest.mark.parametrize("system_words", [200, 1_500])
+def test_a_shared_opening_shorter_than_the_minimum_is_not_read_across_chats(system_words: int) -> None:
+    """Two chats with the same system prompt, two minutes apart. The API only caches a prefix at a
+    breakpoint that reaches the model's minimum, so a shorter shared opening can never be read from the
+    other chat's entry (each chat pays its whole request once); a longer one can (a 5m write, a read)."""
+    system = [{"type": "text", "text": _text(system_words, "sys")}]
+    bodies = [
+        {"model": MODEL, "system": system, "messages": [{"role": "user", "content": _text(900, word)}]}
+        for word in ("ada", "bob")
+    ]
+    requests = [SentRequest(at, body, {}) for at, body in zip((0.0, 2 * MINUTE), bodies, strict=True)]
+    system_tokens, ada = (b.tokens for b in serialize_prefix(bodies[0]))
+    _, bob = (b.tokens for b in serialize_prefix(bodies[1]))
+    floor = 1_024
+    assert min(ada, bob) + system_tokens >= floor  # each request alone can be cached
+    if system_tokens < floor:
+        expected = (system_tokens + ada) + (system_tokens + bob)
+    else:
+        expected = system_tokens * (1.25 + 0.1) + ada + bob
+    assert oracle_input_usd(requests, min_cacheable={MODEL: floor}) == pytest.approx(expected * PRICE)
