@@ -50,6 +50,10 @@ PRIORS: Final[Mapping[ChatKind, tuple[tuple[float, float], ...]]] = {
 }
 """Cumulative probability that the next request comes within each gap (seconds), per chat kind;
 log-linear in between, 0 at 1 s."""
+PRIOR_SPAN: Final = 3_600.0
+"""The silences the priors know about: up to an hour they are the measured timing of requests within a
+conversation; past it they only say that a silence ends within a day, which cannot tell a night from
+a conversation that ended."""
 
 
 @dataclass(frozen=True, slots=True)

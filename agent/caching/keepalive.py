@@ -18,12 +18,15 @@ busy group whose mentions come every few minutes is kept warm through the lulls;
 whose pauses are breaks is not; and each refresh is judged again when the entry is about to expire,
 with the longer silence by then, so the refreshes stop once the chat's odds of coming back soon fall
 below what they cost (for a five-minute entry, about one chance in twelve that the next request comes
-within five minutes). A silence longer than the chat has recently come back from (`MIN_SUPPORT`) is
-not bridged: the forecast's prior cannot tell a night from a chat that has ended, and a day of hourly
-refreshes would cost more than writing the prompt again. How much of that evidence is needed depends on
-the chat's kind: a group is a standing conversation among people who stay, so one such silence it came
-back from is enough; a one-to-one chat's long silences are often the end of a conversation (the person
-got their answer), so it must have come back from two.
+within five minutes). A refresh that would carry an entry past an hour of silence (`PRIOR_SPAN`) is
+sent only through silences the chat has recently come back from (`MIN_SUPPORT`): past the hour the
+forecast's prior cannot tell a night from a chat that has ended, and a day of hourly refreshes would
+cost more than writing the prompt again. Within the hour the prior is the measured timing of requests
+in a conversation, so a chat's first pauses are judged on it before the chat has shown any of its own.
+How much evidence a longer silence needs depends on the chat's kind: a group is a standing
+conversation among people who stay, so one such silence it came back from is enough; a one-to-one
+chat's long silences are often the end of a conversation (the person got their answer), so it must
+have come back from two.
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Final
 
-from agent.caching.forecast import ChatKind, forecast
+from agent.caching.forecast import PRIOR_SPAN, ChatKind, forecast
 from agent.caching.plan import CachedPrefix, CacheState
 from agent.caching.policy import GapOdds, LiveEntry, next_request_cost, rebuy_price
 from agent.models import CACHE_READ_MULTIPLIER, TTL_SECONDS
@@ -46,9 +49,10 @@ SAFETY: Final = 10.0
 write the whole prompt again."""
 MIN_SUPPORT: Final[Mapping[ChatKind, float]] = {"private": 2.0, "group": 0.5}
 """The chat's own gaps (recency-weighted: a gap 35 turns old counts half) longer than the present
-silence needed before a refresh is judged at all, per chat kind. Past them the forecast is its prior's
-tail, which cannot tell a night from a chat that ended; a chat is kept warm only through silences it has
-been seen to come back from: a group once within about its last 35 turns, a one-to-one chat twice."""
+silence needed before a refresh that reaches past `PRIOR_SPAN` is judged at all, per chat kind. Past
+them the forecast is its prior's tail, which cannot tell a night from a chat that ended; a chat is kept
+warm that long only through silences it has been seen to come back from: a group once within about its
+last 35 turns, a one-to-one chat twice."""
 HORIZON: Final = 86_400.0
 """No refresh a day or more after the chat's last turn, whatever the forecast says."""
 
@@ -119,10 +123,10 @@ def plan_refresh(
     if left > LEAD or left < SAFETY or tokens < min_cacheable:
         return None
     odds = forecast(state.turns[:-1], state.turns[-1], kind=kind)
-    if odds.seen_beyond(elapsed) < MIN_SUPPORT[kind]:
+    ttl = TTL_SECONDS[newest.ttl]
+    if elapsed + ttl > PRIOR_SPAN and odds.seen_beyond(elapsed) < MIN_SUPPORT[kind]:
         return Refresh(newest, tokens, left, value=0.0)  # the chat has not come back from such silences
     silence = odds.after(elapsed)
-    ttl = TTL_SECONDS[newest.ttl]
     others = [LiveEntry(sizes[p.message_id], _left(p, now)) for p in live if p is not newest]
     value = refresh_value(
         Trusted(silence, state.refreshes.trust()),

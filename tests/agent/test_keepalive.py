@@ -108,6 +108,21 @@ def test_a_silence_longer_than_the_chat_has_come_back_from_is_not_bridged() -> N
     assert not refresh.due
 
 
+def test_a_new_one_to_one_chats_first_pause_is_judged_on_the_prior_but_not_past_the_hour() -> None:
+    # ten quick turns, no pause yet: within the hour the prior's measured timing says a person who
+    # has been silent four minutes is back within the next five about one time in three, which pays
+    # for the refresh; an hour entry's refresh would reach past the hour, where the prior knows nothing
+    state = cached(history(60.0, 10, last=T0), written=T0)
+    tail = decide(state, T0 + timedelta(seconds=240))
+    assert tail is not None
+    assert tail.due
+    assert 0.25 < tail.odds < 0.45
+    hour = decide(cached(history(60.0, 10, last=T0), written=T0, ttl="1h"), T0 + timedelta(seconds=3_540))
+    assert hour is not None
+    assert not hour.due
+    assert hour.value == 0.0
+
+
 def test_a_group_is_kept_warm_through_a_silence_it_came_back_from_once_a_one_to_one_chat_is_not() -> None:
     # six-minute gaps, and one lull of an hour and a half five turns ago; an hour entry about to expire
     # after 59 minutes of silence
