@@ -32,6 +32,22 @@ _PER_MTOK: Final = 1_000_000
 
 
 @dataclass(frozen=True, slots=True)
+class CachePrices:
+    """A model's prompt-cache prices as multiples of its base input price. Writes cost 1.25x (five
+    minutes) and 2x (an hour) on every model; a read costs 0.1x on most, less on some of the newest."""
+
+    read: float = CACHE_READ_MULTIPLIER
+    write_5m: float = CACHE_WRITE_5M_MULTIPLIER
+    write_1h: float = CACHE_WRITE_1H_MULTIPLIER
+
+    def write(self, ttl: CacheTTL) -> float:
+        return self.write_1h if ttl == "1h" else self.write_5m
+
+
+STANDARD_CACHE_PRICES: Final = CachePrices()
+
+
+@dataclass(frozen=True, slots=True)
 class ModelInfo:
     """Limits and prices (USD per million tokens) of one model."""
 
@@ -46,18 +62,20 @@ class ModelInfo:
     """False for the conservative stand-in returned for a model missing from the table."""
     server_compaction: bool = False
     """The Messages API's server-side compaction (`compact_20260112`) is available for this model."""
+    cache: CachePrices = STANDARD_CACHE_PRICES
+    """Prompt-cache prices relative to `input_per_mtok`: what the cache policy weighs its choices with."""
 
     @property
     def cache_write_5m_per_mtok(self) -> float:
-        return self.input_per_mtok * CACHE_WRITE_5M_MULTIPLIER
+        return self.input_per_mtok * self.cache.write_5m
 
     @property
     def cache_write_1h_per_mtok(self) -> float:
-        return self.input_per_mtok * CACHE_WRITE_1H_MULTIPLIER
+        return self.input_per_mtok * self.cache.write_1h
 
     @property
     def cache_read_per_mtok(self) -> float:
-        return self.input_per_mtok * CACHE_READ_MULTIPLIER
+        return self.input_per_mtok * self.cache.read
 
     def cache_write_per_mtok(self, ttl: CacheTTL) -> float:
         return self.cache_write_1h_per_mtok if ttl == "1h" else self.cache_write_5m_per_mtok
@@ -70,9 +88,13 @@ MODELS: Final[Mapping[str, ModelInfo]] = {
     for m in (
         # Minimum cacheable prefix per model, as documented (2026-11): below it the API caches nothing,
         # so the cache plan never marks a shorter prompt and the cost model never counts a write.
+        # The current generation: cache reads at 0.05x (Opus 5.5, Sonnet 5.5) and 0.025x (Fable 5.1).
+        ModelInfo("claude-opus-5-5", 1_000 * _K, 128 * _K, 512, 4.0, 20.0, cache=CachePrices(read=0.05)),
+        ModelInfo("claude-sonnet-5-5", 1_000 * _K, 128 * _K, 512, 2.0, 10.0, cache=CachePrices(read=0.05)),
+        ModelInfo("claude-fable-5-1", 1_000 * _K, 128 * _K, 512, 10.0, 50.0, cache=CachePrices(read=0.025)),
+        # Legacy since the 5.5 models, still served.
         ModelInfo("claude-opus-5", 1_000 * _K, 128 * _K, 512, 5.0, 25.0, server_compaction=True),
         ModelInfo("claude-sonnet-5", 1_000 * _K, 128 * _K, 1024, 2.0, 10.0, server_compaction=True),
-        ModelInfo("claude-fable-5-1", 1_000 * _K, 128 * _K, 512, 10.0, 50.0),
         ModelInfo("claude-opus-4-8", 200 * _K, 128 * _K, 1024, 5.0, 25.0, server_compaction=True),
         ModelInfo("claude-opus-4-7", 200 * _K, 128 * _K, 2048, 5.0, 25.0, server_compaction=True),
         ModelInfo("claude-opus-4-6", 200 * _K, 128 * _K, 4096, 5.0, 25.0, server_compaction=True),

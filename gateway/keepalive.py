@@ -115,6 +115,7 @@ class CacheKeeper:
             prefix_tokens=lambda message_id: max(prompt - tokens_after(message_id), 0),
             kind="private" if kind == ChatKind.PRIVATE else "group",
             min_cacheable=settings.model.min_cacheable_tokens,
+            prices=settings.model.cache,
         )
 
     async def _send(

@@ -280,6 +280,7 @@ class TurnRunner:
             last_call_at=session.last_call_at,
             chatter=sum(1 for r in rows if since is None or r.id > since),
             kind="private" if chat.kind == ChatKind.PRIVATE else "group",
+            prices=self.settings.model.cache,
         )
 
 

@@ -39,7 +39,7 @@ from typing import Final
 from agent.caching.forecast import PRIOR_SPAN, ChatKind, forecast
 from agent.caching.plan import CachedPrefix, CacheState
 from agent.caching.policy import GapOdds, LiveEntry, next_request_cost, rebuy_price
-from agent.models import CACHE_READ_MULTIPLIER, TTL_SECONDS
+from agent.models import STANDARD_CACHE_PRICES, TTL_SECONDS, CachePrices
 
 LEAD: Final = 90.0
 """Seconds before its expiry from which an entry is considered for a refresh (the job runs every
@@ -70,16 +70,22 @@ class Trusted:
 
 
 def refresh_value(
-    odds: GapOdds, *, newest: LiveEntry, others: Sequence[LiveEntry], ttl: float, rebuy: float
+    odds: GapOdds,
+    *,
+    newest: LiveEntry,
+    others: Sequence[LiveEntry],
+    ttl: float,
+    rebuy: float,
+    prices: CachePrices = STANDARD_CACHE_PRICES,
 ) -> float:
     """Expected saving (token x base input price; negative: not worth it) of refreshing the `newest`
     layer now for another `ttl` seconds, with `others` (older layers) left as they are."""
     total = newest.tokens
-    kept = next_request_cost([*others, newest], total_tokens=total, odds=odds, rebuy=rebuy)
+    kept = next_request_cost([*others, newest], total_tokens=total, odds=odds, rebuy=rebuy, prices=prices)
     refreshed = next_request_cost(
-        [*others, LiveEntry(total, ttl)], total_tokens=total, odds=odds, rebuy=rebuy
+        [*others, LiveEntry(total, ttl)], total_tokens=total, odds=odds, rebuy=rebuy, prices=prices
     )
-    return kept - refreshed - CACHE_READ_MULTIPLIER * total
+    return kept - refreshed - prices.read * total
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,6 +112,7 @@ def plan_refresh(
     prefix_tokens: Callable[[int], int],
     kind: ChatKind,
     min_cacheable: int,
+    prices: CachePrices,
 ) -> Refresh | None:
     """The session's newest live entry when it is about to expire (None when no entry is, or when
     there is nothing to judge it by), with the value of refreshing it. `prefix_tokens(id)` is the size
@@ -133,7 +140,8 @@ def plan_refresh(
         newest=LiveEntry(tokens, left),
         others=others,
         ttl=ttl,
-        rebuy=rebuy_price(odds),
+        rebuy=rebuy_price(odds, prices),
+        prices=prices,
     )
     return Refresh(newest, tokens, left, value, odds=silence.cdf(ttl))
 

@@ -27,7 +27,7 @@ from agent.caching.markers import (
 )
 from agent.caching.policy import LiveEntry, choose_tail
 from agent.caching.trust import RefreshRecord
-from agent.models import TTL_SECONDS, CacheTTL
+from agent.models import TTL_SECONDS, CachePrices, CacheTTL
 from agent.tokens import Calibration
 from agent.types import Message
 
@@ -186,6 +186,7 @@ def plan_turn(
     last_call_at: datetime | None,
     chatter: int,
     kind: ChatKind,
+    prices: CachePrices,
 ) -> TurnCachePlan:
     """The turn's plan. Fixed modes roll `system_and_3`; `auto` reads every live cached prefix still in
     the window (`window_ids[i]` is the newest stored message of window message i) and writes the new
@@ -214,10 +215,10 @@ def plan_turn(
     reads = tuple((index_of[p.message_id], p.ttl) for p in live)
     layers = _layers(live, tokens_after, prompt_tokens=prompt_tokens, now=now)
     odds = forecast(state.turns, turn, kind=kind)
-    tail = choose_tail(odds, layers=layers, prompt_tokens=prompt_tokens)
+    tail = choose_tail(odds, layers=layers, prompt_tokens=prompt_tokens, prices=prices)
     follow_up = another_call(state.turns)
     first = (
-        choose_tail(odds, layers=layers, prompt_tokens=prompt_tokens, follow_up=follow_up)
+        choose_tail(odds, layers=layers, prompt_tokens=prompt_tokens, follow_up=follow_up, prices=prices)
         if follow_up > 0.0
         else tail  # a chat not seen calling tools: the same choice
     )

@@ -47,22 +47,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final, Protocol
 
-from agent.models import (
-    CACHE_READ_MULTIPLIER,
-    CACHE_WRITE_1H_MULTIPLIER,
-    CACHE_WRITE_5M_MULTIPLIER,
-    TTL_SECONDS,
-    CacheTTL,
-)
+from agent.models import STANDARD_CACHE_PRICES, TTL_SECONDS, CachePrices, CacheTTL
 
 FIVE_MINUTES: Final = TTL_SECONDS["5m"]
 ONE_HOUR: Final = TTL_SECONDS["1h"]
 
-WRITE_MULTIPLIER: Final[dict[CacheTTL | None, float]] = {
-    None: 1.0,
-    "5m": CACHE_WRITE_5M_MULTIPLIER,
-    "1h": CACHE_WRITE_1H_MULTIPLIER,
-}
+
+def write_multiplier(ttl: CacheTTL | None, prices: CachePrices = STANDARD_CACHE_PRICES) -> float:
+    """What a token sent with this request costs, x base price: written for the TTL, or uncached."""
+    return 1.0 if ttl is None else prices.write(ttl)
 
 
 class GapOdds(Protocol):
@@ -110,45 +103,46 @@ class TtlCosts:
         return cheapest(five_minutes=self.five_minutes, one_hour=self.one_hour, none=self.none)
 
 
-def stationary_costs(p5: float, p60: float) -> TtlCosts:
+def stationary_costs(p5: float, p60: float, prices: CachePrices = STANDARD_CACHE_PRICES) -> TtlCosts:
     """The long-run cost model of the module docstring for given odds of a gap within 5 and 60 minutes."""
     return TtlCosts(
         p5=p5,
         p60=p60,
         none=1.0,
-        five_minutes=CACHE_READ_MULTIPLIER * p5 + CACHE_WRITE_5M_MULTIPLIER * (1.0 - p5),
-        one_hour=CACHE_READ_MULTIPLIER * p60 + CACHE_WRITE_1H_MULTIPLIER * (1.0 - p60),
+        five_minutes=prices.read * p5 + prices.write_5m * (1.0 - p5),
+        one_hour=prices.read * p60 + prices.write_1h * (1.0 - p60),
     )
 
 
-def expected_costs(gaps_seconds: Sequence[float]) -> TtlCosts:
+def expected_costs(gaps_seconds: Sequence[float], prices: CachePrices = STANDARD_CACHE_PRICES) -> TtlCosts:
     """The long-run cost model over the given gaps (at least one)."""
     if not gaps_seconds:
         raise ValueError("at least one gap is needed")
     n = len(gaps_seconds)
     p5 = sum(1 for g in gaps_seconds if g <= FIVE_MINUTES) / n
     p60 = sum(1 for g in gaps_seconds if g <= ONE_HOUR) / n
-    return stationary_costs(p5, p60)
+    return stationary_costs(p5, p60, prices)
 
 
-def rebuy_price(odds: GapOdds) -> float:
+def rebuy_price(odds: GapOdds, prices: CachePrices = STANDARD_CACHE_PRICES) -> float:
     """What a token that fell out of the cache costs the chat when bought again: the write price of the
     long-run best choice under the forecast (1.0 when not caching is best)."""
-    return WRITE_MULTIPLIER[stationary_costs(odds.cdf(FIVE_MINUTES), odds.cdf(ONE_HOUR)).best]
+    best = stationary_costs(odds.cdf(FIVE_MINUTES), odds.cdf(ONE_HOUR), prices).best
+    return write_multiplier(best, prices)
 
 
-def whole_prompt_ttl(odds: GapOdds) -> CacheTTL | None:
+def whole_prompt_ttl(odds: GapOdds, prices: CachePrices = STANDARD_CACHE_PRICES) -> CacheTTL | None:
     """The TTL for a prompt with nothing cached to read (after a break, or a new chat): the long-run
     cost per request decides, except that 1h becomes 5m when the five-minute route to the hour entry
     costs less in expectation (module docstring: a quick follow-up moves the prompt into the hour entry
     for the price of its own new tokens; a pause of 5-60 minutes buys it again)."""
     p5, p60 = odds.cdf(FIVE_MINUTES), odds.cdf(ONE_HOUR)
-    best = stationary_costs(p5, p60).best
+    best = stationary_costs(p5, p60, prices).best
     if best != "1h":
         return best
-    rebuy = CACHE_WRITE_1H_MULTIPLIER  # the long-run best write, as `rebuy_price` prices it
-    saved = CACHE_WRITE_1H_MULTIPLIER - CACHE_WRITE_5M_MULTIPLIER
-    return "5m" if (p60 - p5) * (rebuy - CACHE_READ_MULTIPLIER) < saved else "1h"
+    rebuy = prices.write_1h  # the long-run best write, as `rebuy_price` prices it
+    saved = prices.write_1h - prices.write_5m
+    return "5m" if (p60 - p5) * (rebuy - prices.read) < saved else "1h"
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,7 +169,12 @@ class MarkerCosts:
 
 
 def next_request_cost(
-    layers: Sequence[LiveEntry], *, total_tokens: int, odds: GapOdds, rebuy: float
+    layers: Sequence[LiveEntry],
+    *,
+    total_tokens: int,
+    odds: GapOdds,
+    rebuy: float,
+    prices: CachePrices = STANDARD_CACHE_PRICES,
 ) -> float:
     """Expected cost of re-sending this request's `total_tokens` at the next request: per interval of
     the gap, the longest layer alive is read and the rest bought again."""
@@ -185,12 +184,19 @@ def next_request_cost(
         covered = max(min(layer.tokens, total_tokens) for layer in layers if layer.left >= left)
         p = odds.cdf(left)
         band = max(p - previous_p, 0.0)
-        cost += band * (CACHE_READ_MULTIPLIER * covered + rebuy * (total_tokens - covered))
+        cost += band * (prices.read * covered + rebuy * (total_tokens - covered))
         previous_p = max(p, previous_p)
     return cost + (1.0 - previous_p) * rebuy * total_tokens
 
 
-def tail_costs(odds: GapOdds, *, layers: Sequence[LiveEntry], total_tokens: int, rebuy: float) -> MarkerCosts:
+def tail_costs(
+    odds: GapOdds,
+    *,
+    layers: Sequence[LiveEntry],
+    total_tokens: int,
+    rebuy: float,
+    prices: CachePrices = STANDARD_CACHE_PRICES,
+) -> MarkerCosts:
     """The per-request costs of the module docstring; `layers` are the live entries this request
     reads (refreshed) or leaves alone, without the new tail."""
     held = max((min(layer.tokens, total_tokens) for layer in layers), default=0)
@@ -198,15 +204,20 @@ def tail_costs(odds: GapOdds, *, layers: Sequence[LiveEntry], total_tokens: int,
 
     def total(ttl: CacheTTL | None) -> float:
         tail = [LiveEntry(total_tokens, TTL_SECONDS[ttl])] if ttl is not None else []
-        return WRITE_MULTIPLIER[ttl] * new + next_request_cost(
-            [*layers, *tail], total_tokens=total_tokens, odds=odds, rebuy=rebuy
+        return write_multiplier(ttl, prices) * new + next_request_cost(
+            [*layers, *tail], total_tokens=total_tokens, odds=odds, rebuy=rebuy, prices=prices
         )
 
     return MarkerCosts(none=total(None), five_minutes=total("5m"), one_hour=total("1h"))
 
 
 def choose_tail(
-    odds: GapOdds, *, layers: Sequence[LiveEntry], prompt_tokens: int, follow_up: float = 0.0
+    odds: GapOdds,
+    *,
+    layers: Sequence[LiveEntry],
+    prompt_tokens: int,
+    follow_up: float = 0.0,
+    prices: CachePrices = STANDARD_CACHE_PRICES,
 ) -> CacheTTL | None:
     """The TTL written on this request's newest message, or None to leave it unmarked. `odds` forecast
     the next turn; `follow_up` is the chance that this request is followed by another call of its own
@@ -220,6 +231,6 @@ def choose_tail(
         return None
     following = WithinTurn(follow_up, odds) if follow_up > 0.0 else odds
     if not layers:
-        return whole_prompt_ttl(following)
-    rebuy = rebuy_price(odds)  # what a token bought again costs the chat in the long run
-    return tail_costs(following, layers=layers, total_tokens=prompt_tokens, rebuy=rebuy).best
+        return whole_prompt_ttl(following, prices)
+    rebuy = rebuy_price(odds, prices)  # what a token bought again costs the chat in the long run
+    return tail_costs(following, layers=layers, total_tokens=prompt_tokens, rebuy=rebuy, prices=prices).best

@@ -18,14 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from agent.models import (
-    CACHE_READ_MULTIPLIER,
-    CACHE_WRITE_1H_MULTIPLIER,
-    CACHE_WRITE_5M_MULTIPLIER,
-    TTL_SECONDS,
-    CacheTTL,
-    lookup_model,
-)
+from agent.models import TTL_SECONDS, CacheTTL, lookup_model
 
 _PER_MTOK = 1_000_000
 
@@ -90,8 +83,12 @@ def _price(model: str, tokens: int, multiplier: float) -> float:
     return tokens * lookup_model(model).input_per_mtok * multiplier / _PER_MTOK
 
 
-def _write_multiplier(ttl: CacheTTL | None) -> float:
-    return CACHE_WRITE_1H_MULTIPLIER if ttl == "1h" else CACHE_WRITE_5M_MULTIPLIER
+def _read_multiplier(model: str) -> float:
+    return lookup_model(model).cache.read
+
+
+def _write_multiplier(model: str, ttl: CacheTTL | None) -> float:
+    return lookup_model(model).cache.write(ttl or "5m")
 
 
 def between(previous: CacheCall, current: CacheCall | None, *, now: float) -> CacheWaste:
@@ -110,19 +107,25 @@ def between(previous: CacheCall, current: CacheCall | None, *, now: float) -> Ca
     else:
         unread = max(min(previous.cache_write_tokens, held - current.cache_read_tokens), 0)
         resent = 0
-    paid = 1.0 if current is None or current.cache_write_tokens == 0 else _write_multiplier(current.ttl)
+    paid = (
+        1.0
+        if current is None or current.cache_write_tokens == 0
+        else _write_multiplier(current.model, current.ttl)
+    )
     if previous.refresh and (current is None or gap > ttl):  # kept alive for nothing
         wasted = CacheWaste(
             refreshes_unused=1,
-            unused_refresh_usd=_price(previous.model, previous.cache_read_tokens, CACHE_READ_MULTIPLIER),
+            unused_refresh_usd=_price(
+                previous.model, previous.cache_read_tokens, _read_multiplier(previous.model)
+            ),
         )
     else:
         wasted = CacheWaste()
     return wasted + CacheWaste(
         unread_write_tokens=unread,
-        unread_write_usd=_price(previous.model, unread, _write_multiplier(previous.ttl)),
+        unread_write_usd=_price(previous.model, unread, _write_multiplier(previous.model, previous.ttl)),
         expired_resend_tokens=resent,
-        expired_resend_usd=_price(previous.model, resent, paid - CACHE_READ_MULTIPLIER),
+        expired_resend_usd=_price(previous.model, resent, paid - _read_multiplier(previous.model)),
     )
 
 

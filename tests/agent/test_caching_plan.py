@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 from agent.caching.forecast import TurnStart
 from agent.caching.health import CacheHealth
 from agent.caching.plan import CachedPrefix, CacheState, TurnCachePlan, advance, plan_turn
-from agent.models import lookup_model
+from agent.models import STANDARD_CACHE_PRICES, lookup_model
 
 MODEL = lookup_model("claude-sonnet-4-6")
 NOW = datetime(2026, 11, 16, 12, 0, tzinfo=UTC)
@@ -38,6 +38,7 @@ def plan(prefixes: list[CachedPrefix], gaps: list[float], *, new: int, elapsed: 
         last_call_at=last,
         chatter=1,
         kind="private",
+        prices=STANDARD_CACHE_PRICES,
     )
 
 
@@ -61,7 +62,7 @@ def test_a_chat_whose_turns_call_tools_buys_the_hour_on_the_rounds() -> None:
     result = plan_turn(
         "auto", CacheState(tuple(prefixes), turns=turns), window_ids=WINDOW,
         tokens_after=lambda _message_id: 500, prompt_tokens=20_000, now=NOW, last_call_at=last,
-        chatter=1, kind="private",
+        chatter=1, kind="private", prices=STANDARD_CACHE_PRICES,
     )  # fmt: skip
     # the same gaps as above, but every turn went on to a tool round: the first call is most likely
     # read seconds later by its own round, which writes the hour for its few new tokens
@@ -97,6 +98,7 @@ def test_fixed_modes_roll_and_disabled_caching_marks_nothing() -> None:
     args = {
         "chatter": 1,
         "kind": "private",
+        "prices": STANDARD_CACHE_PRICES,
         "window_ids": WINDOW,
         "tokens_after": lambda _id: 0,
         "prompt_tokens": 20_000,
@@ -132,7 +134,7 @@ def test_a_new_chat_caches_from_its_first_turn_and_its_follow_up_moves_it_to_the
     state = CacheState()
     first = plan_turn(
         "auto", state, window_ids=[1], tokens_after=lambda _id: 3_000, prompt_tokens=3_000,
-        now=NOW, last_call_at=None, chatter=1, kind="private",
+        now=NOW, last_call_at=None, chatter=1, kind="private", prices=STANDARD_CACHE_PRICES,
     )  # fmt: skip
     assert first.reads == ()
     # the prior of a one-to-one chat: a follow-up within 5 minutes is 86% likely, so the prompt is
@@ -142,7 +144,7 @@ def test_a_new_chat_caches_from_its_first_turn_and_its_follow_up_moves_it_to_the
     follow_up = NOW + timedelta(minutes=2)
     second = plan_turn(
         "auto", state, window_ids=[1, 2, 3], tokens_after=lambda _id: 400, prompt_tokens=3_400,
-        now=follow_up, last_call_at=NOW, chatter=1, kind="private",
+        now=follow_up, last_call_at=NOW, chatter=1, kind="private", prices=STANDARD_CACHE_PRICES,
     )  # fmt: skip
     assert second.reads == ((0, "5m"),)
     assert second.first_tail == "1h"
@@ -151,6 +153,7 @@ def test_a_new_chat_caches_from_its_first_turn_and_its_follow_up_moves_it_to_the
     third = plan_turn(
         "auto", state, window_ids=[1, 2, 3, 4, 5], tokens_after=lambda i: {3: 400}.get(i, 0),
         prompt_tokens=3_800, now=later, last_call_at=follow_up, chatter=1, kind="private",
+        prices=STANDARD_CACHE_PRICES,
     )  # fmt: skip
     assert third.reads == ((2, "1h"),)
     # billed, in token-units: 3,000 x 1.25 = 3,750; then 3,000 x 0.1 + 400 x 2.0 = 1,100; then the
@@ -182,6 +185,7 @@ def test_the_hour_entry_advances_past_a_lagging_one() -> None:
         last_call_at=last,
         chatter=1,
         kind="private",
+        prices=STANDARD_CACHE_PRICES,
     )
     assert result.reads == ((1, "1h"), (3, "5m"))
     assert result.first_tail == "1h"

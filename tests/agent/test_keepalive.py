@@ -15,6 +15,7 @@ from agent.caching.keepalive import HORIZON, LEAD, Refresh, Trusted, next_look, 
 from agent.caching.plan import CachedPrefix, CacheState, advance
 from agent.caching.policy import LiveEntry
 from agent.caching.trust import Pending, RefreshRecord
+from agent.models import STANDARD_CACHE_PRICES as PRICES
 
 T0 = datetime(2026, 11, 24, 12, 0, tzinfo=UTC)
 
@@ -76,7 +77,9 @@ def cached(state_turns: tuple[TurnStart, ...], *, written: datetime, ttl: str = 
 
 
 def decide(state: CacheState, now: datetime, *, tokens: int = 6_000) -> Refresh | None:
-    return plan_refresh(state, now=now, prefix_tokens=lambda _id: tokens, kind="private", min_cacheable=1_024)
+    return plan_refresh(
+        state, now=now, prefix_tokens=lambda _id: tokens, kind="private", min_cacheable=1_024, prices=PRICES
+    )
 
 
 def test_a_chat_that_comes_back_every_six_minutes_is_kept_warm_before_its_entry_expires() -> None:
@@ -134,7 +137,9 @@ def test_a_group_is_kept_warm_through_a_silence_it_came_back_from_once_a_one_to_
     now = T0 + timedelta(seconds=3_540)
 
     def refresh(kind: ChatKind) -> Refresh | None:
-        return plan_refresh(state, now=now, prefix_tokens=lambda _id: 6_000, kind=kind, min_cacheable=1_024)
+        return plan_refresh(
+            state, now=now, prefix_tokens=lambda _id: 6_000, kind=kind, min_cacheable=1_024, prices=PRICES
+        )
 
     group, private = refresh("group"), refresh("private")
     assert group is not None
@@ -274,3 +279,28 @@ def test_no_look_is_scheduled_a_horizon_after_the_chats_last_turn() -> None:
     assert next_look(state, T0) is None
     later_turn = dataclasses.replace(state, turns=(TurnStart(last.timestamp() + 20, None, 0),))
     assert next_look(later_turn, T0) == T0 + timedelta(seconds=210)
+
+
+@dataclass(frozen=True)
+class _Within:
+    """The next request comes between 100 s and 300 s from now with chance `p`, else much later."""
+
+    p: float
+
+    def cdf(self, seconds: float) -> float:
+        return self.p if seconds >= 100.0 else 0.0
+
+
+def test_a_cheaper_cache_read_makes_a_long_shot_refresh_pay() -> None:
+    # a five-minute entry of 10,000 tokens with 30 s left, re-bought at 1.25x when it expires: a refresh
+    # costs one read and saves (1.25 - read) x 10,000 with chance p, so it pays from
+    # p = read / (1.25 - read): 0.087 at 0.1x, 0.042 at 0.05x (Opus 5.5, Sonnet 5.5); at p = 0.06
+    # hand-computed: 0.06 x 1.15 - 0.1 = -0.031 and 0.06 x 1.20 - 0.05 = +0.022 per token
+    newest = LiveEntry(10_000, 30.0)
+
+    def value(read: float) -> float:
+        prices = dataclasses.replace(PRICES, read=read)
+        return refresh_value(_Within(0.06), newest=newest, others=[], ttl=300.0, rebuy=1.25, prices=prices)
+
+    assert value(0.1) == pytest.approx(-0.031 * 10_000)
+    assert value(0.05) == pytest.approx(0.022 * 10_000)

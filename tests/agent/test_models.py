@@ -103,3 +103,25 @@ def test_unknown_models_are_never_cheaper_than_any_known_one(monkeypatch: pytest
     )
     unknown = cost_usd("some-new-model", usage)
     assert all(unknown >= cost_usd(info, usage) for info in MODELS.values())
+
+
+def test_the_current_generation_caches_from_512_tokens_and_reads_for_less() -> None:
+    # Opus 5.5 and Sonnet 5.5 read the cache at 0.05x their input price, Fable 5.1 at 0.025x; writes
+    # cost what they cost on every model (1.25x and 2x)
+    expected = {
+        "claude-opus-5-5": (4.0, 0.20),
+        "claude-sonnet-5-5": (2.0, 0.10),
+        "claude-fable-5-1": (10.0, 0.25),
+    }
+    for name, (price, read) in expected.items():
+        info = lookup_model(name)
+        assert info.known
+        assert (info.context_window, info.min_cacheable_tokens) == (1_000_000, 512)
+        assert (info.input_per_mtok, info.cache_read_per_mtok) == (price, pytest.approx(read))
+        assert info.cache_write_5m_per_mtok == pytest.approx(1.25 * price)
+        assert info.cache_write_1h_per_mtok == pytest.approx(2.0 * price)
+    assert lookup_model("claude-sonnet-5.5").name == "claude-sonnet-5-5"
+    # 100,000 tokens read: $0.01 on Sonnet 5.5, $0.02 on Sonnet 5 at the same input price
+    reads = Usage(cache_read_input_tokens=100_000)
+    assert cost_usd("claude-sonnet-5-5", reads) == pytest.approx(0.01)
+    assert cost_usd("claude-sonnet-5", reads) == pytest.approx(0.02)
