@@ -26,13 +26,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from agent.models import (
-    CACHE_READ_MULTIPLIER,
-    CACHE_WRITE_1H_MULTIPLIER,
-    CACHE_WRITE_5M_MULTIPLIER,
-    cost_usd,
-    lookup_model,
-)
+from agent.models import CachePrices, cost_usd, lookup_model
 from agent.usage import Usage
 from tests.fakes.anthropic_cache import serialize_prefix
 
@@ -67,14 +61,16 @@ def billed_input_usd(requests: Iterable[SentRequest]) -> float:
     return total
 
 
-def _hold(gap: float, ttl: float, keep_alive: bool) -> float:
+def _hold(gap: float, ttl: float, keep_alive: bool, read: float) -> float:
     """The reads that carry an entry of `ttl` across `gap` to the next use (inf: it expires)."""
     if gap <= ttl:
-        return CACHE_READ_MULTIPLIER
-    return CACHE_READ_MULTIPLIER * math.ceil(gap / ttl) if keep_alive else math.inf
+        return read
+    return read * math.ceil(gap / ttl) if keep_alive else math.inf
 
 
-def _best_multiplier(uses: list[tuple[float, bool]], *, keep_alive: bool = False) -> float:
+def _best_multiplier(
+    uses: list[tuple[float, bool]], *, prices: CachePrices, keep_alive: bool = False
+) -> float:
     """Cheapest total multiplier (x base price) for one prefix block over its uses (time, cacheable),
     where a use may write the cache only if its request reaches the model's minimum cacheable length."""
     inf = math.inf
@@ -83,14 +79,14 @@ def _best_multiplier(uses: list[tuple[float, bool]], *, keep_alive: bool = False
     for now, cacheable in uses:
         best = min(none, five, hour) if previous is not None else 0.0
         gap = now - previous if previous is not None else inf
-        read_five = five + _hold(gap, FIVE_MINUTES, keep_alive) if previous is not None else inf
-        read_hour = hour + _hold(gap, ONE_HOUR, keep_alive) if previous is not None else inf
+        read_five = five + _hold(gap, FIVE_MINUTES, keep_alive, prices.read) if previous is not None else inf
+        read_hour = hour + _hold(gap, ONE_HOUR, keep_alive, prices.read) if previous is not None else inf
         # A block read now may ride along in a longer prefix this request writes with either TTL,
         # so after a read it can hold either lifetime (the API's advancing one-hour entry).
         read = min(read_five, read_hour)
         none = best + 1.0
-        five = min(best + CACHE_WRITE_5M_MULTIPLIER if cacheable else inf, read)
-        hour = min(best + CACHE_WRITE_1H_MULTIPLIER if cacheable else inf, read)
+        five = min(best + prices.write_5m if cacheable else inf, read)
+        hour = min(best + prices.write_1h if cacheable else inf, read)
         previous = now
     return min(none, five, hour)
 
@@ -126,6 +122,7 @@ def oracle_input_usd(
             pending = 0
     total = 0.0
     for key, times in uses.items():
-        price = lookup_model(key[0]).input_per_mtok
-        total += tokens_of[key] * _best_multiplier(times, keep_alive=keep_alive) * price / _PER_MTOK
+        info = lookup_model(key[0])
+        multiplier = _best_multiplier(times, prices=info.cache, keep_alive=keep_alive)
+        total += tokens_of[key] * multiplier * info.input_per_mtok / _PER_MTOK
     return total

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from agent.caching.markers import apply_cache_control
-from agent.models import lookup_model
+from agent.models import STANDARD_CACHE_PRICES, lookup_model
 from bench.oracle import SentRequest, _best_multiplier, billed_input_usd, oracle_input_usd
 from tests.fakes.anthropic_cache import PrefixCache, serialize_prefix
 
@@ -30,7 +30,7 @@ MINUTE = 60.0
     ],
 )
 def test_best_multiplier_on_hand_computed_uses(uses: list[tuple[float, bool]], expected: float) -> None:
-    assert _best_multiplier(uses) == pytest.approx(expected)
+    assert _best_multiplier(uses, prices=STANDARD_CACHE_PRICES) == pytest.approx(expected)
 
 
 def _text(n: int, word: str) -> str:
