@@ -64,6 +64,10 @@ class ModelInfo:
     """The Messages API's server-side compaction (`compact_20260112`) is available for this model."""
     cache: CachePrices = STANDARD_CACHE_PRICES
     """Prompt-cache prices relative to `input_per_mtok`: what the cache policy weighs its choices with."""
+    long_prompt_above: int | None = None
+    """Prompts longer than this (input, cache writes and reads together) are billed at
+    `long_prompt_factor` times every price of the call; None: one price at any length."""
+    long_prompt_factor: float = 1.0
 
     @property
     def cache_write_5m_per_mtok(self) -> float:
@@ -92,6 +96,17 @@ MODELS: Final[Mapping[str, ModelInfo]] = {
         ModelInfo("claude-opus-5-5", 1_000 * _K, 128 * _K, 512, 4.0, 20.0, cache=CachePrices(read=0.05)),
         ModelInfo("claude-sonnet-5-5", 1_000 * _K, 128 * _K, 512, 2.0, 10.0, cache=CachePrices(read=0.05)),
         ModelInfo("claude-fable-5-1", 1_000 * _K, 128 * _K, 512, 10.0, 50.0, cache=CachePrices(read=0.025)),
+        # $0.10 / $0.50 up to 100K prompt tokens, $0.50 / $2.50 above
+        ModelInfo(
+            "claude-haiku-5-5",
+            1_000 * _K,
+            128 * _K,
+            512,
+            0.1,
+            0.5,
+            long_prompt_above=100 * _K,
+            long_prompt_factor=5.0,
+        ),
         # Legacy since the 5.5 models, still served.
         ModelInfo("claude-opus-5", 1_000 * _K, 128 * _K, 512, 5.0, 25.0, server_compaction=True),
         ModelInfo("claude-sonnet-5", 1_000 * _K, 128 * _K, 1024, 2.0, 10.0, server_compaction=True),
@@ -169,4 +184,5 @@ def cost_usd(model: ModelInfo | str, usage: Usage, *, ttl: CacheTTL = "5m") -> f
         + usage.cache_read_input_tokens * info.cache_read_per_mtok
         + usage.output_tokens * info.output_per_mtok
     )
-    return total / _PER_MTOK
+    long = info.long_prompt_above is not None and usage.prompt_tokens > info.long_prompt_above
+    return total * (info.long_prompt_factor if long else 1.0) / _PER_MTOK

@@ -125,3 +125,15 @@ def test_the_current_generation_caches_from_512_tokens_and_reads_for_less() -> N
     reads = Usage(cache_read_input_tokens=100_000)
     assert cost_usd("claude-sonnet-5-5", reads) == pytest.approx(0.01)
     assert cost_usd("claude-sonnet-5", reads) == pytest.approx(0.02)
+
+
+def test_haiku_5_5_bills_a_prompt_over_100k_tokens_at_five_times_every_price() -> None:
+    haiku = lookup_model("claude-haiku-5-5")
+    assert (haiku.context_window, haiku.min_cacheable_tokens) == (1_000_000, 512)
+    # 60,000 read + 40,000 uncached = 100,000 prompt tokens, 1,000 out: the low prices
+    # 40,000 x $0.10 + 60,000 x $0.01 + 1,000 x $0.50 per million
+    at_limit = Usage(input_tokens=40_000, cache_read_input_tokens=60_000, output_tokens=1_000)
+    assert cost_usd(haiku, at_limit) == pytest.approx(0.004 + 0.0006 + 0.0005)
+    # one token more: every price five times ($0.50 / $0.05 / $2.50)
+    over = Usage(input_tokens=40_001, cache_read_input_tokens=60_000, output_tokens=1_000)
+    assert cost_usd(haiku, over) == pytest.approx((40_001 * 0.5 + 60_000 * 0.05 + 1_000 * 2.5) / 1e6)
