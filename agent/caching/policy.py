@@ -2,7 +2,9 @@
 forecast of the next request.
 
 Prices, in units of the base input price per token: a 5-minute write 1.25, a one-hour write 2.0, a
-read 0.1, uncached input 1.0. An entry lives for its TTL after the request that wrote or last read it.
+read 0.1, uncached input 1.0 (the figures below; every function takes the model's own `CachePrices`
+from the model table, whose reads cost less on the newest models). An entry lives for its TTL after
+the request that wrote or last read it.
 
 Long-run cost per request with odds p5 and p60 that the next request comes within 5 and 60 minutes
 (`stationary_costs`, used when nothing is cached to decide for the whole prompt, and to say what
