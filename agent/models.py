@@ -82,7 +82,13 @@ class ModelInfo:
         return self.input_per_mtok * self.cache.read
 
     def cache_write_per_mtok(self, ttl: CacheTTL) -> float:
-        return self.cache_write_1h_per_mtok if ttl == "1h" else self.cache_write_5m_per_mtok
+        return self.input_per_mtok * self.cache.write(ttl)
+
+    def price_factor(self, prompt_tokens: int) -> float:
+        """The factor on every price of a call whose prompt has `prompt_tokens` (1.0 but for long
+        prompts on a model that bills them higher)."""
+        long = self.long_prompt_above is not None and prompt_tokens > self.long_prompt_above
+        return self.long_prompt_factor if long else 1.0
 
 
 _K: Final = 1_000
@@ -184,5 +190,4 @@ def cost_usd(model: ModelInfo | str, usage: Usage, *, ttl: CacheTTL = "5m") -> f
         + usage.cache_read_input_tokens * info.cache_read_per_mtok
         + usage.output_tokens * info.output_per_mtok
     )
-    long = info.long_prompt_above is not None and usage.prompt_tokens > info.long_prompt_above
-    return total * (info.long_prompt_factor if long else 1.0) / _PER_MTOK
+    return total * info.price_factor(usage.prompt_tokens) / _PER_MTOK

@@ -79,16 +79,10 @@ class CacheWaste:
         return self.read_tokens / self.prompt_tokens if self.prompt_tokens else None
 
 
-def _price(model: str, tokens: int, multiplier: float) -> float:
-    return tokens * lookup_model(model).input_per_mtok * multiplier / _PER_MTOK
-
-
-def _read_multiplier(model: str) -> float:
-    return lookup_model(model).cache.read
-
-
-def _write_multiplier(model: str, ttl: CacheTTL | None) -> float:
-    return lookup_model(model).cache.write(ttl or "5m")
+def _usd(call: CacheCall, tokens: int, multiplier: float) -> float:
+    """`tokens` at `multiplier` x the input price of `call`'s model, at the price of its prompt's size."""
+    info = lookup_model(call.model)
+    return tokens * info.input_per_mtok * multiplier * info.price_factor(call.prompt_tokens) / _PER_MTOK
 
 
 def between(previous: CacheCall, current: CacheCall | None, *, now: float) -> CacheWaste:
@@ -107,25 +101,20 @@ def between(previous: CacheCall, current: CacheCall | None, *, now: float) -> Ca
     else:
         unread = max(min(previous.cache_write_tokens, held - current.cache_read_tokens), 0)
         resent = 0
-    paid = (
-        1.0
-        if current is None or current.cache_write_tokens == 0
-        else _write_multiplier(current.model, current.ttl)
-    )
+    prices = lookup_model(previous.model).cache
+    paid = 1.0 if current is None or current.cache_write_tokens == 0 else prices.write(current.ttl or "5m")
     if previous.refresh and (current is None or gap > ttl):  # kept alive for nothing
         wasted = CacheWaste(
             refreshes_unused=1,
-            unused_refresh_usd=_price(
-                previous.model, previous.cache_read_tokens, _read_multiplier(previous.model)
-            ),
+            unused_refresh_usd=_usd(previous, previous.cache_read_tokens, prices.read),
         )
     else:
         wasted = CacheWaste()
     return wasted + CacheWaste(
         unread_write_tokens=unread,
-        unread_write_usd=_price(previous.model, unread, _write_multiplier(previous.model, previous.ttl)),
+        unread_write_usd=_usd(previous, unread, prices.write(previous.ttl or "5m")),
         expired_resend_tokens=resent,
-        expired_resend_usd=_price(previous.model, resent, paid - _read_multiplier(previous.model)),
+        expired_resend_usd=_usd(previous, resent, paid - prices.read),
     )
 
 

@@ -73,3 +73,15 @@ def test_a_refresh_no_message_came_in_time_for_is_money_kept_alive_for_nothing()
     assert waste.usd == pytest.approx(
         waste.unread_write_usd + waste.expired_resend_usd + waste.unused_refresh_usd
     )
+
+
+@pytest.mark.parametrize(
+    ("model", "read", "per_token"), [("claude-sonnet-5-5", 0.05, 2.0e-6), ("claude-haiku-5-5", 0.1, 0.5e-6)]
+)
+def test_waste_is_priced_at_the_models_own_cache_prices(model: str, read: float, per_token: float) -> None:
+    # 150,000 tokens written for 5 minutes, bought again 7 minutes later: Sonnet 5.5 reads at 0.05x its
+    # $2; Haiku 5.5 reads at 0.1x, and a 150,000-token prompt is over its 100K line, so $0.10 x 5 = $0.50
+    before = CacheCall(0, model, 0, 0, 150_000, "5m")
+    waste = between(before, CacheCall(420, model, 0, 0, 150_400, "5m"), now=420)
+    assert waste.unread_write_usd == pytest.approx(150_000 * 1.25 * per_token)
+    assert waste.expired_resend_usd == pytest.approx(150_000 * (1.25 - read) * per_token)
