@@ -33,10 +33,10 @@ from bench.engines import SCALED, use_scaled_server
 from bench.memory_adapter import MemoryAdapter
 from bench.replay import API_KEY, SCAN_EVERY, SimClock, bench_settings, run_idle_scan
 from bench.traces import DAY, Event, group_chat, private_chat
+from gateway.app.gateway import Gateway
 from gateway.platforms.base import Author, ChatKind, ChatRef, IncomingMessage
-from gateway.runner import Gateway
 from gateway.store import Store
-from gateway.store.recall_records import SearchRequest
+from gateway.store.search.recall_records import SearchRequest
 from tests.fakes.anthropic_server import FakeAnthropic
 
 FACTS_PER_CHAT = 100
@@ -177,7 +177,7 @@ async def run_chats(database_url: str, steps: Sequence[Step], engine: str = "com
         llm = AnthropicClient(api_key=API_KEY, base_url=fake.base_url)
         adapter = MemoryAdapter(name="telegram")
         gateway = Gateway(settings, [adapter], store=store, llm=llm)
-        gateway.turns.clock = clock.utc
+        gateway.turn.runner.clock = clock.utc
         scheduled, last_scan = 0, steps[0].at
         try:
             await gateway.start()
@@ -189,7 +189,7 @@ async def run_chats(database_url: str, steps: Sequence[Step], engine: str = "com
                 clock.seconds = step.at
                 fake.set_time(step.at)
                 await adapter.deliver(_incoming(step, n, clock))
-                await gateway.pipeline.drain()
+                await gateway.intake.pipeline.drain()
         finally:
             await gateway.stop()
             await llm.close()

@@ -37,8 +37,8 @@ from bench.databases import DEFAULT_POSTGRES_URL, fresh_database
 from bench.memory_adapter import MemoryAdapter, chat_ref, incoming
 from bench.oracle import SentRequest, billed_input_usd
 from bench.replay import API_KEY, SimClock, bench_settings
+from gateway.app.gateway import Gateway
 from gateway.platforms.base import Attachment
-from gateway.runner import Gateway
 from gateway.store import Store
 from tests.fakes.anthropic_server import FakeAnthropic
 from tests.support.media_files import image_bytes
@@ -169,9 +169,9 @@ async def run_policy(policy: str, messages: Sequence[TraceMessage], database_url
         llm: LLMClient = StripOldImages(client, turns=STRIP_AFTER_TURNS) if policy == "strip" else client
         adapter = MemoryAdapter()
         gateway = Gateway(settings, [adapter], store=store, llm=llm)
-        gateway.turns.clock = clock.utc
+        gateway.turn.runner.clock = clock.utc
         if policy != "ours":
-            gateway.turns.media_aging = None  # the peers keep images until compaction or strip them
+            gateway.turn.runner.media_aging = None  # the peers keep images until compaction or strip them
         chat = chat_ref("media", group=False)
         try:
             await gateway.start()
@@ -190,7 +190,7 @@ async def run_policy(policy: str, messages: Sequence[TraceMessage], database_url
                         msg, caption=message.text, media=("photo",), attachments=(attachment,)
                     )
                 await adapter.deliver(msg)
-                await gateway.pipeline.drain()
+                await gateway.intake.pipeline.drain()
             stored = await _stored_media(gateway, chat.chat_id)
         finally:
             await gateway.stop()

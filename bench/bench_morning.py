@@ -20,7 +20,7 @@ from bench.databases import DEFAULT_POSTGRES_URL, fresh_postgres
 from bench.memory_adapter import MemoryAdapter, chat_ref, incoming
 from bench.replay import API_KEY, SimClock, bench_settings, run_idle_scan
 from bench.seeding import seed_history
-from gateway.runner import Gateway
+from gateway.app.gateway import Gateway
 from gateway.store import Store
 from tests.fakes.anthropic_server import FakeAnthropic
 
@@ -39,7 +39,7 @@ async def _first_reply(gateway: Gateway, adapter: MemoryAdapter, clock: SimClock
             sent_at=clock.utc(),
         )
     )  # fmt: skip
-    await gateway.pipeline.drain()
+    await gateway.intake.pipeline.drain()
     if len(adapter.sent) != sent + 1:
         raise RuntimeError(f"expected one reply in {chat_id}")
     return adapter.sent[-1].at - started
@@ -71,7 +71,7 @@ async def run(
         gateway = Gateway(
             bench_settings(url, fake.base_url, scheduler={"enabled": False}), [adapter], store=store, llm=llm
         )
-        gateway.turns.clock = clock.utc
+        gateway.turn.runner.clock = clock.utc
         try:
             await gateway.start()
             # Night 1 (23:00): the control chat accumulates; nothing runs overnight; 08:00 first message.

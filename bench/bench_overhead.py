@@ -20,7 +20,7 @@ from bench.instant import InstantLLM
 from bench.memory_adapter import MemoryAdapter, chat_ref, incoming
 from bench.replay import bench_settings
 from bench.seeding import seed_history
-from gateway.runner import Gateway
+from gateway.app.gateway import Gateway
 from gateway.store import Store
 
 SIZES = (10, 1_000, 10_000)
@@ -51,7 +51,7 @@ async def measure(
         calls = len(llm.requested_at)
         started = time.perf_counter()
         await adapter.deliver(message)
-        await gateway.pipeline.drain()
+        await gateway.intake.pipeline.drain()
         if len(llm.requested_at) != calls + 1:
             raise RuntimeError(f"expected one LLM call for {message.platform_message_id}")
         samples.append((llm.requested_at[-1] - started) * 1000)

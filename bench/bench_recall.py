@@ -34,12 +34,12 @@ from sqlalchemy import insert, select, text, update
 from bench.databases import DEFAULT_POSTGRES_URL, fresh_database
 from bench.recall_corpus import KINDS, Corpus, Question, generate
 from gateway.embeddings.index import VectorIndex
-from gateway.store.recall_records import SearchRequest, SearchResult
+from gateway.store.active_window import SEQ_STEP
 from gateway.store.records import CompactionApply, NewMessage, NewSummary
 from gateway.store.repository import Store
 from gateway.store.rows import messages, sessions
-from gateway.store.vectors import NewVector
-from gateway.store.window import SEQ_STEP
+from gateway.store.search.recall_records import SearchRequest, SearchResult
+from gateway.store.search.vectors import NewVector
 from tests.fakes.embeddings_model import embed
 
 QUALITY_MESSAGES = 3_000

@@ -18,7 +18,7 @@ from bench.databases import DEFAULT_POSTGRES_URL, fresh_postgres
 from bench.instant import InstantLLM
 from bench.memory_adapter import MemoryAdapter, chat_ref, incoming
 from bench.replay import bench_settings
-from gateway.runner import Gateway
+from gateway.app.gateway import Gateway
 from gateway.store import Store
 
 CHATS = 500
@@ -58,7 +58,7 @@ async def run(
             started = time.perf_counter()
             await asyncio.gather(*(_chat(adapter, i, per_chat) for i in range(chats)))
             stored_at = time.perf_counter()
-            await gateway.pipeline.drain()
+            await gateway.intake.pipeline.drain()
             finished = time.perf_counter()
         finally:
             await gateway.stop()

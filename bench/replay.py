@@ -19,10 +19,10 @@ from agent.llm import AnthropicClient
 from bench.memory_adapter import MemoryAdapter, chat_ref, incoming
 from bench.oracle import SentRequest
 from bench.traces import START, Event
+from gateway.app.gateway import Gateway
 from gateway.config import Settings
-from gateway.jobs import compact_idle_sessions
-from gateway.keepalive import SCAN_EVERY as KEEPALIVE_SCAN_EVERY
-from gateway.runner import Gateway
+from gateway.jobs.cache_keeper import SCAN_EVERY as KEEPALIVE_SCAN_EVERY
+from gateway.jobs.maintenance import compact_idle_sessions
 from gateway.store import Store
 from tests.fakes.anthropic_server import FakeAnthropic
 
@@ -73,7 +73,7 @@ class ReplayResult:
 
 
 SCAN_EVERY = 300.0
-"""The idle-compaction job's period in the running gateway (`gateway.jobs.IDLE_SCAN_EVERY`)."""
+"""The idle-compaction job's period in the running gateway (`gateway.jobs.maintenance.IDLE_SCAN_EVERY`)."""
 
 
 async def run_idle_scan(gateway: Gateway, at: float, clock: SimClock, fake: FakeAnthropic) -> int:
@@ -152,7 +152,7 @@ async def replay(
         llm = AnthropicClient(api_key=API_KEY, base_url=fake.base_url)
         adapter = MemoryAdapter()
         gateway = Gateway(settings, [adapter], store=store, llm=llm)
-        gateway.turns.clock = clock.utc  # cache-expiry decisions before a request follow the trace
+        gateway.turn.runner.clock = clock.utc  # cache-expiry decisions before a request follow the trace
         scheduled = 0
         refreshes = 0
         keep_alive = jobs and settings.prompt_caching.keeps_alive
@@ -190,7 +190,7 @@ async def replay(
                         mentions_bot=event.addressed,
                     )
                 )
-                await gateway.pipeline.drain()
+                await gateway.intake.pipeline.drain()
             if keep_alive and events:  # the refreshes after the trace's last message are paid too
                 _, sent = await run_keepalive_scans(
                     gateway, last_keepalive, events[-1].at + KEEPALIVE_TRAIL_S, clock, fake

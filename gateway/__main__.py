@@ -13,9 +13,9 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from gateway.app.logsetup import setup_console_logging, setup_logging
 from gateway.config import ConfigError, Settings, load_settings
 from gateway.errors import PlatformConfigError, PlatformStartError, StoreError
-from gateway.logsetup import setup_console_logging, setup_logging
 
 logger = logging.getLogger(__name__)
 
@@ -47,11 +47,13 @@ def _setup_logging(settings: Settings, command: str) -> None:
 
 def _serve_entry(name: str) -> Callable[[Settings], int] | None:
     try:
-        from gateway import serve
+        from gateway.app import serve
     except ModuleNotFoundError as exc:
-        if exc.name != "gateway.serve":
+        if exc.name != "gateway.app.serve":
             raise
-        print("gateway: the serve module (gateway/serve.py) is not available in this build", file=sys.stderr)
+        print(
+            "gateway: the serve module (gateway/app/serve.py) is not available in this build", file=sys.stderr
+        )
         return None
     entry: Callable[[Settings], int] = getattr(serve, name)
     return entry
@@ -85,7 +87,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "db":
             return _db(settings, args.db_command, getattr(args, "revision", None))
         if args.command == "doctor":
-            from gateway.doctor import doctor
+            from gateway.app.doctor import doctor
 
             return doctor(settings, out=sys.stdout)
         entry = _serve_entry(args.command)

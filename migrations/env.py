@@ -15,8 +15,8 @@ from sqlalchemy.engine import Connection
 
 from gateway.config import load_settings
 from gateway.store.db import create_engine
-from gateway.store.models import Base
-from gateway.store.search_schema import include_name
+from gateway.store.search.schema import include_name
+from gateway.store.tables import Base
 
 config = context.config
 if config.config_file_name is not None and config.attributes.get("configure_logging", True):

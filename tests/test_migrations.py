@@ -17,8 +17,8 @@ from gateway.store.migrate import (
     head_revision,
     upgrade_async,
 )
-from gateway.store.models import Base
-from gateway.store.search_schema import include_name, is_search_index
+from gateway.store.search.schema import include_name, is_search_index
+from gateway.store.tables import Base
 
 TABLES = {
     "chats",

@@ -43,7 +43,7 @@ from agent.models import STANDARD_CACHE_PRICES, TTL_SECONDS, CachePrices
 
 LEAD: Final = 90.0
 """Seconds before its expiry from which an entry is considered for a refresh (the job runs every
-`gateway.keepalive.SCAN_EVERY`, so every entry is looked at at least once in that span)."""
+`gateway.jobs.cache_keeper.SCAN_EVERY`, so every entry is looked at at least once in that span)."""
 SAFETY: Final = 10.0
 """An entry with less life left than this is let go: the refresh might arrive after it expired and
 write the whole prompt again."""

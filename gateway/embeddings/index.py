@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from gateway.embeddings.client import Vector
+from gateway.embeddings.endpoint import Vector
 
 LOAD_BATCH = 5_000
 MAX_BLOCKS = 8

@@ -11,7 +11,7 @@ import logging
 import time
 from collections.abc import Callable
 
-from gateway.embeddings.client import EmbeddingsClient
+from gateway.embeddings.endpoint import EmbeddingsClient
 from gateway.embeddings.index import VectorIndex
 from gateway.errors import EmbeddingsError
 

@@ -14,10 +14,10 @@ import asyncio
 import contextlib
 import logging
 
-from gateway.embeddings.client import EmbeddingsClient
+from gateway.embeddings.endpoint import EmbeddingsClient
 from gateway.errors import EmbeddingsError, StoreError
-from gateway.store.recall_store import RecallMethods
-from gateway.store.vectors import NewVector
+from gateway.store.search.recall_store import RecallMethods
+from gateway.store.search.vectors import NewVector
 
 logger = logging.getLogger(__name__)
 

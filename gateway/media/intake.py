@@ -31,7 +31,7 @@ from gateway.media.prepare import (
 )
 from gateway.media.presence import MediaPresence
 from gateway.platforms.base import Attachment, IncomingMessage
-from gateway.store.media import MediaStore, NewMedia
+from gateway.store.media_store import MediaStore, NewMedia
 
 logger = logging.getLogger(__name__)
 

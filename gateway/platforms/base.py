@@ -195,7 +195,7 @@ class TypingContext(Protocol):
 
 
 class LiveSurface(Protocol):
-    """How a platform shows one reply while it is being written (see `gateway.streaming.LiveReply`).
+    """How a platform shows one reply while it is being written (see `gateway.reply.live_reply.LiveReply`).
 
     Either drafts (ephemeral previews without a message id; each finished part is sent as a message)
     or a message per part that is posted, then edited as it grows. Calls never wait out flood control:

@@ -6,7 +6,7 @@ this package.
 
 from gateway.store.deliveries import DeliveryRecord, NewReply
 from gateway.store.lock import ChatLocks
-from gateway.store.pins import PinLimitError, PinLimits, PinRecord
+from gateway.store.pin_store import PinLimitError, PinLimits, PinRecord
 from gateway.store.records import (
     AppendResult,
     BusyChat,

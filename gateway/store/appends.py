@@ -2,7 +2,7 @@
 
 Every append (a platform message on the hot path, a turn's replies and tool results) updates the
 session's counters with `counter_values`; a turn's messages go right after the messages they answer,
-at seqs from `gateway.store.window.seqs_between` (as a compaction's summary does). Each function takes
+at seqs from `gateway.store.active_window.seqs_between` (as a compaction's summary does). Each function takes
 an open connection; `Store` owns the transactions.
 """
 
@@ -16,9 +16,9 @@ from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway.errors import StoreError
+from gateway.store.active_window import SEQ_STEP, seqs_between
 from gateway.store.records import AppendResult, NewMessage, StoredMessage
 from gateway.store.rows import clean_json, clean_text, messages, sessions, to_message
-from gateway.store.window import SEQ_STEP, seqs_between
 
 AUTHOR_NAME_MAX = 256
 """Length of `messages.author_name`."""

@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 from sqlalchemy import Table, func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from gateway.store.models import Delivery
 from gateway.store.records import StoredMessage
 from gateway.store.rows import clean_text, messages, to_message
+from gateway.store.tables import Delivery
 
 deliveries = cast(Table, Delivery.__table__)
 DeliveryState = Literal["pending", "sending", "sent", "failed"]

@@ -14,12 +14,12 @@ from typing import Any
 from sqlalchemy import Row, bindparam, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from gateway.store.active_window import SEQ_STEP, WINDOW_STATES
 from gateway.store.appends import counter_values
-from gateway.store.media import link_rows, message_media
-from gateway.store.pins import pin_texts
+from gateway.store.media_store import link_rows, message_media
+from gateway.store.pin_store import pin_texts
 from gateway.store.records import NewMessage, SessionRecord, StoredMessage, TurnSnapshot
 from gateway.store.rows import messages, sessions, to_message, to_session
-from gateway.store.window import SEQ_STEP, WINDOW_STATES
 
 CHAT_CACHE_MAX = 100_000
 """Chat rows `Store.chat_for` keeps in memory per process (the cache starts over when full)."""

@@ -7,7 +7,7 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from gateway.store.models import CommandReceipt
+from gateway.store.tables import CommandReceipt
 
 command_receipts = CommandReceipt.__table__
 

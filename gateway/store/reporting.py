@@ -15,7 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from agent.caching.waste import CacheWaste
 from gateway.store import cache_looks as _looks
 from gateway.store import cache_waste as _cache_waste
-from gateway.store import jobs as _jobs
+from gateway.store import job_queries as _jobs
 from gateway.store import stats as _stats
 from gateway.store.records import ChatStats, GlobalStats, SessionRecord
 from gateway.store.rows import llm_calls, sessions

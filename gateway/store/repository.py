@@ -26,12 +26,13 @@ from gateway.errors import StoreError
 from gateway.store import appends as _appends
 from gateway.store import hotpath as _hot
 from gateway.store import receipts as _receipts
+from gateway.store.active_window import SEQ_STEP, window_query
 from gateway.store.cache_looks import save_cache_state
-from gateway.store.compaction import CompactionMethods
+from gateway.store.compaction_apply import CompactionMethods
 from gateway.store.db import create_engine, dialect_of, translate_errors
 from gateway.store.deliveries import DeliveryMethods, DeliveryRecord, NewReply, insert_reply
-from gateway.store.pins import PinMethods
-from gateway.store.recall_store import RecallMethods
+from gateway.store.llm_calls import UsageMethods
+from gateway.store.pin_store import PinMethods
 from gateway.store.records import (
     AppendResult,
     CallRecord,
@@ -54,8 +55,7 @@ from gateway.store.rows import (
     to_message,
     to_session,
 )
-from gateway.store.usage import UsageMethods
-from gateway.store.window import SEQ_STEP, window_query
+from gateway.store.search.recall_store import RecallMethods
 
 __all__ = [
     "AppendResult",

@@ -10,7 +10,6 @@ from typing import Any, TypeAlias, cast
 
 from sqlalchemy import Row, Select, Table
 
-from gateway.store.models import Chat, ChatSession, Compaction, LlmCall, Message
 from gateway.store.records import (
     ChatRecord,
     CompactionRecord,
@@ -22,6 +21,7 @@ from gateway.store.records import (
     StoredMessage,
     Trigger,
 )
+from gateway.store.tables import Chat, ChatSession, Compaction, LlmCall, Message
 
 NUL_REPLACEMENT = "\ufffd"
 

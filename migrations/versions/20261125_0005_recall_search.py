@@ -44,7 +44,7 @@ INDEXED_CHARS = 100_000
 GRAM_CHARS = 20_000
 """Postgres: unsegmented text beyond this is not split into grams (keeps a tsvector under its 1 MB cap)."""
 
-# Scripts written without spaces between words (a copy of gateway.store.search_terms.UNSEGMENTED).
+# Scripts written without spaces between words (a copy of gateway.store.search.terms.UNSEGMENTED).
 _RANGES = (
     "\u0e00-\u0eff\u1000-\u109f\u1100-\u11ff\u1780-\u17ff\u3040-\u30ff\u31f0-\u31ff"
     "\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f\U00020000-\U0002fa1f"

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from agent.llm import AnthropicClient
-from gateway.runner import Gateway
+from gateway.app.gateway import Gateway
 from gateway.store import Store
 from tests.e2e.harness import GatewayProcess
 from tests.fakes.anthropic_replies import FaultKind
@@ -41,7 +41,7 @@ async def retrying_bot(
     )
     adapter = MemoryAdapter()
     gateway = Gateway(settings, [adapter], store=store, llm=llm)
-    adapter.settle = gateway.pipeline.drain
+    adapter.settle = gateway.intake.pipeline.drain
     try:
         await gateway.start()
         yield Bot(gateway, adapter, store, fake)

@@ -16,8 +16,8 @@ from typing import Any
 from sqlalchemy import text
 
 from agent.llm import AnthropicClient
+from gateway.app.gateway import Gateway
 from gateway.config import Settings
-from gateway.runner import Gateway
 from gateway.store import Store, StoredMessage
 from tests.fakes.anthropic_server import FakeAnthropic, RecordedRequest
 from tests.support.memory_adapter import MemoryAdapter
@@ -95,7 +95,7 @@ async def running_bot(
         await llm.close()
         await store.close()
         raise
-    adapter.settle = gateway.pipeline.drain
+    adapter.settle = gateway.intake.pipeline.drain
     try:
         await gateway.start()
         yield Bot(gateway, adapter, store, fake)

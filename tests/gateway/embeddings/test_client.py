@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 import numpy as np
 import pytest
 
-from gateway.embeddings.client import EmbeddingsClient
+from gateway.embeddings.endpoint import EmbeddingsClient
 from gateway.errors import EmbeddingsError
 from tests.fakes.embeddings_server import FakeEmbeddings
 

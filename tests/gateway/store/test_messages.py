@@ -8,8 +8,8 @@ from datetime import UTC, datetime, timedelta
 from sqlalchemy import text
 
 from gateway.store import NewMessage, Store
+from gateway.store.active_window import window_query
 from gateway.store.rows import NUL_REPLACEMENT
-from gateway.store.window import window_query
 from tests.gateway.store.helpers import append_one
 
 from .helpers import fill, msg, new_chat

@@ -1,0 +1,1 @@
+"""The process: the `Gateway`, serving, lifecycle, wiring settings into parts, doctor, logging."""

@@ -1,0 +1,157 @@
+"""`gateway doctor`: what is configured, what will start, and whether the database and the Anthropic
+endpoint answer. Secrets are reported as set / not set, never shown.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+from typing import TextIO
+
+import anthropic
+from pydantic import SecretStr
+from sqlalchemy.engine import make_url
+
+from gateway.config import Settings
+from gateway.errors import StoreError
+from gateway.platforms.catalog import status_lines
+from gateway.store import Store
+from gateway.store.migrate import current_revision_async, head_revision
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_ANTHROPIC_URL = "https://api.anthropic.com"
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    name: str
+    ok: bool
+    detail: str
+    required: bool = True
+
+    def line(self) -> str:
+        mark = "ok" if self.ok else ("FAIL" if self.required else "warn")
+        return f"[{mark:>4}] {self.name}: {self.detail}"
+
+
+def _secret(value: SecretStr | None) -> str:
+    return "set" if value is not None and value.get_secret_value() else "not set"
+
+
+def configuration_lines(settings: Settings) -> list[str]:
+    """The effective configuration, one `KEY value` line each, with secrets masked."""
+    database = make_url(settings.database_url).render_as_string(hide_password=True)
+    context = settings.model_context_length or "from the model table"
+    rows = [
+        ("DATABASE_URL", database),
+        ("MODEL", settings.model),
+        ("MODEL_CONTEXT_LENGTH", str(context)),
+        ("SUMMARY MODEL", settings.summary_model),
+        ("ANTHROPIC_API_KEY", _secret(settings.anthropic_api_key)),
+        ("ANTHROPIC_BASE_URL", str(settings.anthropic_base_url or f"default ({DEFAULT_ANTHROPIC_URL})")),
+        ("TELEGRAM_BOT_TOKEN", _secret(settings.telegram_bot_token)),
+        ("TELEGRAM_BASE_URL", str(settings.telegram_base_url)),
+        ("DISCORD_BOT_TOKEN", _secret(settings.discord_bot_token)),
+        ("DISCORD_API_BASE_URL", str(settings.discord_api_base_url)),
+        ("GATEWAY_ALLOW_ALL_USERS", str(settings.gateway_allow_all_users).lower()),
+        (
+            "ADMINS",
+            f"telegram {len(settings.telegram_admin_ids)}, discord {len(settings.discord_admin_ids)}",
+        ),
+        (
+            "COMPRESSION",
+            f"enabled={settings.compression.enabled} threshold={settings.compression.threshold} "
+            f"target_ratio={settings.compression.target_ratio} "
+            f"protect_last_n={settings.compression.protect_last_n}",
+        ),
+        (
+            "PROMPT_CACHING",
+            f"enabled={settings.prompt_caching.enabled} cache_ttl={settings.prompt_caching.cache_ttl}",
+        ),
+        ("CONTEXT ENGINE", settings.context.engine),
+        ("LOG_LEVEL", settings.log_level),
+    ]
+    width = max(len(key) for key, _ in rows)
+    return [f"{key:<{width}}  {value}" for key, value in rows]
+
+
+async def check_database(settings: Settings) -> Check:
+    try:
+        store = await Store.open(settings.database_url, pool_size=1, max_overflow=0)
+        await store.close()
+        current = await current_revision_async(settings.database_url)
+    except StoreError as exc:
+        return Check("database", False, f"does not answer ({exc})")
+    head = head_revision()
+    backend = make_url(settings.database_url).get_backend_name()
+    if current != head:
+        detail = f"answers ({backend}) but schema is at {current or 'nothing'}, head is {head}: "
+        return Check("database", False, detail + "run `python -m gateway db upgrade`")
+    return Check("database", True, f"answers ({backend}), schema at head {head}")
+
+
+async def check_anthropic(settings: Settings, *, request_timeout: float = 5.0) -> Check:
+    """One cheap GET (the configured model's metadata) to see that the endpoint answers and knows it."""
+    if settings.anthropic_api_key is None:
+        return Check("anthropic", False, "ANTHROPIC_API_KEY is not set")
+    base_url = str(settings.anthropic_base_url) if settings.anthropic_base_url else DEFAULT_ANTHROPIC_URL
+    client = anthropic.AsyncAnthropic(
+        api_key=settings.anthropic_api_key.get_secret_value(),
+        base_url=base_url,
+        max_retries=0,
+        timeout=request_timeout,
+    )
+    try:
+        model = await client.models.retrieve(settings.model)
+    except anthropic.AuthenticationError:
+        return Check("anthropic", False, f"{base_url} rejected the API key (401)")
+    except anthropic.NotFoundError:
+        return Check("anthropic", False, f"{base_url} answers but does not know model {settings.model!r}")
+    except anthropic.APIConnectionError as exc:  # includes timeouts
+        return Check("anthropic", False, f"{base_url} unreachable ({type(exc).__name__})")
+    except anthropic.APIStatusError as exc:
+        return Check("anthropic", False, f"{base_url} answered HTTP {exc.status_code}")
+    finally:
+        await client.close()
+    return Check("anthropic", True, f"{base_url} answers; model {model.id} available")
+
+
+def check_platforms(settings: Settings) -> Check:
+    names = settings.platforms_configured()
+    if names:
+        return Check("platforms", True, ", ".join(names) + " will start", required=False)
+    return Check(
+        "platforms",
+        False,
+        "no platform token set; `gateway run` will refuse to start (`gateway chat` works)",
+        required=False,
+    )
+
+
+async def run_checks(settings: Settings, *, request_timeout: float = 5.0) -> list[Check]:
+    database, api = await asyncio.gather(
+        check_database(settings), check_anthropic(settings, request_timeout=request_timeout)
+    )
+    return [database, api, check_platforms(settings)]
+
+
+def doctor(settings: Settings, *, out: TextIO, request_timeout: float = 5.0) -> int:
+    """Print the report; 0 when every required check passed, 1 otherwise."""
+    print("Configuration", file=out)
+    for line in configuration_lines(settings):
+        print("  " + line, file=out)
+    print("Platforms", file=out)
+    for line in status_lines(settings):
+        print("  " + line, file=out)
+    print("Checks", file=out)
+    checks = asyncio.run(run_checks(settings, request_timeout=request_timeout))
+    for check in checks:
+        print("  " + check.line(), file=out)
+    failed = [c.name for c in checks if c.required and not c.ok]
+    print(
+        "Result: " + ("all required checks passed" if not failed else "broken: " + ", ".join(failed)),
+        file=out,
+    )
+    return 1 if failed else 0

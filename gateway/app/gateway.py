@@ -1,0 +1,385 @@
+"""Wires the gateway: settings -> store, LLM client, context engine, tools, pipeline, adapters.
+
+`Gateway` builds the parts, routes sends, reactions and typing to the chat's adapter, starts them in
+order (after a restart: the spool, open reply parts, unanswered messages) and stops them within the
+shutdown budget. The process around it (signals, opening the store and the clients) is `serve`'s.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import gc
+import logging
+from collections.abc import AsyncIterator, Sequence
+from datetime import UTC, datetime, timedelta
+
+from agent.caching.plan import CacheState
+from agent.context_engine import CompressionConfig, ContextEngine, EngineState, Summarizer
+from agent.llm import LLMClient
+from agent.models import lookup_model
+from agent.summarizer import PrefixContext
+from agent.summary import system_prompt
+from agent.summary_mode import CostAwareSummarizer
+from agent.tokens import CalibratedCounter, Calibration, estimate_text, estimate_tools
+from agent.tools.current_time import current_time_tool
+from agent.tools.recall import recall_tool
+from agent.tools.registry import ToolRegistry
+from agent.tools.view_media import view_media_tool
+from gateway.app.wiring import (
+    authorization_policy,
+    cache_ttl_of,
+    compaction_policy,
+    context_engine,
+    loop_config,
+    model_status_line,
+)
+from gateway.commands import menu as commands
+from gateway.commands.admin import AdminHandlers
+from gateway.commands.pinning import PinHandlers
+from gateway.compaction.compactor import Compactor
+from gateway.config import Settings
+from gateway.embeddings.setup import Embeddings, embeddings_from
+from gateway.errors import SendError
+from gateway.intake import recovery
+from gateway.intake.auth import Authorizer
+from gateway.intake.pipeline import Pipeline, RateLimiter
+from gateway.intake.spool import Spool
+from gateway.jobs.cache_keeper import SCAN_EVERY as KEEPALIVE_SCAN_EVERY
+from gateway.jobs.cache_keeper import CacheKeeper
+from gateway.jobs.maintenance import standard_jobs
+from gateway.jobs.scheduler import JobScheduler, JobSpec
+from gateway.media.aging import MediaAging
+from gateway.media.intake import MediaIntake
+from gateway.media.lookup import ChatMediaLookup
+from gateway.media.prepare import MB, MediaLimits
+from gateway.media.presence import MediaPresence
+from gateway.media.wire import MediaCache, MediaRenderingClient
+from gateway.metrics import Metrics, MetricsServer
+from gateway.platforms.base import ChatRef, IncomingMessage, OutgoingMessage, PlatformAdapter, SentMessage
+from gateway.platforms.catalog import status_lines
+from gateway.reply.outbox import Outbox
+from gateway.store import ChatLocks, PinLimits, SessionRecord, Store
+from gateway.store.job_lock import JobLocks
+from gateway.store.media_store import MediaStore
+from gateway.turn.recall_history import ChatHistorySearch
+from gateway.turn.runner import TurnRunner, TurnSettings
+
+logger = logging.getLogger(__name__)
+
+ADAPTER_STOP_RESERVE_S = 4.0
+"""Of `shutdown_timeout_s`, what the adapters keep for stopping after the turns (see Gateway.stop)."""
+
+
+class Gateway:
+    """The running product: adapters in, pipeline, replies out."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        adapters: Sequence[PlatformAdapter],
+        *,
+        store: Store,
+        llm: LLMClient,
+        summary_llm: LLMClient | None = None,
+    ) -> None:
+        self.settings = settings
+        self.adapters = {a.name: a for a in adapters}
+        self.store = store
+        self.media_store = MediaStore(store.engine)
+        self.media_presence = MediaPresence()
+        # Requests leave with stored media rendered; everything before works on the references.
+        media_cache = MediaCache(self.media_store)
+        self.llm = MediaRenderingClient(llm, media_cache)
+        self.summary_llm = MediaRenderingClient(summary_llm, media_cache) if summary_llm else self.llm
+        self.model = lookup_model(settings.model, context_override=settings.model_context_length)
+        self.locks = ChatLocks(store)
+        self.spool = Spool(settings.spool_dir)
+        self.metrics = Metrics()
+        self.embeddings: Embeddings | None = embeddings_from(settings.embeddings, store)
+        store.on_stored = self._on_stored
+        self.metrics.track_spool(lambda: self.spool.depth)
+        self.scheduler: JobScheduler | None = None
+        self.metrics_server: MetricsServer | None = None
+        # Claude's tokenizer is not tiktoken's: one calibration per process, learned from every reply call.
+        self.calibration = Calibration(self.model.name)
+        self.engine_factory = context_engine(settings)
+        self.loop_config = loop_config(settings, self.model, self.calibration)
+        self.policy = compaction_policy(settings, self.model)
+        self.compactor = Compactor(store=store, loop=self.loop_config, metrics=self.metrics)
+        self.outbox = Outbox(
+            store=store,
+            send=self.send,
+            adapters=self.adapters,
+            metrics=self.metrics,
+            streaming=settings.streaming.enabled,
+            interval_s=settings.streaming.interval_s,
+            group_interval_s=settings.streaming.group_interval_s,
+        )
+        self.turns = TurnRunner(
+            store=store,
+            locks=self.locks,
+            llm=self.llm,
+            settings=TurnSettings(
+                model=self.model,
+                system_prompt=settings.agent.system_prompt,
+                loop=self.loop_config,
+                policy=self.policy,
+                notify_compaction=settings.compression.notify,
+                cache_mode=settings.prompt_caching.cache_ttl if settings.prompt_caching.enabled else None,
+            ),
+            compactor=self.compactor,
+            make_engine=self.make_engine,
+            make_tools=self.make_tools,
+            outbox=self.outbox,
+            typing=self.typing,
+            metrics=self.metrics,
+            media_aging=MediaAging(self.media_store, self.media_presence),
+        )
+        self.keeper = CacheKeeper(store=store, locks=self.locks, turns=self.turns, metrics=self.metrics)
+        self.pipeline = self._pipeline()
+        self._spool_task: asyncio.Task[None] | None = None
+
+    def _pipeline(self) -> Pipeline:
+        settings = self.settings
+        admin = AdminHandlers(
+            store=self.store,
+            locks=self.locks,
+            model=self.model,
+            compressor_threshold=settings.compression.threshold,
+            hygiene_threshold=settings.compression.hygiene_threshold,
+            make_engine=self.make_engine,
+            compactor=self.compactor,
+            base_prompt=settings.agent.system_prompt,
+            tool_tokens=lambda chat_pk: estimate_tools(self.make_tools(chat_pk).schemas()),
+            protect_last_n=settings.compression.protect_last_n,
+        )
+        pins = PinHandlers(
+            store=self.store,
+            limits=PinLimits(settings.pins.max_count, settings.pins.max_tokens),
+            count_tokens=lambda text: self.calibration.apply(estimate_text(text)),
+        )
+        self.media = MediaIntake(
+            self.media_store,
+            limits=MediaLimits.for_window(
+                self.model.context_window, image_long_edge=settings.media.image_long_edge
+            ),
+            max_bytes=settings.media.max_file_mb * MB,
+            presence=self.media_presence,
+        )
+        return Pipeline(
+            store=self.store,
+            auth=Authorizer(authorization_policy(settings)),
+            turns=self.turns,
+            send=self.send,
+            command_handlers=admin.handlers() | pins.handlers(),
+            rate_limiter=RateLimiter(per_minute=settings.limits.user_messages_per_minute),
+            daily_budget_usd=settings.limits.chat_daily_budget_usd,
+            spool=self.spool,
+            media=self.media,
+            react=self.react,
+            ack_reaction=settings.reply.ack_reaction,
+            reply_quote_chars=settings.reply.quote_max_chars,
+        )
+
+    # -- factories -----------------------------------------------------------------------------------
+
+    def make_engine(self, session: SessionRecord, pins: Sequence[str] = ()) -> ContextEngine:
+        """The session's context engine, with its stored state and a summarizer priced for it."""
+        comp = self.settings.compression
+        return self.engine_factory(
+            context_length=self.model.context_window,
+            config=CompressionConfig(
+                enabled=comp.enabled,
+                threshold=comp.threshold,
+                target_ratio=comp.target_ratio,
+                protect_last_n=comp.protect_last_n,
+            ),
+            summarizer=self.make_summarizer(session, pins),
+            count_tokens=CalibratedCounter(self.calibration),
+            state=EngineState.from_json(session.engine_state),
+        )
+
+    def make_summarizer(self, session: SessionRecord, pins: Sequence[str] = ()) -> Summarizer:
+        """Per call, the cheaper of a standalone summary and one reusing the session's cached prefix."""
+        ttl = cache_ttl_of(self.settings)
+        cache = CacheState.from_json(session.cache_state)
+
+        def cache_warm() -> bool:
+            return not cache.expired(self.turns.clock())
+
+        return CostAwareSummarizer(
+            self.llm,
+            main=self.model,
+            aux=lookup_model(self.settings.summary_model),
+            prefix=PrefixContext(
+                system=system_prompt(
+                    self.settings.agent.system_prompt, compacted=session.compaction_count > 0, pins=pins
+                ),
+                tools=self.make_tools(session.chat_pk).schemas(),
+                model=self.model.name,
+                cache_ttl=ttl,
+            ),
+            cache_warm=cache_warm,
+            count_tokens=CalibratedCounter(self.calibration),
+            aux_client=self.summary_llm,
+            pins=pins,
+        )
+
+    def _on_stored(self, role: str, count: int) -> None:
+        self.metrics.message_stored(role, count)
+        if self.embeddings is not None:
+            self.embeddings.worker.notify()
+
+    def make_tools(self, chat_pk: int) -> ToolRegistry:
+        history = ChatHistorySearch(
+            self.store,
+            chat_pk,
+            semantic=self.embeddings.ranker.rank if self.embeddings is not None else None,
+            # Shorter messages are shown whole (longer ones may be cut to head and tail).
+            shown_whole_below=int(self.model.context_window * self.turns.settings.loop.oversize_fraction),
+        )
+        tools = [
+            recall_tool(history),
+            current_time_tool(lambda: self.turns.clock()),  # the time the turn runs at
+        ]
+        if chat_pk in self.media_presence:  # only where there is something to look at again
+            tools.append(view_media_tool(ChatMediaLookup(self.media_store, chat_pk)))
+        return ToolRegistry(tools)
+
+    # -- I/O -----------------------------------------------------------------------------------------
+
+    async def send(self, message: OutgoingMessage) -> SentMessage:
+        """Send through the chat's adapter; raises `SendError` (the caller decides what a failure means)."""
+        adapter = self.adapters.get(message.chat.platform)
+        if adapter is None:
+            raise SendError(f"no adapter for platform {message.chat.platform} (chat {message.chat.chat_id})")
+        return await adapter.send(message)
+
+    async def react(self, chat: ChatRef, platform_message_id: str, emoji: str) -> None:
+        """Put a reaction on a received message through the chat's adapter; raises `SendError`."""
+        adapter = self.adapters.get(chat.platform)
+        if adapter is None:
+            raise SendError(f"no adapter for platform {chat.platform} (chat {chat.chat_id})")
+        await adapter.react(chat, platform_message_id, emoji)
+
+    @contextlib.asynccontextmanager
+    async def typing(self, chat: ChatRef) -> AsyncIterator[None]:
+        adapter = self.adapters.get(chat.platform)
+        if adapter is None:
+            yield
+            return
+        async with adapter.typing(chat):
+            yield
+
+    # -- lifecycle -----------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        for line in status_lines(self.settings):
+            logger.info("%s", line)
+        logger.info("%s", model_status_line(self.settings, self.model))
+        await self._start_metrics_server()
+        specs = list(commands.COMMANDS)
+        for adapter in self.adapters.values():
+            await adapter.start(self._on_update, specs)
+            logger.info("%s: connected", adapter.name)
+        if self.spool.depth:
+            logger.info("spool: %d message(s) from before the restart to write through", self.spool.depth)
+            await self.spool.drain(self.pipeline.replay)
+        self._spool_task = asyncio.create_task(self.spool.run(self.pipeline.replay), name="spool-drain")
+        open_parts = await self.outbox.resume()
+        if open_parts:
+            logger.info("%d reply part(s) recorded before the restart were sent", open_parts)
+        await self.recover_unanswered()
+        self._start_scheduler()
+        if self.embeddings is not None:
+            self.embeddings.worker.start()
+            logger.info("%s", self.embeddings.status)
+        # Everything imported and built so far lives as long as the process: keep it out of the garbage
+        # collector's full passes, which otherwise show up as the slowest per-message latencies.
+        gc.collect()
+        gc.freeze()
+
+    async def _on_update(self, msg: IncomingMessage) -> None:
+        self.metrics.arrivals.mark((msg.chat.platform, msg.chat.chat_id, msg.chat.thread_id))
+        await self.pipeline.handle(msg)
+
+    async def _start_metrics_server(self) -> None:
+        obs = self.settings.observability
+        if obs.metrics_port is None:
+            return
+        self.metrics_server = MetricsServer(
+            self.metrics, self.store.ping, host=obs.metrics_host, port=obs.metrics_port
+        )
+        await self.metrics_server.start()
+
+    def _start_scheduler(self) -> None:
+        sched = self.settings.scheduler
+        if not sched.enabled:
+            return
+        self.scheduler = JobScheduler(JobLocks(self.store), observe=self.metrics.observe_job)
+        jobs = standard_jobs(
+            store=self.store,
+            locks=self.locks,
+            compactor=self.compactor,
+            make_engine=self.make_engine,
+            policy=self.policy,
+            retention_days=sched.archive_retention_days,
+            clock=lambda: datetime.now(UTC),
+        )
+        if self.settings.prompt_caching.keeps_alive:
+            jobs.append(JobSpec("cache-keepalive", self._keep_caches_warm, KEEPALIVE_SCAN_EVERY))
+        for job in jobs:
+            self.scheduler.add(job)
+        self.scheduler.start()
+
+    async def _keep_caches_warm(self) -> None:
+        await self.keeper.run(datetime.now(UTC))
+
+    async def recover_unanswered(self) -> None:
+        """Answer turns a crash left unanswered; tell users when they are too old to answer now."""
+        await recovery.recover_unanswered(
+            store=self.store,
+            platforms=self.adapters,
+            send=self.send,
+            schedule=self.pipeline.schedule,
+            max_age=timedelta(seconds=self.settings.limits.unanswered_max_age_s),
+        )
+
+    async def stop(self) -> None:
+        """Stop within `shutdown_timeout_s`, handing back what cannot finish in time.
+
+        Running turns get most of the time to finish while the adapters can still deliver their
+        replies (a reply sent after its adapter stopped is lost, and its message is already marked
+        answered); no new turn starts. Turns still running then are cancelled: their messages stay
+        unanswered and are answered after the restart. Then the adapters stop receiving, give
+        messages being stored a moment, and confirm what was stored.
+        """
+        gc.unfreeze()
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.settings.shutdown_timeout_s - ADAPTER_STOP_RESERVE_S
+        self.pipeline.stop_new_turns()
+        if self.scheduler is not None:
+            await self.scheduler.stop(wait_s=max(0.0, deadline - loop.time()))
+        await self.pipeline.drain(wait_s=max(0.0, deadline - loop.time()))
+        unfinished = await self.pipeline.cancel_turns()
+        if unfinished:
+            logger.warning(
+                "%d turn(s) did not finish before shutdown; their messages are answered after the restart",
+                unfinished,
+            )
+        results = await asyncio.gather(
+            *(adapter.stop() for adapter in self.adapters.values()), return_exceptions=True
+        )
+        for adapter, result in zip(self.adapters.values(), results, strict=True):
+            if isinstance(result, BaseException):
+                logger.error("error while stopping %s: %r", adapter.name, result)
+        await self.outbox.stop()
+        if self._spool_task is not None:
+            self._spool_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._spool_task
+        if self.embeddings is not None:
+            await self.embeddings.close()
+        if self.metrics_server is not None:
+            await self.metrics_server.stop()

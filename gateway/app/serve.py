@@ -1,0 +1,133 @@
+"""The process around a `Gateway`: `run` serves every configured platform, `chat` the local console.
+
+Both refuse to start without an API key or with an unknown context engine, open the store and the
+model clients, serve until SIGINT/SIGTERM (or the console ends), and stop within
+`shutdown_timeout_s`: the gateway first, then the model clients and the database in its last second.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sys
+from collections.abc import Sequence
+
+from agent.llm import AnthropicClient
+from gateway.app.gateway import Gateway
+from gateway.app.lifecycle import StopRequested, stop_on_signals, unless_stopped
+from gateway.app.wiring import context_engine
+from gateway.config import Settings
+from gateway.platforms.base import PlatformAdapter
+from gateway.platforms.catalog import build_adapters, status_lines
+from gateway.store import Store
+
+logger = logging.getLogger(__name__)
+
+NO_PLATFORM_HELP = (
+    "No chat platform is configured. Set TELEGRAM_BOT_TOKEN and/or DISCORD_BOT_TOKEN (see .env.example), "
+    "or run `python -m gateway chat` to talk to the bot in this terminal."
+)
+NO_KEY_HELP = "ANTHROPIC_API_KEY is not set; the bot cannot answer without it (see .env.example)."
+_CLOSE_TIMEOUT_S = 1.0
+"""Of `shutdown_timeout_s`, what closing the model clients and the database may take at the end."""
+
+
+def _make_llm(settings: Settings) -> AnthropicClient:
+    assert settings.anthropic_api_key is not None
+    return AnthropicClient(
+        api_key=settings.anthropic_api_key.get_secret_value(),
+        base_url=str(settings.anthropic_base_url).rstrip("/") if settings.anthropic_base_url else None,
+        timeout_s=min(settings.agent.llm_timeout_s, settings.agent.llm_total_timeout_s),
+        total_timeout_s=settings.agent.llm_total_timeout_s,
+    )
+
+
+def _make_summary_llm(settings: Settings, main: AnthropicClient) -> AnthropicClient:
+    base = settings.auxiliary.compression.base_url
+    if base is None:
+        return main
+    assert settings.anthropic_api_key is not None
+    return AnthropicClient(
+        api_key=settings.anthropic_api_key.get_secret_value(), base_url=str(base).rstrip("/")
+    )
+
+
+async def _serve(
+    settings: Settings, adapters: Sequence[PlatformAdapter], *, until: asyncio.Event | None = None
+) -> int:
+    stop = until or asyncio.Event()
+    stop_on_signals(stop, settings.shutdown_timeout_s)
+    try:
+        store = await unless_stopped(
+            Store.open(
+                settings.database_url,
+                pool_size=settings.database_pool_size,
+                max_overflow=settings.database_max_overflow,
+            ),
+            stop,
+        )
+    except StopRequested:
+        return 0
+    llm = _make_llm(settings)
+    summary_llm = _make_summary_llm(settings, llm)
+    gateway = Gateway(settings, adapters, store=store, llm=llm, summary_llm=summary_llm)
+    try:
+        # A stop requested while starting (connecting, syncing, recovering) cancels the start.
+        await unless_stopped(gateway.start(), stop)
+        logger.info("gateway running; press Ctrl-C to stop")
+        await stop.wait()
+    except StopRequested:
+        logger.info("start-up cancelled")
+    finally:
+        logger.info("stopping")
+        budget = settings.shutdown_timeout_s - _CLOSE_TIMEOUT_S
+        try:
+            async with asyncio.timeout(budget):
+                await gateway.stop()
+        except TimeoutError:
+            logger.error("stopping took longer than %.0fs; exiting anyway", budget)
+        clients = [llm] if summary_llm is llm else [llm, summary_llm]
+        try:
+            async with asyncio.timeout(_CLOSE_TIMEOUT_S):
+                await asyncio.gather(*(c.close() for c in clients), store.close())
+        except TimeoutError:
+            logger.warning("closing the model clients and the database took too long; exiting anyway")
+    return 0
+
+
+def run(settings: Settings) -> int:
+    if settings.anthropic_api_key is None:
+        print(NO_KEY_HELP, file=sys.stderr)
+        return 2
+    context_engine(settings)  # an unknown engine stops here, before any connection is made
+    adapters = build_adapters(settings)
+    if not adapters:
+        print(NO_PLATFORM_HELP, file=sys.stderr)
+        for line in status_lines(settings):
+            print("  " + line, file=sys.stderr)
+        return 2
+    return asyncio.run(_serve(settings, adapters))
+
+
+def chat(settings: Settings) -> int:
+    if settings.anthropic_api_key is None:
+        print(NO_KEY_HELP, file=sys.stderr)
+        return 2
+    context_engine(settings)
+    from gateway.platforms.console.adapter import ConsoleAdapter
+
+    async def main() -> int:
+        console = ConsoleAdapter()
+        done = asyncio.Event()
+
+        async def watch() -> None:
+            await console.finished.wait()
+            done.set()
+
+        watcher = asyncio.create_task(watch())
+        try:
+            return await _serve(settings, [console], until=done)
+        finally:
+            watcher.cancel()
+
+    return asyncio.run(main())

@@ -1,0 +1,115 @@
+"""How settings become the gateway's parts: the loop's limits, the compaction policy, who may talk to
+the bot, the prompt-cache TTL and the model line printed at start-up (pure)."""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+
+from agent.engines import EngineFactory, UnknownEngineError, resolve_engine
+from agent.loop import LoopConfig
+from agent.models import MODELS, CacheTTL, ModelInfo, lookup_model
+from agent.server_compaction import ServerCompaction
+from agent.tokens import Calibration
+from gateway.compaction.triggers import CompactionPolicy
+from gateway.config import ConfigError, Settings
+from gateway.intake.auth import AccessPolicy, policy_from_ids
+
+logger = logging.getLogger(__name__)
+
+
+def cache_ttl_of(settings: Settings) -> CacheTTL | None:
+    if not settings.prompt_caching.enabled:
+        return None
+    ttl = settings.prompt_caching.cache_ttl
+    if ttl == "auto" or ttl == "api":
+        return "5m"
+    return ttl
+
+
+def model_status_line(settings: Settings, model: ModelInfo) -> str:
+    ttl: str | None = cache_ttl_of(settings)
+    if ttl and settings.prompt_caching.cache_ttl == "auto":
+        ttl = "auto: 5m/1h/none per chat"
+    elif ttl and settings.prompt_caching.cache_ttl == "api":
+        ttl = "api: the API's automatic caching, 5m"
+    caching = f"ENABLED ({ttl} TTL)" if ttl else "disabled"
+    comp = settings.compression
+    compression = (
+        f"compression at {comp.threshold:.0%}, hygiene at {comp.hygiene_threshold:.0%}, engine "
+        f"{settings.context.engine}"
+        if comp.enabled
+        else "compression disabled"
+    )
+    return (
+        f"model: {model.name} (window {model.context_window:,} tokens); prompt caching: {caching}; "
+        f"{compression}; "
+        f"summaries by {settings.summary_model}"
+    )
+
+
+def context_engine(settings: Settings) -> EngineFactory:
+    """The configured context engine's factory, found once at start-up: an unknown or broken engine
+    stops the start-up with one line naming `context.engine` (every turn would fail otherwise)."""
+    try:
+        factory = resolve_engine(settings.context.engine, plugins_dir=settings.context.plugins_dir)
+    except UnknownEngineError as exc:
+        raise ConfigError(f"context.engine: {exc}") from exc
+    except Exception as exc:  # a plugin that fails to import
+        raise ConfigError(
+            f"context.engine: engine {settings.context.engine!r} failed to load: {type(exc).__name__}: {exc}"
+        ) from exc
+    if isinstance(factory, type) and issubclass(factory, ServerCompaction):
+        _check_server_compaction(settings, factory.min_trigger_tokens)
+    return factory
+
+
+def _check_server_compaction(settings: Settings, min_trigger: int) -> None:
+    """`server` needs a model the API compacts for; below the API's minimum trigger it falls back to the
+    built-in compressor, which is worth one line at start-up."""
+    model = lookup_model(settings.model, context_override=settings.model_context_length)
+    if not model.server_compaction:
+        able = ", ".join(m.name for m in MODELS.values() if m.server_compaction)
+        raise ConfigError(
+            f"context.engine: 'server' needs a model with server-side compaction ({able}); "
+            f"{settings.model} has none"
+        )
+    threshold = int(model.context_window * settings.compression.threshold)
+    if threshold < min_trigger:
+        logger.warning(
+            "context.engine server: the compressor threshold (%d tokens) is below the API's minimum "
+            "compaction trigger (%d); the built-in compressor compacts this window instead",
+            threshold,
+            min_trigger,
+        )
+
+
+def loop_config(settings: Settings, model: ModelInfo, calibration: Calibration) -> LoopConfig:
+    """The agent loop's limits (the turn's cache plan is set per turn)."""
+    return LoopConfig(
+        model=model,
+        max_tokens=min(settings.agent.max_output_tokens, model.max_output),
+        max_iterations=settings.agent.max_iterations,
+        tool_output_max_chars=settings.agent.tool_output_max_chars,
+        calibration=calibration,
+    )
+
+
+def compaction_policy(settings: Settings, model: ModelInfo) -> CompactionPolicy:
+    sched = settings.scheduler
+    return CompactionPolicy(
+        enabled=settings.compression.enabled,
+        context_length=model.context_window,
+        hygiene_threshold=settings.compression.hygiene_threshold,
+        cache_aware_share=sched.cache_aware_share,
+        proactive_share=sched.proactive_share,
+        idle=timedelta(minutes=sched.idle_minutes),
+    )
+
+
+def authorization_policy(settings: Settings) -> AccessPolicy:
+    return policy_from_ids(
+        admins={"telegram": settings.telegram_admin_ids, "discord": settings.discord_admin_ids},
+        allowed={"telegram": settings.telegram_allowed_users, "discord": settings.discord_allowed_users},
+        allow_all=settings.gateway_allow_all_users,
+    )

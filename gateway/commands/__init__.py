@@ -1,0 +1,1 @@
+"""Chat commands: the menu, admin commands, pins and the `/stats` renderings."""

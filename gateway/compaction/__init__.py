@@ -1,0 +1,1 @@
+"""Compacting a stored session: the one compactor and when it fires."""

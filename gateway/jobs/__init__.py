@@ -1,0 +1,1 @@
+"""Background jobs: the scheduler, maintenance jobs and the prompt-cache keep-alive."""

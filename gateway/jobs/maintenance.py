@@ -1,0 +1,132 @@
+"""The scheduled jobs' bodies: plain async functions with explicit dependencies, no scheduler in sight.
+
+- `compact_idle_sessions`: compacts idle sessions in the background (proactive above one share of the
+  window, cache-aware above a lower share once the prompt cache expired), so the next message does not
+  wait for a summary;
+- `purge_archive`: deletes archived messages past the retention age (never active or summary rows);
+- `rollup_usage`: upserts the daily usage table from the usage log.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from datetime import date, datetime, timedelta
+
+from agent.caching.plan import CacheState
+from gateway.compaction.compactor import CompactionReport, Compactor, EngineFactory
+from gateway.compaction.triggers import CompactionPolicy
+from gateway.jobs.scheduler import JobSpec
+from gateway.store import ChatLocks, Store
+
+logger = logging.getLogger(__name__)
+
+IDLE_BATCH = 20
+"""Sessions handled per run at most; the next run picks up the rest."""
+
+
+async def compact_idle_sessions(
+    *,
+    store: Store,
+    locks: ChatLocks,
+    compactor: Compactor,
+    make_engine: EngineFactory,
+    policy: CompactionPolicy,
+    now: datetime,
+    batch: int = IDLE_BATCH,
+) -> list[CompactionReport]:
+    """Compact idle sessions that are worth it now; returns the reports of those that ran."""
+    if not policy.enabled:
+        return []
+    candidates = await store.idle_sessions(
+        idle_since=now - policy.idle,
+        min_tokens=int(policy.context_length * _lowest_share(policy)),
+        limit=batch,
+    )
+    reports: list[CompactionReport] = []
+    for candidate in candidates:
+        if candidate.chat_pk in locks.held_keys():
+            logger.debug("chat %s is busy; scheduled compaction skipped", candidate.chat_pk)
+            continue
+        async with locks.hold(candidate.chat_pk):
+            # Re-read under the chat lock: a turn may have run (and compacted) since the scan.
+            session = await store.get_session(candidate.id)
+            decision = policy.when_idle(session, CacheState.from_json(session.cache_state), now=now)
+            if not session.active or decision.trigger is None:
+                continue
+            logger.info("scheduled compaction of session %s: %s", session.id, decision.reason)
+            pins = [p.text for p in await store.pins(session.chat_pk)]
+            engine = make_engine(session, pins)
+            reports.append(await compactor.compact(session, engine, trigger=decision.trigger))
+    logger.info("idle compaction: %d candidate(s), %d compacted", len(candidates), len(reports))
+    return reports
+
+
+def _lowest_share(policy: CompactionPolicy) -> float:
+    shares = [policy.proactive_share]
+    if policy.cache_aware_share is not None:
+        shares.append(policy.cache_aware_share)
+    return min(shares)
+
+
+async def purge_archive(*, store: Store, retention_days: int, now: datetime) -> int:
+    """Delete archived messages older than `retention_days` (0 keeps them forever); returns the count."""
+    if retention_days <= 0:
+        return 0
+    cutoff = now - timedelta(days=retention_days)
+    total = 0
+    while True:
+        deleted = await store.delete_archived_before(cutoff)
+        total += deleted
+        if deleted == 0:
+            break
+    logger.info("archive retention: deleted %d archived message(s) older than %s", total, cutoff.date())
+    return total
+
+
+async def rollup_usage(*, store: Store, now: datetime) -> int:
+    """Roll up yesterday (final now) and today (so far) into the daily usage table; returns rows written."""
+    today: date = now.date()
+    written = 0
+    for day in (today - timedelta(days=1), today):
+        written += await store.rollup_usage_day(day)
+    logger.info("usage rollup: %d row(s) for %s and %s", written, today - timedelta(days=1), today)
+    return written
+
+
+Clock = Callable[[], datetime]
+IDLE_SCAN_EVERY = timedelta(minutes=5)
+RETENTION_EVERY = timedelta(hours=6)
+ROLLUP_EVERY = timedelta(hours=1)
+
+
+def standard_jobs(
+    *,
+    store: Store,
+    locks: ChatLocks,
+    compactor: Compactor,
+    make_engine: EngineFactory,
+    policy: CompactionPolicy,
+    retention_days: int,
+    clock: Clock,
+) -> list[JobSpec]:
+    """The gateway's jobs: idle compaction, archive retention (if an age is set) and the usage rollup."""
+
+    async def compaction_job() -> None:
+        await compact_idle_sessions(
+            store=store, locks=locks, compactor=compactor, make_engine=make_engine, policy=policy, now=clock()
+        )
+
+    async def retention_job() -> None:
+        await purge_archive(store=store, retention_days=retention_days, now=clock())
+
+    async def rollup_job() -> None:
+        await rollup_usage(store=store, now=clock())
+
+    specs = [
+        JobSpec("idle-compaction", compaction_job, min(IDLE_SCAN_EVERY, policy.idle)),
+        JobSpec("usage-rollup", rollup_job, ROLLUP_EVERY),
+    ]
+    if retention_days > 0:
+        specs.append(JobSpec("archive-retention", retention_job, RETENTION_EVERY))
+    return specs

@@ -1,0 +1,1 @@
+"""Discord on discord.py."""

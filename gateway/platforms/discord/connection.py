@@ -1,0 +1,297 @@
+"""Discord adapter on discord.py: the gateway connection, events in as `IncomingMessage`, replies out.
+
+`start` returns once the gateway is READY; the slash commands are synced afterwards in the background
+with their own retries, so a rate-limited sync never keeps the bot deaf. Each chat's messages reach
+the gateway one at a time in arrival order (`lanes`). Slash commands are deferred at once. What a
+message becomes is `discord_convert`'s, how replies go out `discord_send`'s, a reply being written
+`discord_live`'s. discord.py types never leave these modules.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import warnings
+from typing import Any
+
+import aiohttp
+import yarl
+
+with warnings.catch_warnings():
+    # discord.py imports the stdlib `audioop` (voice only, unused here), deprecated since 3.11.
+    warnings.filterwarnings("ignore", message="'audioop' is deprecated", category=DeprecationWarning)
+    import discord
+from discord import app_commands
+
+from gateway.errors import PlatformConfigError, PlatformStartError, SendError
+from gateway.platforms.base import (
+    Capabilities,
+    ChatRef,
+    CommandSpec,
+    IncomingMessage,
+    MessageHandler,
+    OutgoingMessage,
+    SentMessage,
+    TypingContext,
+)
+from gateway.platforms.discord.edits import DiscordLive
+from gateway.platforms.discord.inbound import PLATFORM, convert_message, slash_message
+from gateway.platforms.discord.rest import MAX_LENGTH, DiscordSender
+from gateway.platforms.discord.startup import TOKEN_HELP, start_error, sync_commands
+from gateway.platforms.lanes import ChatLanes, hand_over
+from gateway.platforms.split import split_text
+
+logger = logging.getLogger(__name__)
+
+CLOSE_WAIT_S = 2.0
+"""After closing the client, how long the gateway task may take to end before it is cancelled."""
+
+
+class _Client(discord.Client):
+    """A discord.Client that forwards the events the adapter needs."""
+
+    def __init__(self, adapter: DiscordAdapter, **options: Any) -> None:
+        super().__init__(**options)
+        self._adapter = adapter
+
+    async def on_ready(self) -> None:
+        self._adapter._ready.set()
+
+    async def on_message(self, message: discord.Message) -> None:
+        await self._adapter._deliver(self._adapter._convert(message, is_edit=False))
+
+    async def on_raw_message_edit(self, payload: discord.RawMessageUpdateEvent) -> None:
+        await self._adapter._deliver(self._adapter._convert(payload.message, is_edit=True))
+
+
+class DiscordAdapter:
+    """`PlatformAdapter` for Discord. `api_base_url`/`gateway_url` point discord.py elsewhere (fakes)."""
+
+    name = PLATFORM
+    capabilities = Capabilities(
+        max_message_length=MAX_LENGTH, length_unit="chars", markdown="discord_markdown", supports_edit=True
+    )
+
+    def __init__(
+        self,
+        token: str,
+        api_base_url: str | None = None,
+        gateway_url: str | None = None,
+        *,
+        guild_ready_timeout: float = 2.0,
+        ready_timeout: float = 30.0,
+        max_ratelimit_timeout: float | None = None,
+        drain_timeout: float = 2.0,
+        store_retry_s: float = 60.0,
+    ) -> None:
+        self._token = token
+        self._api_base_url = api_base_url.rstrip("/") if api_base_url else None
+        self._gateway_url = _websocket_url(gateway_url) if gateway_url else None
+        self._guild_ready_timeout = guild_ready_timeout
+        self._ready_timeout = ready_timeout
+        self._max_ratelimit_timeout = max_ratelimit_timeout
+        self._client: _Client | None = None
+        self._connect_task: asyncio.Task[None] | None = None
+        self._handler: MessageHandler | None = None
+        self._ready = asyncio.Event()
+        self._sender = DiscordSender(self._require_client)
+        self._saved_urls: tuple[str, yarl.URL] | None = None
+        self._sync_task: asyncio.Task[None] | None = None
+        self._lanes = ChatLanes("discord")
+        self._drain_timeout = drain_timeout
+        self._store_retry_s = store_retry_s
+
+    # ---- lifecycle -------------------------------------------------------------------------------
+
+    async def start(self, handler: MessageHandler, commands: list[CommandSpec]) -> None:
+        """Log in and connect the gateway; return once READY. Commands are synced in the background."""
+        self._handler = handler
+        self._ready.clear()
+        self._point_library_at_urls()
+        intents = discord.Intents.default()
+        intents.message_content = True
+        intents.dm_messages = True
+        intents.guilds = True
+        client = _Client(
+            self,
+            intents=intents,
+            guild_ready_timeout=self._guild_ready_timeout,
+            max_ratelimit_timeout=self._max_ratelimit_timeout,
+            chunk_guilds_at_startup=False,
+        )
+        self._client = client
+        tree = app_commands.CommandTree(client)
+        for spec in commands:
+            tree.add_command(self._slash_command(spec))
+        try:
+            await self._connect(client)
+        except BaseException:  # a start error, or cancelled because a stop was requested
+            await self.stop()
+            raise
+        self._sync_task = asyncio.create_task(sync_commands(tree, len(commands)), name="discord-sync")
+        logger.info(
+            "discord: connected as %s; syncing %d slash commands in the background",
+            client.user,
+            len(commands),
+        )
+
+    async def _connect(self, client: _Client) -> None:
+        try:
+            await client.login(self._token)
+        except discord.LoginFailure:
+            raise PlatformConfigError(TOKEN_HELP) from None
+        except (discord.HTTPException, aiohttp.ClientError, OSError) as exc:
+            raise PlatformStartError(f"discord login failed: {type(exc).__name__}") from exc
+        self._connect_task = asyncio.create_task(client.connect(reconnect=True), name="discord-gateway")
+        self._connect_task.add_done_callback(self._connection_ended)
+        ready = asyncio.create_task(self._ready.wait())
+        try:
+            done, _ = await asyncio.wait(
+                {ready, self._connect_task}, timeout=self._ready_timeout, return_when="FIRST_COMPLETED"
+            )
+        finally:
+            ready.cancel()
+        if ready in done:
+            return
+        if self._connect_task in done and not self._connect_task.cancelled():
+            failure = self._connect_task.exception()
+            if failure is not None:
+                raise start_error(failure) from failure
+        raise PlatformStartError(f"discord gateway not READY within {self._ready_timeout:.0f}s")
+
+    async def stop(self) -> None:
+        """Stop syncing and receiving and close the connection, while messages being stored get a
+        moment (`drain_timeout`) to finish."""
+        sync, self._sync_task = self._sync_task, None
+        if sync is not None:
+            sync.cancel()
+            await asyncio.gather(sync, return_exceptions=True)
+        cancelled, _ = await asyncio.gather(self._lanes.drain(self._drain_timeout), self._disconnect())
+        if cancelled:
+            logger.warning("discord: %d message(s) were still being stored at shutdown", cancelled)
+        self._restore_library_urls()
+
+    async def _disconnect(self) -> None:
+        client, self._client = self._client, None
+        task, self._connect_task = self._connect_task, None
+        if client is not None:
+            await client.close()
+        if task is not None:
+            # close() ends a connected gateway; one stuck before READY (no HELLO, a hung socket) is
+            # only ended by cancelling it.
+            _, pending = await asyncio.wait({task}, timeout=CLOSE_WAIT_S)
+            for stuck in pending:
+                stuck.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+
+    def _connection_ended(self, task: asyncio.Task[None]) -> None:
+        if task.cancelled() or not self._ready.is_set():
+            return  # a failure before READY is reported by start()
+        exc = task.exception()
+        if exc is not None:
+            logger.error("discord: the gateway connection ended: %s", start_error(exc))
+
+    def _point_library_at_urls(self) -> None:
+        # The only two library settings touched; they are module-level, so restore them on stop.
+        self._saved_urls = (discord.http.Route.BASE, discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY)
+        if self._api_base_url is not None:
+            discord.http.Route.BASE = self._api_base_url
+        if self._gateway_url is not None:
+            discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY = yarl.URL(self._gateway_url)
+
+    def _restore_library_urls(self) -> None:
+        if self._saved_urls is not None:
+            discord.http.Route.BASE, discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY = self._saved_urls
+            self._saved_urls = None
+
+    # ---- inbound ---------------------------------------------------------------------------------
+
+    def _slash_command(self, spec: CommandSpec) -> app_commands.Command[Any, Any, None]:
+        name = spec.name
+        description = (spec.description or name)[:100]
+        if spec.args_hint:
+
+            async def with_args(interaction: discord.Interaction, args: str | None = None) -> None:
+                await self._on_slash(interaction, name, args or "")
+
+            callback = app_commands.describe(args=spec.args_hint[:100])(with_args)
+            return app_commands.Command(name=name, description=description, callback=callback)
+
+        async def no_args(interaction: discord.Interaction) -> None:
+            await self._on_slash(interaction, name, "")
+
+        return app_commands.Command(name=name, description=description, callback=no_args)
+
+    async def _on_slash(self, interaction: discord.Interaction, command: str, args: str) -> None:
+        try:
+            await interaction.response.defer(thinking=True)
+        except discord.HTTPException as exc:
+            logger.warning("discord: could not defer /%s (status %s, code %s)", command, exc.status, exc.code)
+        await self._deliver(slash_message(interaction, command, args))
+
+    async def _deliver(self, message: IncomingMessage) -> None:
+        """Hand the message over on its chat's lane (arrival order per chat) and wait until it is kept.
+
+        Discord does not deliver a message again outside a RESUME, so a failing hand-over is retried
+        for `store_retry_s`; after that the chat's later messages must not wait any longer.
+        """
+        handler = self._handler
+        if handler is None:
+            return
+        stored = await self._lanes.submit(
+            message.chat.key,
+            lambda: hand_over(handler, message, platform=PLATFORM, give_up_after_s=self._store_retry_s),
+        )
+        if not stored:
+            logger.error(
+                "discord: message %s in chat %s could not be stored within %.0fs; it is lost",
+                message.platform_message_id,
+                message.chat.chat_id,
+                self._store_retry_s,
+            )
+
+    def _convert(self, message: discord.Message, *, is_edit: bool) -> IncomingMessage:
+        me = self._client.user if self._client is not None else None
+        my_id = me.id if me is not None else None
+        return convert_message(message, my_id=my_id, own_ids=self._sender.own_ids, is_edit=is_edit)
+
+    # ---- outbound (see gateway.platforms.discord.rest) -------------------------------------------
+
+    async def send(self, message: OutgoingMessage) -> SentMessage:
+        """Split under 2000 chars and send; a slash-command reply goes out as the interaction followup."""
+        return await self._sender.send(message)
+
+    def typing(self, chat: ChatRef) -> TypingContext:
+        return self._sender.typing(chat)
+
+    async def react(self, chat: ChatRef, platform_message_id: str, emoji: str) -> None:
+        """Add a reaction (PUT .../reactions/{emoji}/@me); needs the Add Reactions permission."""
+        await self._sender.react(chat, platform_message_id, emoji)
+
+    # ---- streaming and per-part delivery ---------------------------------------------------------
+
+    def parts(self, text: str) -> list[str]:
+        return split_text(text, MAX_LENGTH, unit="chars")
+
+    def live(self, chat: ChatRef, *, reply_to: str | None) -> DiscordLive:
+        return DiscordLive(self, chat, reply_to=reply_to)
+
+    async def post(self, chat: ChatRef, text: str, reply_to: str | None) -> str:
+        """Post one message (no retries; errors translated); returns its id."""
+        return await self._sender.post(chat, text, reply_to)
+
+    async def edit(self, chat: ChatRef, message_id: str, text: str) -> None:
+        """Replace the content of one of the bot's messages (PATCH; discord.py handles rate limits)."""
+        await self._sender.edit(chat, message_id, text)
+
+    def _require_client(self) -> _Client:
+        if self._client is None:
+            raise SendError("discord adapter is not started")
+        return self._client
+
+
+def _websocket_url(url: str) -> str:
+    """The gateway URL with a websocket scheme; http(s) settings values are accepted and mapped."""
+    parsed = yarl.URL(url)
+    scheme = {"http": "ws", "https": "wss"}.get(parsed.scheme, parsed.scheme)
+    return str(parsed.with_scheme(scheme))

@@ -1,0 +1,1 @@
+"""Telegram on python-telegram-bot."""

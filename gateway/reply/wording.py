@@ -1,0 +1,56 @@
+"""What the bot says besides the model's answers: why a turn could not be answered, and what a compaction
+did (pure renderings; one wording each)."""
+
+from __future__ import annotations
+
+from agent.context_engine import Outcome
+from agent.errors import LLMAuthError, LLMBadRequestError, LLMError, LLMOverloadedError, LLMRateLimitError
+from gateway.compaction.compactor import CompactionReport
+
+KEPT = "Your message is saved; send it again or just say \u201cretry\u201d and I\u2019ll pick it up."
+
+
+def human_error(exc: LLMError) -> str:
+    """The reply when the model could not answer (the message stays stored and pending)."""
+    if isinstance(exc, LLMRateLimitError | LLMOverloadedError):
+        return f"The assistant is overloaded right now. {KEPT}"
+    if isinstance(exc, LLMAuthError):
+        return (
+            "The assistant is not available: the bot's API key was rejected. An admin needs to fix it. "
+            + KEPT
+        )
+    if isinstance(exc, LLMBadRequestError):
+        return f"The assistant could not process this conversation ({type(exc).__name__}). {KEPT}"
+    return f"The assistant is unreachable at the moment. {KEPT}"
+
+
+def compaction_notice(report: CompactionReport) -> str:
+    """The one-line notice a reply carries when a compaction ran during its turn."""
+    if report.outcome is Outcome.OK:
+        return (
+            f"(Context compacted: {report.messages_before}\u2192{report.messages_after} messages, "
+            f"{report.tokens_before:,}\u2192{report.tokens_after:,} tokens.)"
+        )
+    return f"(Context compaction {report.outcome.value}: {report.reason})"
+
+
+def compaction_result(report: CompactionReport) -> str:
+    """The answer to `/compact`."""
+    head = f"Compaction {report.outcome.value}"
+    if report.outcome is not Outcome.OK:
+        head += f" ({report.reason})"
+    return (
+        f"{head}: {report.messages_before}\u2192{report.messages_after} messages, "
+        f"{report.tokens_before:,}\u2192{report.tokens_after:,} tokens in {report.duration_s:.1f} s."
+    )
+
+
+def too_short_to_compact(report: CompactionReport, protect_last_n: int) -> str:
+    """The answer to `/compact` on a conversation with nothing between its kept head and tail."""
+    return (
+        f"Nothing to compact yet: this conversation has {report.messages_before} messages "
+        f"(~{report.tokens_before:,} tokens), and the first exchange and the last {protect_last_n} "
+        "messages are always kept word for word. Compaction starts to help once it grows; to keep fewer "
+        "messages verbatim, lower compression.protect_last_n, or start over with /new (the old "
+        "conversation stays searchable)."
+    )

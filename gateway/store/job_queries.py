@@ -1,0 +1,164 @@
+"""Queries behind the scheduled jobs: idle-session candidates, archive retention, the daily usage rollup.
+
+Each function takes an open connection; `Store` wraps them in one transaction each.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, time, timedelta
+from typing import cast
+
+from sqlalchemy import Table, and_, delete, func, or_, select
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from gateway.store.media_store import delete_unreferenced_in
+from gateway.store.records import SessionRecord
+from gateway.store.rows import compactions, llm_calls, messages, sessions, to_session
+from gateway.store.tables import UsageDaily
+
+usage_daily = cast(Table, UsageDaily.__table__)
+
+DELETE_BATCH = 5_000
+"""Archived rows deleted per statement, so retention never holds a long lock on a busy table."""
+
+
+async def idle_sessions(
+    conn: AsyncConnection, *, idle_since: datetime, min_tokens: int, limit: int
+) -> list[SessionRecord]:
+    """Active sessions with no message since `idle_since`, at least `min_tokens` of context, and a
+    message stored after the last scheduled compaction attempt (so a session is tried once per idle spell).
+
+    The range scan runs on the partial index ix_sessions_idle (active sessions by last activity).
+    """
+    tokens = func.coalesce(
+        sessions.c.last_prompt_tokens + sessions.c.tokens_since_call, sessions.c.active_tokens
+    )
+    last_scheduled = (
+        select(func.max(compactions.c.created_at))
+        .where(compactions.c.session_pk == sessions.c.id, compactions.c.trigger == "scheduled")
+        .scalar_subquery()
+    )
+    query = (
+        select(sessions)
+        .where(
+            sessions.c.active,
+            sessions.c.last_activity_at < idle_since,
+            tokens >= min_tokens,
+            or_(last_scheduled.is_(None), last_scheduled < sessions.c.last_activity_at),
+        )
+        .order_by(sessions.c.last_activity_at)
+        .limit(limit)
+    )
+    return [to_session(row) for row in (await conn.execute(query)).all()]
+
+
+async def delete_archived_before(conn: AsyncConnection, cutoff: datetime) -> int:
+    """Delete up to DELETE_BATCH archived messages created before `cutoff` (and a batch of media left
+    unreferenced and unused since then); returns how many messages."""
+    ids = (
+        select(messages.c.id)
+        .where(messages.c.state == "archived", messages.c.created_at < cutoff)
+        .limit(DELETE_BATCH)
+        .scalar_subquery()
+    )
+    result = await conn.execute(delete(messages).where(messages.c.id.in_(ids)))
+    # Media no remaining message refers to, unused for as long, go with them (links cascade).
+    await delete_unreferenced_in(conn, cutoff)
+    return int(result.rowcount or 0)
+
+
+def day_bounds(day: date) -> tuple[datetime, datetime]:
+    start = datetime.combine(day, time.min, tzinfo=UTC)
+    return start, start + timedelta(days=1)
+
+
+async def rollup_day(conn: AsyncConnection, day: date, *, now: datetime, dialect: str) -> int:
+    """Upsert `usage_daily` for one UTC day from `llm_calls` (idempotent); returns the rows written."""
+    start, end = day_bounds(day)
+    totals = (
+        await conn.execute(
+            select(
+                llm_calls.c.chat_pk,
+                llm_calls.c.model,
+                func.count().label("calls"),
+                func.coalesce(func.sum(llm_calls.c.input_tokens), 0).label("input_tokens"),
+                func.coalesce(func.sum(llm_calls.c.output_tokens), 0).label("output_tokens"),
+                func.coalesce(func.sum(llm_calls.c.cache_read_tokens), 0).label("cache_read_tokens"),
+                func.coalesce(func.sum(llm_calls.c.cache_creation_tokens), 0).label("cache_write_tokens"),
+                func.coalesce(func.sum(llm_calls.c.cost_usd), 0.0).label("cost_usd"),
+            )
+            .where(and_(llm_calls.c.created_at >= start, llm_calls.c.created_at < end))
+            .group_by(llm_calls.c.chat_pk, llm_calls.c.model)
+        )
+    ).all()
+    if not totals:
+        return 0
+    values = [
+        {
+            "day": day,
+            "chat_pk": t.chat_pk,
+            "model": t.model,
+            "calls": int(t.calls),
+            "input_tokens": int(t.input_tokens),
+            "output_tokens": int(t.output_tokens),
+            "cache_read_tokens": int(t.cache_read_tokens),
+            "cache_write_tokens": int(t.cache_write_tokens),
+            "cost_usd": float(t.cost_usd),
+            "updated_at": now,
+        }
+        for t in totals
+    ]
+    insert = pg_insert(usage_daily) if dialect == "postgresql" else sqlite_insert(usage_daily)
+    stmt = insert.values(values)
+    updated = {
+        name: stmt.excluded[name]
+        for name in (
+            "calls",
+            "input_tokens",
+            "output_tokens",
+            "cache_read_tokens",
+            "cache_write_tokens",
+            "cost_usd",
+            "updated_at",
+        )
+    }
+    await conn.execute(stmt.on_conflict_do_update(index_elements=["day", "chat_pk", "model"], set_=updated))
+    return len(values)
+
+
+@dataclass(frozen=True, slots=True)
+class DailyUsage:
+    day: date
+    chat_pk: int
+    model: str
+    calls: int
+    input_tokens: int
+    output_tokens: int
+    cache_read_tokens: int
+    cache_write_tokens: int
+    cost_usd: float
+
+
+async def daily_usage(conn: AsyncConnection, day: date) -> list[DailyUsage]:
+    rows = await conn.execute(
+        select(usage_daily)
+        .where(usage_daily.c.day == day)
+        .order_by(usage_daily.c.chat_pk, usage_daily.c.model)
+    )
+    return [
+        DailyUsage(
+            day=r.day,
+            chat_pk=r.chat_pk,
+            model=r.model,
+            calls=r.calls,
+            input_tokens=r.input_tokens,
+            output_tokens=r.output_tokens,
+            cache_read_tokens=r.cache_read_tokens,
+            cache_write_tokens=r.cache_write_tokens,
+            cost_usd=float(r.cost_usd),
+        )
+        for r in rows
+    ]

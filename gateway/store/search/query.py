@@ -1,0 +1,96 @@
+"""Recall search over one chat's whole history, never another chat's.
+
+Scope: every message of the chat that people or the assistant wrote (tool results and compaction
+summaries are not indexed), in all its sessions: archived by compaction, left behind by `/new`, and
+in the current window when the model may see it shortened; messages the model sees whole right now
+are skipped. Ranking: BM25 on the database's full-text index (`search_sqlite`, `search_pg`), fused by
+reciprocal rank with any semantic ranking the caller brings (message ids by vector similarity).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from gateway.store.search import bm25_pg as search_pg
+from gateway.store.search import bm25_sqlite as search_sqlite
+from gateway.store.search.hits import assemble
+from gateway.store.search.recall_records import SearchRequest, SearchResult
+from gateway.store.search.terms import analyze, split_authors
+
+RRF_K = 60
+"""Reciprocal rank fusion constant: a list's rank r adds weight / (RRF_K + r)."""
+MIN_DEPTH = 50
+
+
+def fuse(lists: Sequence[tuple[Sequence[int], float]], *, k: int = RRF_K) -> list[tuple[int, float]]:
+    """(id, score) ordered by weighted reciprocal rank fusion of several best-first lists."""
+    scores: dict[int, float] = defaultdict(float)
+    for ids, weight in lists:
+        for rank, message_id in enumerate(ids, start=1):
+            scores[message_id] += weight / (k + rank)
+    return sorted(scores.items(), key=lambda item: item[1], reverse=True)
+
+
+async def keyword_lists(
+    conn: AsyncConnection, dialect: str, chat_pk: int, request: SearchRequest
+) -> list[tuple[list[int], float]]:
+    """Best-first message ids from the full-text index, with their fusion weights."""
+    query = analyze(request.query)
+    if query.empty:
+        return []
+    depth = max(MIN_DEPTH, request.limit * 5)
+    if dialect == "postgresql":
+        known = await search_pg.prelude(conn, chat_pk, query)
+        terms, authors = split_authors(query, known.participants)
+        ranked = await search_pg.ranked_list(
+            conn,
+            terms,
+            chat_pk=chat_pk,
+            after=request.after,
+            before=request.before,
+            shown_below=request.shown_whole_below,
+            depth=depth,
+            authors=authors,
+            known=known,
+        )
+        return [(ranked, 1.0)]
+    terms, authors = split_authors(query, await participants(conn, chat_pk))
+    return await search_sqlite.ranked_lists(
+        conn,
+        terms,
+        chat_pk=chat_pk,
+        after=request.after,
+        before=request.before,
+        shown_below=request.shown_whole_below,
+        depth=depth,
+        authors=authors,
+    )
+
+
+async def participants(conn: AsyncConnection, chat_pk: int) -> list[str]:
+    """Names that have written in the chat (kept by the index's insert trigger)."""
+    rows = await conn.execute(
+        text("SELECT name FROM search_authors WHERE chat_pk = :chat"), {"chat": chat_pk}
+    )
+    return [str(r.name) for r in rows]
+
+
+async def search_history(
+    conn: AsyncConnection,
+    dialect: str,
+    chat_pk: int,
+    request: SearchRequest,
+    *,
+    semantic: Sequence[int] = (),
+) -> SearchResult:
+    """The chat's best-matching messages for `request`; `semantic` adds a vector-similarity ranking."""
+    if request.limit <= 0:
+        return SearchResult()
+    lists = await keyword_lists(conn, dialect, chat_pk, request)
+    if semantic:
+        lists.append((list(semantic), 1.0))
+    return await assemble(conn, chat_pk, fuse(lists), request, analyze(request.query))

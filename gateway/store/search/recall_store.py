@@ -1,0 +1,84 @@
+"""The `Store` methods behind the recall tool and the embeddings worker (each one transaction).
+
+A mixin so the queries stay in their own modules (`search`, `originals`, `vectors`) while callers keep
+one `Store`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from contextlib import AbstractAsyncContextManager
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from gateway.store.search import originals as _originals
+from gateway.store.search import query as _search
+from gateway.store.search import vectors as _vectors
+from gateway.store.search.recall_records import OriginalsPage, SearchRequest, SearchResult
+
+EMBED_MAX_CHARS = 8_000
+"""Characters of a message sent to the embeddings endpoint (its beginning)."""
+
+
+class RecallMethods:
+    """Mixed into `Store`, which provides the transaction, the dialect's insert and the clock."""
+
+    dialect: str
+
+    if TYPE_CHECKING:
+
+        def _tx(self, operation: str) -> AbstractAsyncContextManager[AsyncConnection]: ...
+
+        def _insert(self, table: Any) -> Any: ...
+
+        def now(self) -> datetime: ...
+
+    async def search_history(
+        self, chat_pk: int, request: SearchRequest, *, semantic: Sequence[int] = ()
+    ) -> SearchResult:
+        """The chat's messages best matching `request` (never another chat's); `semantic` adds message
+        ids ranked by vector similarity, fused with the keyword ranking."""
+        async with self._tx("search_history") as conn:
+            return await _search.search_history(conn, self.dialect, chat_pk, request, semantic=semantic)
+
+    async def summary_originals(
+        self,
+        chat_pk: int,
+        summary_id: int | None,
+        *,
+        page: int = 1,
+        after: datetime | None = None,
+        before: datetime | None = None,
+    ) -> OriginalsPage | None:
+        """A page of the messages a summary of this chat replaced (default: the summary in the window)."""
+        async with self._tx("summary_originals") as conn:
+            return await _originals.summary_originals(
+                conn, chat_pk, summary_id, page=page, after=after, before=before
+            )
+
+    async def messages_to_embed(self, *, after_id: int, model: str, limit: int) -> list[_vectors.PendingText]:
+        async with self._tx("messages_to_embed") as conn:
+            return await _vectors.pending(
+                conn, self.dialect, after_id=after_id, model=model, limit=limit, max_chars=EMBED_MAX_CHARS
+            )
+
+    async def embedding_watermark(self, model: str, *, backfill: bool) -> int:
+        """Where embedding starts: after the newest embedded message; with none, after the newest
+        message (or from the first with `backfill`)."""
+        async with self._tx("embedding_watermark") as conn:
+            newest = await _vectors.last_embedded_id(conn, model)
+            if newest is not None:
+                return newest
+            return 0 if backfill else await _vectors.last_message_id(conn)
+
+    async def save_vectors(self, model: str, items: Sequence[_vectors.NewVector]) -> None:
+        async with self._tx("save_vectors") as conn:
+            await _vectors.save(conn, self._insert, model, items, self.now())
+
+    async def chat_vectors(
+        self, chat_pk: int, *, model: str, after_id: int, limit: int
+    ) -> list[tuple[int, bytes]]:
+        async with self._tx("chat_vectors") as conn:
+            return await _vectors.chat_vectors(conn, chat_pk, model=model, after_id=after_id, limit=limit)

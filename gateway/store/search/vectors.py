@@ -1,0 +1,122 @@
+"""Stored embeddings: which messages still need one, saving them, and reading a chat's back.
+
+Only messages of the full-text index get a vector (what people and the assistant said), so semantic
+and keyword ranking cover the same messages. A vector is float32, unit length, one per message; a
+message embedded by another model counts as not embedded yet.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, cast
+
+from sqlalchemy import Table, exists, func, select, text
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from gateway.store.rows import messages
+from gateway.store.tables import MessageVector
+
+message_vectors = cast(Table, MessageVector.__table__)
+
+
+@dataclass(frozen=True, slots=True)
+class PendingText:
+    message_id: int
+    chat_pk: int
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class NewVector:
+    message_id: int
+    chat_pk: int
+    vector: bytes
+    """float32 values, little-endian, unit length."""
+    dims: int
+
+
+def _indexed(dialect: str) -> Any:
+    if dialect == "postgresql":
+        return text("EXISTS (SELECT 1 FROM search_docs d WHERE d.message_id = messages.id)")
+    return text("EXISTS (SELECT 1 FROM search_words w WHERE w.rowid = messages.id)")
+
+
+async def pending(
+    conn: AsyncConnection, dialect: str, *, after_id: int, model: str, limit: int, max_chars: int
+) -> list[PendingText]:
+    """Indexed messages after `after_id` with no vector from `model`, oldest first."""
+    embedded = exists().where(message_vectors.c.message_id == messages.c.id, message_vectors.c.model == model)
+    rows = await conn.execute(
+        select(messages.c.id, messages.c.chat_pk, func.substr(messages.c.text, 1, max_chars).label("text"))
+        .where(messages.c.id > after_id, _indexed(dialect), ~embedded)
+        .order_by(messages.c.id)
+        .limit(limit)
+    )
+    return [PendingText(r.id, r.chat_pk, r.text) for r in rows]
+
+
+async def last_message_id(conn: AsyncConnection) -> int:
+    return int((await conn.execute(select(func.coalesce(func.max(messages.c.id), 0)))).scalar_one())
+
+
+async def last_embedded_id(conn: AsyncConnection, model: str) -> int | None:
+    value = (
+        await conn.execute(
+            select(func.max(message_vectors.c.message_id)).where(message_vectors.c.model == model)
+        )
+    ).scalar_one_or_none()
+    return None if value is None else int(value)
+
+
+async def save(
+    conn: AsyncConnection, insert: Any, model: str, items: Sequence[NewVector], now: datetime
+) -> None:
+    """Insert or replace the vectors; rows whose message was deleted meanwhile are skipped."""
+    if not items:
+        return
+    ids = [v.message_id for v in items]
+    alive = set((await conn.execute(select(messages.c.id).where(messages.c.id.in_(ids)))).scalars())
+    values = [
+        {
+            "message_id": v.message_id,
+            "chat_pk": v.chat_pk,
+            "model": model,
+            "dims": v.dims,
+            "vector": v.vector,
+            "created_at": now,
+        }
+        for v in items
+        if v.message_id in alive
+    ]
+    if not values:
+        return
+    statement = insert(message_vectors)
+    statement = statement.on_conflict_do_update(
+        index_elements=["message_id"],
+        set_={
+            "model": statement.excluded.model,
+            "dims": statement.excluded.dims,
+            "vector": statement.excluded.vector,
+            "created_at": statement.excluded.created_at,
+        },
+    )
+    await conn.execute(statement, values)
+
+
+async def chat_vectors(
+    conn: AsyncConnection, chat_pk: int, *, model: str, after_id: int, limit: int
+) -> list[tuple[int, bytes]]:
+    """(message id, vector) of the chat's messages after `after_id`, in id order."""
+    rows = await conn.execute(
+        select(message_vectors.c.message_id, message_vectors.c.vector)
+        .where(
+            message_vectors.c.chat_pk == chat_pk,
+            message_vectors.c.message_id > after_id,
+            message_vectors.c.model == model,
+        )
+        .order_by(message_vectors.c.message_id)
+        .limit(limit)
+    )
+    return [(int(r.message_id), bytes(r.vector)) for r in rows]

@@ -1,0 +1,297 @@
+"""One chat's turns, top to bottom: lock, snapshot, compaction decision, cache plan, agent loop, persist,
+reply.
+
+A turn answers every stored message of the chat that still needs a reply, so messages that arrive
+while a turn runs are answered together in the next one, in order, never interleaved. The reply may be
+shown while it is written (`gateway.reply.live_reply`), but everything the agent produces is stored before the
+reply is recorded for delivery, in the transaction that marks the messages answered (`gateway.reply.outbox`
+sends it, after a restart too); the session's cache state is saved with them, so the next turn (in this
+process or another worker) plans from the same facts.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+from collections.abc import Callable, Sequence
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+
+from agent.caching.plan import CacheMode, CacheState, TurnCachePlan, adopt_calibration, plan_turn
+from agent.context_engine import ContextEngine
+from agent.errors import LLMError
+from agent.llm import LLMClient
+from agent.loop import Entry, LoopConfig, TurnResult, run_turn
+from agent.models import ModelInfo
+from agent.summary import system_prompt
+from agent.tokens import Calibration
+from agent.tools.registry import ToolRegistry
+from gateway.compaction.compactor import CompactionReport, Compactor, EngineFactory
+from gateway.compaction.triggers import CompactionPolicy
+from gateway.media.aging import MediaAging
+from gateway.metrics import Metrics, TimedLLM
+from gateway.platforms.base import ChatKind, ChatRef
+from gateway.reply.live_reply import LiveReply
+from gateway.reply.outbox import Outbox
+from gateway.reply.wording import compaction_notice, human_error
+from gateway.store import ChatLocks, SessionRecord, Store, StoredMessage, TurnSnapshot
+from gateway.turn.record import Ref, TurnRecorder, newest_id, window_entries
+
+logger = logging.getLogger(__name__)
+
+ToolsFactory = Callable[[int], ToolRegistry]
+"""chat_pk -> the tools for that chat (recall is bound to one chat)."""
+
+
+@dataclass(frozen=True, slots=True)
+class TurnSettings:
+    model: ModelInfo
+    system_prompt: str
+    loop: LoopConfig
+    policy: CompactionPolicy
+    notify_compaction: bool
+    cache_mode: CacheMode | None
+    """prompt_caching.cache_ttl when caching is on ("auto" plans per chat and call); None: no caching."""
+
+
+class TurnRunner:
+    def __init__(
+        self,
+        *,
+        store: Store,
+        locks: ChatLocks,
+        llm: LLMClient,
+        settings: TurnSettings,
+        compactor: Compactor,
+        make_engine: EngineFactory,
+        make_tools: ToolsFactory,
+        outbox: Outbox,
+        typing: Callable[[ChatRef], AbstractAsyncContextManager[None]] | None = None,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        metrics: Metrics | None = None,
+        media_aging: MediaAging | None = None,
+    ) -> None:
+        self.store = store
+        self.media_aging = media_aging
+        self.locks = locks
+        self.llm = llm
+        self.settings = settings
+        self.compactor = compactor
+        self.make_engine = make_engine
+        self.make_tools = make_tools
+        self.outbox = outbox
+        self.typing = typing or (lambda _chat: contextlib.nullcontext())
+        self.clock = clock
+        self.metrics = metrics
+
+    async def answer_pending(self, chat: ChatRef, chat_pk: int) -> int:
+        """Answer everything pending in the chat; returns the number of turns run."""
+        turns = 0
+        arrived: int | None = None
+        async with self.locks.hold(chat_pk):
+            while True:
+                snapshot = await self.store.turn_snapshot(chat_pk)
+                pending = [r for r in snapshot.rows if r.needs_reply and not r.replied]
+                if not pending:
+                    if arrived is not None and await self._compact_after_reply(snapshot, arrived):
+                        arrived = None
+                        continue  # what arrived during the compaction is answered now
+                    return turns
+                started = time.perf_counter()
+                compacted = await self._turn(chat, snapshot, pending)
+                # one compaction per turn at most: a turn that compacted leaves the next to its own check
+                arrived = None if compacted else snapshot.session.tokens_since_call
+                if self.metrics is not None:
+                    self.metrics.observe_turn(time.perf_counter() - started)
+                turns += 1
+
+    async def _turn(self, chat: ChatRef, snapshot: TurnSnapshot, pending: Sequence[StoredMessage]) -> bool:
+        """Answer `pending`; True when the turn compacted the session (before or during the loop)."""
+        session = snapshot.session
+        engine = self.make_engine(session, snapshot.pins)
+        cache = CacheState.from_json(session.cache_state)
+        calibration = self.settings.loop.calibration
+        if calibration is not None:
+            adopt_calibration(calibration, cache)
+        notices: list[str] = []
+        report = await self._compact_before(session, engine, cache)
+        if report is not None:
+            notices.append(compaction_notice(report))
+            if report.changed:  # the counters, the window and the compaction count moved
+                snapshot = await self.store.turn_snapshot(session.chat_pk)
+                session = snapshot.session
+        rows = snapshot.rows
+        if self.media_aging is not None:  # old images stop travelling when it pays (agent.media_aging)
+            rows = await self.media_aging.apply(session, rows, cache_cold=cache.expired(self.clock()))
+        window = window_entries(rows)
+        recorder = TurnRecorder(
+            store=self.store,
+            compactor=self.compactor,
+            metrics=self.metrics,
+            clock=self.clock,
+            session=session,
+            engine=engine,
+            model=self.settings.model,
+            base_prompt=self.settings.system_prompt,
+            pins=snapshot.pins,
+            cache=cache,
+            calibration=calibration,
+            after_id=snapshot.rows[-1].id if snapshot.rows else None,
+        )
+        result: TurnResult[Ref] | None = None
+        reply_to = pending[-1].platform_message_id
+        live = self.outbox.live(chat, reply_to=reply_to)
+        try:
+            result = await self._run_agent(chat, snapshot, session, engine, window, recorder, cache, live)
+            text = result.reply_text.strip() or "(no reply)"
+        except LLMError as exc:
+            logger.warning(
+                "LLM call failed for chat %s:%s: %s (%s)",
+                chat.platform,
+                chat.chat_id,
+                type(exc).__name__,
+                exc,
+            )
+            text = human_error(exc)
+        finally:
+            if live is not None:
+                await live.close()
+        notices.extend(compaction_notice(r) for r in recorder.reports if r.changed)
+        body = "\n\n".join([*notices, text]) if self.settings.notify_compaction and notices else text
+        last = result.window[-1] if result is not None and result.window else None
+        reply_pk = newest_id(last.ref) if last is not None and last.message["role"] == "assistant" else None
+        reply = self.outbox.reply(
+            chat, session.chat_pk, body, message_pk=reply_pk, reply_to=reply_to, live=live
+        )
+        parts = await self.store.finish_turn(
+            session.id, [r.id for r in pending], recorder.cache_after(result).to_json(), reply=reply
+        )
+        await self.outbox.deliver(chat, parts, live)
+        return (report is not None and report.changed) or any(r.changed for r in recorder.reports)
+
+    def compacts_first(self, snapshot: TurnSnapshot, cache: CacheState, now: datetime) -> bool:
+        """Whether a turn starting at `now` would compact the session before its first request (hygiene
+        or a cache-aware compaction before the turn, or the context engine's threshold in the loop), so
+        that request would not send the prompt the session's cache entries hold."""
+        session = snapshot.session
+        calibration = self.settings.loop.calibration
+        scale = calibration.apply if calibration is not None else None
+        if self.settings.policy.before_turn(session, cache, now=now, calibrate=scale).fire:
+            return True
+        return self.make_engine(session, snapshot.pins).should_compress(session.context_tokens(scale))
+
+    async def _compact_before(
+        self, session: SessionRecord, engine: ContextEngine, cache: CacheState
+    ) -> CompactionReport | None:
+        """Hygiene or cache-aware compaction of the stored session before the turn's first request."""
+        calibration = self.settings.loop.calibration
+        decision = self.settings.policy.before_turn(
+            session, cache, now=self.clock(), calibrate=calibration.apply if calibration is not None else None
+        )
+        if decision.trigger is None:
+            logger.debug("no compaction before the turn of session %s: %s", session.id, decision.reason)
+            return None
+        logger.info(
+            "%s compaction of session %s before the turn: %s", decision.trigger, session.id, decision.reason
+        )
+        return await self.compactor.compact(session, engine, trigger=decision.trigger)
+
+    async def _compact_after_reply(self, snapshot: TurnSnapshot, arrived: int) -> bool:
+        """Compact right after the replies were delivered when the next request would reach the
+        engine's threshold: the cache is warm (a prefix summary call is cheap) and nobody waits. What
+        arrived before this turn stands for what the next one will add. True when it compacted."""
+        session = snapshot.session
+        engine = self.make_engine(session, snapshot.pins)
+        calibration = self.settings.loop.calibration
+        scale = calibration.apply if calibration is not None else None
+        next_tokens = scale(arrived) if scale is not None else arrived
+        decision = self.settings.policy.after_reply(
+            session, compresses=engine.should_compress, next_message_tokens=next_tokens, calibrate=scale
+        )
+        if decision.trigger is None:
+            logger.debug("no compaction after the reply in session %s: %s", session.id, decision.reason)
+            return False
+        logger.info("compaction of session %s after the reply: %s", session.id, decision.reason)
+        engine.expect_prompt(session.context_tokens(scale) + next_tokens)
+        report = await self.compactor.compact(session, engine, trigger=decision.trigger, force=False)
+        return report.changed
+
+    async def _run_agent(
+        self,
+        chat: ChatRef,
+        snapshot: TurnSnapshot,
+        session: SessionRecord,
+        engine: ContextEngine,
+        window: list[Entry[Ref]],
+        recorder: TurnRecorder,
+        cache: CacheState,
+        live: LiveReply | None,
+    ) -> TurnResult[Ref]:
+        plan = self._plan(chat, session, cache, window, snapshot.rows)
+        recorder.plan = plan
+        calibration = self.settings.loop.calibration
+        # the size the compressor judges the first call on: last reported prompt + what came since
+        engine.expect_prompt(session.context_tokens(calibration.apply if calibration is not None else None))
+        started = time.perf_counter()
+        async with self.typing(chat):
+            result = await run_turn(
+                llm=TimedLLM.for_chat(self.llm, self.metrics, chat),
+                engine=engine,
+                window=window,
+                system=self.system_for(session, snapshot.pins),
+                tools=self.make_tools(session.chat_pk),
+                config=replace(self.settings.loop, cache_plan=plan, stream=live),
+                hooks=recorder,
+                ref_label=newest_id,
+            )
+        logger.info(
+            "turn chat=%s:%s iterations=%d in %.2fs",
+            chat.platform,
+            chat.chat_id,
+            result.iterations,
+            time.perf_counter() - started,
+        )
+        return result
+
+    def system_for(self, session: SessionRecord, pins: Sequence[str]) -> str:
+        """The system prompt a turn of `session` sends."""
+        return system_prompt(self.settings.system_prompt, compacted=session.compaction_count > 0, pins=pins)
+
+    def _plan(
+        self,
+        chat: ChatRef,
+        session: SessionRecord,
+        cache: CacheState,
+        window: list[Entry[Ref]],
+        rows: Sequence[StoredMessage],
+    ) -> TurnCachePlan:
+        """The turn's cache plan from the session's stored cache state and its window."""
+        tokens_after = tokens_after_in(rows, self.settings.loop.calibration)
+        since = session.last_call_message_id
+        return plan_turn(
+            self.settings.cache_mode,
+            cache,
+            window_ids=[newest_id(e.ref) for e in window],
+            tokens_after=tokens_after,
+            prompt_tokens=session.context_tokens(),
+            now=self.clock(),
+            last_call_at=session.last_call_at,
+            chatter=sum(1 for r in rows if since is None or r.id > since),
+            kind="private" if chat.kind == ChatKind.PRIVATE else "group",
+            prices=self.settings.model.cache,
+        )
+
+
+def tokens_after_in(rows: Sequence[StoredMessage], calibration: Calibration | None) -> Callable[[int], int]:
+    """`tokens_after(id)`: the (calibrated) size of the window rows stored after message `id` (all of
+    them for an id not in the window)."""
+    position = {r.id: i for i, r in enumerate(rows)}
+
+    def tokens_after(message_id: int) -> int:
+        start = position.get(message_id, -1) + 1
+        tokens = sum(r.token_estimate for r in rows[start:])
+        return calibration.apply(tokens) if calibration is not None else tokens
+
+    return tokens_after

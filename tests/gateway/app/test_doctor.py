@@ -1,0 +1,111 @@
+"""`gateway doctor` and the `db` commands, driven like a user would, against real SQLite/Postgres and
+the fake Anthropic API on 127.0.0.1."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+from collections.abc import AsyncIterator
+
+import pytest
+
+from gateway.__main__ import main
+from gateway.app.doctor import check_anthropic, check_database, doctor
+from gateway.config import Settings
+from gateway.store.migrate import head_revision
+from tests.fakes.anthropic_server import FakeAnthropic
+
+SECRET = "sk-ant-doctor-secret"
+
+
+@pytest.fixture
+async def fake_api() -> AsyncIterator[FakeAnthropic]:
+    async with FakeAnthropic(api_key=SECRET) as fake:
+        yield fake
+
+
+def settings_for(
+    url: str, api: FakeAnthropic, *, key: str = SECRET, model: str = "claude-sonnet-4-6"
+) -> Settings:
+    return Settings(
+        database_url=url,
+        anthropic_api_key=key,
+        anthropic_base_url=api.base_url,
+        model=model,
+        telegram_bot_token="123:tg-secret",
+    )
+
+
+async def test_healthy_setup_passes_and_prints_no_secrets(db_url: str, fake_api: FakeAnthropic) -> None:
+    out = io.StringIO()
+    code = await asyncio.to_thread(doctor, settings_for(db_url, fake_api), out=out)
+    report = out.getvalue()
+    assert code == 0, report
+    assert SECRET not in report
+    assert "tg-secret" not in report
+    assert "ANTHROPIC_API_KEY" in report
+    assert "[  ok] database" in report
+    assert f"head {head_revision()}" in report
+    assert "[  ok] anthropic" in report
+    assert "telegram will start" in report
+
+
+async def test_rejected_key_and_unknown_model_fail(sqlite_url: str, fake_api: FakeAnthropic) -> None:
+    wrong_key = await check_anthropic(settings_for(sqlite_url, fake_api, key="sk-wrong"))
+    assert not wrong_key.ok
+    assert "rejected the API key" in wrong_key.detail
+    unknown = await check_anthropic(settings_for(sqlite_url, fake_api, model="claude-nonexistent-9"))
+    assert not unknown.ok
+    assert "does not know model" in unknown.detail
+
+
+async def test_unreachable_endpoint_fails_quickly(sqlite_url: str) -> None:
+    settings = Settings(
+        database_url=sqlite_url, anthropic_api_key="k", anthropic_base_url="http://127.0.0.1:9"
+    )
+    check = await check_anthropic(settings, request_timeout=2.0)
+    assert not check.ok
+    assert "unreachable" in check.detail
+
+
+async def test_unmigrated_database_points_to_db_upgrade(
+    empty_sqlite_url: str, fake_api: FakeAnthropic
+) -> None:
+    check = await check_database(settings_for(empty_sqlite_url, fake_api))
+    assert not check.ok
+    assert "gateway db upgrade" in check.detail
+
+    out = io.StringIO()
+    code = await asyncio.to_thread(doctor, settings_for(empty_sqlite_url, fake_api), out=out)
+    assert code == 1
+    assert "broken: database" in out.getvalue()
+
+
+def test_db_commands_round_trip(
+    empty_sqlite_url: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("DATABASE_URL", empty_sqlite_url)
+    assert main(["db", "current"]) == 0
+    assert "schema revision: none" in capsys.readouterr().out
+    assert main(["db", "upgrade"]) == 0
+    assert f"schema revision: {head_revision()}" in capsys.readouterr().out
+    assert main(["db", "downgrade", "base"]) == 0
+    assert "schema revision: none" in capsys.readouterr().out
+
+
+def test_config_error_exits_2_with_one_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("PROMPT_CACHING__CACHE_TTL", "10m")
+    assert main(["doctor"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1
+    assert "prompt_caching.cache_ttl" in err
+
+
+def test_database_failure_exits_1(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("DATABASE_URL", "postgresql+asyncpg://postgres@127.0.0.1:9/none")
+    assert main(["db", "upgrade"]) == 1
+    assert "database unavailable" in capsys.readouterr().err
