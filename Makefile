@@ -37,6 +37,7 @@ doctor: setup
 lint: setup
 	$(PY) -m ruff check agent gateway tests bench migrations
 	$(PY) -m ruff format --check agent gateway tests bench migrations
+	$(VENV)/bin/lint-imports
 
 typecheck: setup
 	$(PY) -m mypy

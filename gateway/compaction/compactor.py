@@ -21,9 +21,9 @@ from agent.loop import LoopConfig
 from agent.models import cost_usd, lookup_model
 from agent.summary import frame, is_summary_message
 from agent.types import Message, text_of
+from gateway.compaction.request_window import build_window, rows_through
 from gateway.metrics import Metrics
 from gateway.store import CallRecord, CompactionApply, NewSummary, SessionRecord, Store, StoredMessage
-from gateway.turn.request_window import build_window, rows_through
 
 logger = logging.getLogger(__name__)
 

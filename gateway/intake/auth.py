@@ -11,8 +11,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from gateway.platforms.base import Author
+from gateway.platforms.console import CONSOLE_USER_ID
 
-CONSOLE_USER_ID = "local"
 UNAUTHORIZED_NOTICE_INTERVAL_S = 3600.0
 
 

@@ -25,9 +25,9 @@ from agent.summary import system_prompt
 from agent.tokens import Calibration
 from agent.types import Message, text_of
 from gateway.compaction.compactor import CompactionReport, Compactor
+from gateway.compaction.request_window import build_window, rows_through
 from gateway.metrics import Metrics
 from gateway.store import CallRecord, NewMessage, SessionRecord, Store, StoredMessage
-from gateway.turn.request_window import build_window, rows_through
 
 logger = logging.getLogger(__name__)
 

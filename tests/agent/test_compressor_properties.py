@@ -17,7 +17,7 @@ from agent.messages import PRUNE_MIN_CHARS, PRUNED_MARKER, tool_result_text
 from agent.summary import frame, is_summary_block
 from agent.types import Block, Message, blocks_of, tool_result_ids, tool_use_ids
 from agent.usage import Usage
-from gateway.turn.request_window import build_window
+from gateway.compaction.request_window import build_window
 from tests.agent.compressor_support import ScriptedSummarizer, assistant, call, count_tokens, results, user
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

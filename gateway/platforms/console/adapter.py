@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import IO
 
 from gateway.errors import MediaFetchError
-from gateway.intake.auth import CONSOLE_USER_ID
 from gateway.platforms.base import (
     Attachment,
     Author,
@@ -37,6 +36,7 @@ from gateway.platforms.base import (
     OutgoingMessage,
     SentMessage,
 )
+from gateway.platforms.console import CONSOLE_USER_ID
 from gateway.platforms.console.terminal_render import Style, render_reply
 
 logger = logging.getLogger(__name__)

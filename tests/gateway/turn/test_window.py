@@ -5,7 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from gateway.turn.request_window import CONVERSATION_START, INTERRUPTED_RESULT, PRUNED_MARKER, build_window
+from gateway.compaction.request_window import (
+    CONVERSATION_START,
+    INTERRUPTED_RESULT,
+    PRUNED_MARKER,
+    build_window,
+)
 
 
 @dataclass(frozen=True)
