@@ -127,29 +127,35 @@ def _identity(ref: object | None) -> object | None:
     return ref
 
 
+@dataclass(frozen=True, slots=True)
+class Conversation(Generic[R]):
+    """What every request of a turn (or a cache refresh) is built from: the one definition of the
+    loop's shared arguments."""
+
+    llm: LLMClient
+    engine: ContextEngine
+    window: list[Entry[R]]
+    """Ends with the user's new message for a turn (not modified), where the cached prefix ends for a
+    refresh."""
+    system: str
+    tools: ToolRegistry
+    config: LoopConfig
+    ref_label: RefLabel = _identity
+    """Turns a ref into the message id the model may pass to `recall` in truncation markers."""
+
+
 class _Turn(Generic[R]):
     """The mutable state of one turn; `run_turn` is its only entry point."""
 
-    def __init__(
-        self,
-        *,
-        llm: LLMClient,
-        engine: ContextEngine,
-        window: list[Entry[R]],
-        system: str,
-        tools: ToolRegistry,
-        config: LoopConfig,
-        hooks: TurnHooks[R],
-        ref_label: RefLabel,
-    ) -> None:
-        self.llm = llm
-        self.engine = engine
-        self.window = list(window)
-        self.system = system
-        self.tools = tools
-        self.config = config
+    def __init__(self, conversation: Conversation[R], hooks: TurnHooks[R]) -> None:
+        self.llm = conversation.llm
+        self.engine = engine = conversation.engine
+        self.window = list(conversation.window)
+        self.system = conversation.system
+        self.tools = conversation.tools
+        self.config = config = conversation.config
         self.hooks = hooks
-        self.ref_label = ref_label
+        self.ref_label = conversation.ref_label
         self.engine_tools = {str(s["name"]) for s in engine.tool_schemas()}
         self.last_raw_estimate = 0
         self.calls = 0
@@ -303,32 +309,13 @@ class _Turn(Generic[R]):
         return response.usage.prompt_tokens + response.usage.output_tokens + self.engine.count_tokens(newest)
 
 
-async def run_turn(
-    *,
-    llm: LLMClient,
-    engine: ContextEngine,
-    window: list[Entry[R]],
-    system: str,
-    tools: ToolRegistry,
-    config: LoopConfig,
-    hooks: TurnHooks[R],
-    ref_label: RefLabel = _identity,
-) -> TurnResult[R]:
-    """Run one turn over `window` (which must end with the user's new message; it is not modified).
+async def run_turn(conversation: Conversation[R], *, hooks: TurnHooks[R]) -> TurnResult[R]:
+    """Run one turn over the conversation's window (which must end with the user's new message).
 
-    `ref_label` turns a ref into the message id the model may pass to `recall` in truncation markers.
     Raises `agent.errors.LLMError` subclasses when the model cannot be reached or rejects the request.
     """
-    turn = _Turn(
-        llm=llm,
-        engine=engine,
-        window=window,
-        system=system,
-        tools=tools,
-        config=config,
-        hooks=hooks,
-        ref_label=ref_label,
-    )
+    turn = _Turn(conversation, hooks)
+    engine, config = conversation.engine, conversation.config
     response: LLMResponse | None = None
     stop_reason: str | None = None
     iterations = 0
@@ -386,31 +373,13 @@ class _NoHooks:
         raise RuntimeError("a cache refresh is accounted by its caller")
 
 
-async def refresh_cache(
-    *,
-    llm: LLMClient,
-    engine: ContextEngine,
-    window: list[Entry[R]],
-    system: str,
-    tools: ToolRegistry,
-    config: LoopConfig,
-    ref_label: RefLabel = _identity,
-) -> LLMResponse:
+async def refresh_cache(conversation: Conversation[R]) -> LLMResponse:
     """Resend `window` exactly as a turn's call shows it, with `max_tokens: 0`: the API reads the cached
-    prefix that `config.cache_plan` marks (its life restarts) and generates nothing. The window must end
+    prefix that the config's `cache_plan` marks (its life restarts) and generates nothing. The window must end
     where that prefix ends. The engine's context management goes with it as with the turn's calls: a
     server-side compaction block is sent as the API wrote it only in such a request (elsewhere as text,
     a prompt the cache has not seen). It cannot compact here: the prefix is part of a request that did
     not reach the trigger (a call that was compacted leaves no cache entry of its prompt behind)."""
-    turn = _Turn(
-        llm=llm,
-        engine=engine,
-        window=window,
-        system=system,
-        tools=tools,
-        config=config,
-        hooks=_NoHooks(),
-        ref_label=ref_label,
-    )
+    turn = _Turn(conversation, _NoHooks())
     request, _, _ = turn.build()
-    return await llm.create(dataclasses.replace(request, max_tokens=0))
+    return await conversation.llm.create(dataclasses.replace(request, max_tokens=0))

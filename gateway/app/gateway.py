@@ -11,26 +11,17 @@ import asyncio
 import contextlib
 import gc
 import logging
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from datetime import UTC, datetime, timedelta
 
-from agent.caching.plan import CacheState
-from agent.context_engine import CompressionConfig, ContextEngine, EngineState, Summarizer
 from agent.llm import LLMClient
 from agent.models import lookup_model
-from agent.summarizer import PrefixContext
-from agent.summary import system_prompt
-from agent.summary_mode import CostAwareSummarizer
-from agent.tokens import CalibratedCounter, Calibration, estimate_text, estimate_tools
-from agent.tools.current_time import current_time_tool
-from agent.tools.recall import recall_tool
-from agent.tools.registry import ToolRegistry
-from agent.tools.view_media import view_media_tool
+from agent.tokens import Calibration, estimate_text
 from gateway.app.wiring import (
     authorization_policy,
-    cache_ttl_of,
     compaction_policy,
     context_engine,
+    kit_settings,
     loop_config,
     model_status_line,
 )
@@ -51,7 +42,6 @@ from gateway.jobs.maintenance import standard_jobs
 from gateway.jobs.scheduler import JobScheduler, JobSpec
 from gateway.media.aging import MediaAging
 from gateway.media.intake import MediaIntake
-from gateway.media.lookup import ChatMediaLookup
 from gateway.media.prepare import MB, MediaLimits
 from gateway.media.presence import MediaPresence
 from gateway.media.wire import MediaCache, MediaRenderingClient
@@ -59,11 +49,12 @@ from gateway.metrics import Metrics, MetricsServer
 from gateway.platforms.base import ChatRef, IncomingMessage, OutgoingMessage, PlatformAdapter, SentMessage
 from gateway.platforms.catalog import status_lines
 from gateway.reply.outbox import Outbox
-from gateway.store import ChatLocks, PinLimits, SessionRecord, Store
+from gateway.store import ChatLocks, PinLimits, Store
 from gateway.store.job_lock import JobLocks
 from gateway.store.media_store import MediaStore
-from gateway.turn.recall_history import ChatHistorySearch
+from gateway.turn.kit import SessionKit
 from gateway.turn.runner import TurnRunner, TurnSettings
+from gateway.turn.tools import ChatTools
 
 logger = logging.getLogger(__name__)
 
@@ -101,11 +92,27 @@ class Gateway:
         self.metrics.track_spool(lambda: self.spool.depth)
         self.scheduler: JobScheduler | None = None
         self.metrics_server: MetricsServer | None = None
+        self.clock: Callable[[], datetime] = lambda: datetime.now(UTC)
+        """The one wall clock of the gateway's parts (tests and replays set it)."""
         # Claude's tokenizer is not tiktoken's: one calibration per process, learned from every reply call.
         self.calibration = Calibration(self.model.name)
-        self.engine_factory = context_engine(settings)
         self.loop_config = loop_config(settings, self.model, self.calibration)
         self.policy = compaction_policy(settings, self.model)
+        self.kit = SessionKit(
+            kit_settings(settings, self.model, self.loop_config),
+            engines=context_engine(settings),
+            llm=self.llm,
+            summary_llm=self.summary_llm,
+            tools=ChatTools(
+                store=store,
+                media_store=self.media_store,
+                presence=self.media_presence,
+                semantic=self.embeddings.ranker.rank if self.embeddings is not None else None,
+                shown_whole_below=int(self.model.context_window * self.loop_config.oversize_fraction),
+                clock=self.now,
+            ),
+            clock=self.now,
+        )
         self.compactor = Compactor(store=store, loop=self.loop_config, metrics=self.metrics)
         self.outbox = Outbox(
             store=store,
@@ -122,23 +129,31 @@ class Gateway:
             llm=self.llm,
             settings=TurnSettings(
                 model=self.model,
-                system_prompt=settings.agent.system_prompt,
-                loop=self.loop_config,
                 policy=self.policy,
                 notify_compaction=settings.compression.notify,
                 cache_mode=settings.prompt_caching.cache_ttl if settings.prompt_caching.enabled else None,
             ),
+            kit=self.kit,
             compactor=self.compactor,
-            make_engine=self.make_engine,
-            make_tools=self.make_tools,
             outbox=self.outbox,
             typing=self.typing,
+            clock=self.now,
             metrics=self.metrics,
             media_aging=MediaAging(self.media_store, self.media_presence),
         )
-        self.keeper = CacheKeeper(store=store, locks=self.locks, turns=self.turns, metrics=self.metrics)
+        self.keeper = CacheKeeper(
+            store=store,
+            locks=self.locks,
+            llm=self.llm,
+            kit=self.kit,
+            compacts_first=self.turns.compacts_first,
+            metrics=self.metrics,
+        )
         self.pipeline = self._pipeline()
         self._spool_task: asyncio.Task[None] | None = None
+
+    def now(self) -> datetime:
+        return self.clock()
 
     def _pipeline(self) -> Pipeline:
         settings = self.settings
@@ -148,16 +163,14 @@ class Gateway:
             model=self.model,
             compressor_threshold=settings.compression.threshold,
             hygiene_threshold=settings.compression.hygiene_threshold,
-            make_engine=self.make_engine,
+            kit=self.kit,
             compactor=self.compactor,
-            base_prompt=settings.agent.system_prompt,
-            tool_tokens=lambda chat_pk: estimate_tools(self.make_tools(chat_pk).schemas()),
             protect_last_n=settings.compression.protect_last_n,
         )
         pins = PinHandlers(
             store=self.store,
             limits=PinLimits(settings.pins.max_count, settings.pins.max_tokens),
-            count_tokens=lambda text: self.calibration.apply(estimate_text(text)),
+            count_tokens=lambda text: self.kit.scaled(estimate_text(text)),
         )
         self.media = MediaIntake(
             self.media_store,
@@ -182,70 +195,10 @@ class Gateway:
             reply_quote_chars=settings.reply.quote_max_chars,
         )
 
-    # -- factories -----------------------------------------------------------------------------------
-
-    def make_engine(self, session: SessionRecord, pins: Sequence[str] = ()) -> ContextEngine:
-        """The session's context engine, with its stored state and a summarizer priced for it."""
-        comp = self.settings.compression
-        return self.engine_factory(
-            context_length=self.model.context_window,
-            config=CompressionConfig(
-                enabled=comp.enabled,
-                threshold=comp.threshold,
-                target_ratio=comp.target_ratio,
-                protect_last_n=comp.protect_last_n,
-            ),
-            summarizer=self.make_summarizer(session, pins),
-            count_tokens=CalibratedCounter(self.calibration),
-            state=EngineState.from_json(session.engine_state),
-        )
-
-    def make_summarizer(self, session: SessionRecord, pins: Sequence[str] = ()) -> Summarizer:
-        """Per call, the cheaper of a standalone summary and one reusing the session's cached prefix."""
-        ttl = cache_ttl_of(self.settings)
-        cache = CacheState.from_json(session.cache_state)
-
-        def cache_warm() -> bool:
-            return not cache.expired(self.turns.clock())
-
-        return CostAwareSummarizer(
-            self.llm,
-            main=self.model,
-            aux=lookup_model(self.settings.summary_model),
-            prefix=PrefixContext(
-                system=system_prompt(
-                    self.settings.agent.system_prompt, compacted=session.compaction_count > 0, pins=pins
-                ),
-                tools=self.make_tools(session.chat_pk).schemas(),
-                model=self.model.name,
-                cache_ttl=ttl,
-            ),
-            cache_warm=cache_warm,
-            count_tokens=CalibratedCounter(self.calibration),
-            aux_client=self.summary_llm,
-            pins=pins,
-        )
-
     def _on_stored(self, role: str, count: int) -> None:
         self.metrics.message_stored(role, count)
         if self.embeddings is not None:
             self.embeddings.worker.notify()
-
-    def make_tools(self, chat_pk: int) -> ToolRegistry:
-        history = ChatHistorySearch(
-            self.store,
-            chat_pk,
-            semantic=self.embeddings.ranker.rank if self.embeddings is not None else None,
-            # Shorter messages are shown whole (longer ones may be cut to head and tail).
-            shown_whole_below=int(self.model.context_window * self.turns.settings.loop.oversize_fraction),
-        )
-        tools = [
-            recall_tool(history),
-            current_time_tool(lambda: self.turns.clock()),  # the time the turn runs at
-        ]
-        if chat_pk in self.media_presence:  # only where there is something to look at again
-            tools.append(view_media_tool(ChatMediaLookup(self.media_store, chat_pk)))
-        return ToolRegistry(tools)
 
     # -- I/O -----------------------------------------------------------------------------------------
 
@@ -322,10 +275,10 @@ class Gateway:
             store=self.store,
             locks=self.locks,
             compactor=self.compactor,
-            make_engine=self.make_engine,
+            make_engine=self.kit.engine,
             policy=self.policy,
             retention_days=sched.archive_retention_days,
-            clock=lambda: datetime.now(UTC),
+            clock=self.now,
         )
         if self.settings.prompt_caching.keeps_alive:
             jobs.append(JobSpec("cache-keepalive", self._keep_caches_warm, KEEPALIVE_SCAN_EVERY))
@@ -334,7 +287,7 @@ class Gateway:
         self.scheduler.start()
 
     async def _keep_caches_warm(self) -> None:
-        await self.keeper.run(datetime.now(UTC))
+        await self.keeper.run(self.now())
 
     async def recover_unanswered(self) -> None:
         """Answer turns a crash left unanswered; tell users when they are too old to answer now."""

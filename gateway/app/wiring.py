@@ -1,11 +1,13 @@
-"""How settings become the gateway's parts: the loop's limits, the compaction policy, who may talk to
-the bot, the prompt-cache TTL and the model line printed at start-up (pure)."""
+"""How settings become the gateway's parts: the loop's limits, what a session's agent is built from, the
+compaction policy, who may talk to the bot, the prompt-cache TTL and the model line printed at start-up
+(pure)."""
 
 from __future__ import annotations
 
 import logging
 from datetime import timedelta
 
+from agent.context_engine import CompressionConfig
 from agent.engines import EngineFactory, UnknownEngineError, resolve_engine
 from agent.loop import LoopConfig
 from agent.models import MODELS, CacheTTL, ModelInfo, lookup_model
@@ -14,6 +16,7 @@ from agent.tokens import Calibration
 from gateway.compaction.triggers import CompactionPolicy
 from gateway.config import ConfigError, Settings
 from gateway.intake.auth import AccessPolicy, policy_from_ids
+from gateway.turn.kit import KitSettings
 
 logger = logging.getLogger(__name__)
 
@@ -92,6 +95,24 @@ def loop_config(settings: Settings, model: ModelInfo, calibration: Calibration) 
         max_iterations=settings.agent.max_iterations,
         tool_output_max_chars=settings.agent.tool_output_max_chars,
         calibration=calibration,
+    )
+
+
+def kit_settings(settings: Settings, model: ModelInfo, loop: LoopConfig) -> KitSettings:
+    """What a session's agent is built from (`gateway.turn.kit.SessionKit`)."""
+    comp = settings.compression
+    return KitSettings(
+        model=model,
+        summary_model=lookup_model(settings.summary_model),
+        base_prompt=settings.agent.system_prompt,
+        compression=CompressionConfig(
+            enabled=comp.enabled,
+            threshold=comp.threshold,
+            target_ratio=comp.target_ratio,
+            protect_last_n=comp.protect_last_n,
+        ),
+        loop=loop,
+        cache_ttl=cache_ttl_of(settings),
     )
 
 

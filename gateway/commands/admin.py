@@ -3,18 +3,17 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from agent.models import ModelInfo
-from agent.summary import system_prompt
 from agent.tokens import estimate_system
 from gateway.commands import menu as commands
 from gateway.commands.context_breakdown import breakdown, format_breakdown
 from gateway.commands.menu import CommandContext, Handler
 from gateway.commands.waste_report import waste_line
-from gateway.compaction.compactor import Compactor, EngineFactory
+from gateway.compaction.compactor import Compactor
 from gateway.errors import NothingToUndoError
 from gateway.platforms.base import ChatKind
 from gateway.reply.wording import compaction_result, too_short_to_compact
@@ -27,6 +26,7 @@ from gateway.store import (
     Store,
     UsageTotals,
 )
+from gateway.turn.kit import SessionKit
 
 BAR_WIDTH = 20
 
@@ -134,11 +134,8 @@ class AdminHandlers:
     model: ModelInfo
     compressor_threshold: float
     hygiene_threshold: float
-    make_engine: EngineFactory
+    kit: SessionKit
     compactor: Compactor
-    base_prompt: str
-    tool_tokens: Callable[[int], int]
-    """chat_pk -> tokens of the tool definitions its requests carry."""
     protect_last_n: int
 
     def handlers(self) -> dict[str, Handler]:
@@ -183,9 +180,9 @@ class AdminHandlers:
     async def _window_lines(self, session: SessionRecord, chat_pk: int) -> list[str]:
         rows = await self.store.load_window(session.id)
         pins = [p.text for p in await self.store.pins(chat_pk)]
-        system = system_prompt(self.base_prompt, compacted=session.compaction_count > 0, pins=pins)
+        system = self.kit.system_for(session, pins)
         parts = breakdown(
-            rows, system_tokens=estimate_system(system), tool_tokens=self.tool_tokens(chat_pk), pins=pins
+            rows, system_tokens=estimate_system(system), tool_tokens=self.kit.tool_tokens(chat_pk), pins=pins
         )
         return format_breakdown(parts)
 
@@ -206,7 +203,7 @@ class AdminHandlers:
                 )
             pins = [p.text for p in await self.store.pins(ctx.chat_pk)]
             report = await self.compactor.compact(
-                session, self.make_engine(session, pins), trigger="manual", focus=args or None
+                session, self.kit.engine(session, pins), trigger="manual", focus=args or None
             )
         if not report.changed and report.messages_before <= self.protect_last_n + 2:
             return too_short_to_compact(report, self.protect_last_n)

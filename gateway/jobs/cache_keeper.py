@@ -11,26 +11,29 @@ generates nothing. The call is accounted like every other (`llm_calls.purpose = 
 session's cache state. A refresh that read nothing (the prompt no longer matched) is logged, counted,
 and that entry is not refreshed again. A session that what arrived since its reply (a group's chatter)
 put at a compaction threshold is not refreshed: its next turn compacts before sending that prompt again
-(`TurnRunner.compacts_first`).
+(`TurnRunner.compacts_first`). The refresh is built by the session kit, as a turn's request is.
 """
 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, replace
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from agent.caching.keepalive import Refresh, next_look, plan_refresh
 from agent.caching.plan import CacheState, TurnCachePlan
 from agent.errors import LLMError
+from agent.llm import LLMClient
 from agent.loop import refresh_cache
 from agent.models import TTL_SECONDS, cost_usd
 from agent.usage import Usage
 from gateway.metrics import Metrics
 from gateway.platforms.base import ChatKind
 from gateway.store import CallRecord, ChatLocks, SessionRecord, Store, TurnSnapshot
+from gateway.turn.kit import SessionKit
 from gateway.turn.record import newest_id, window_entries
-from gateway.turn.runner import TurnRunner, tokens_after_in
+from gateway.turn.runner import tokens_after_in
 
 logger = logging.getLogger(__name__)
 
@@ -50,15 +53,28 @@ class Refreshed:
     cost_usd: float
 
 
+CompactsFirst = Callable[[TurnSnapshot, CacheState, datetime], bool]
+"""Whether the session's next turn compacts before its first request (`TurnRunner.compacts_first`)."""
+
+
 class CacheKeeper:
     """Sends the refreshes that pay; `run` is the job body."""
 
     def __init__(
-        self, *, store: Store, locks: ChatLocks, turns: TurnRunner, metrics: Metrics | None = None
+        self,
+        *,
+        store: Store,
+        locks: ChatLocks,
+        llm: LLMClient,
+        kit: SessionKit,
+        compacts_first: CompactsFirst,
+        metrics: Metrics | None = None,
     ) -> None:
         self.store = store
         self.locks = locks
-        self.turns = turns
+        self.llm = llm
+        self.kit = kit
+        self.compacts_first = compacts_first
         self.metrics = metrics
 
     async def run(self, now: datetime, *, batch: int = BATCH) -> list[Refreshed]:
@@ -99,11 +115,10 @@ class CacheKeeper:
         session = snapshot.session
         if session.last_prompt_tokens is None:
             return None  # compacted since the last reply call: the prompt changed under its cache entries
-        settings = self.turns.settings
-        calibration = settings.loop.calibration
-        tokens_after = tokens_after_in(snapshot.rows, calibration)
-        prompt = session.context_tokens(calibration.apply if calibration is not None else None)
-        if self.turns.compacts_first(snapshot, state, now):
+        kit = self.kit
+        tokens_after = tokens_after_in(snapshot.rows, kit.calibration)
+        prompt = session.context_tokens(kit.scale)
+        if self.compacts_first(snapshot, state, now):
             # what arrived since the reply (a group's chatter) put the session at a compaction threshold:
             # the next turn compacts before its first call, so no request reads this prompt again; let it
             # expire (the idle job may then compact it without a cache to lose)
@@ -114,8 +129,8 @@ class CacheKeeper:
             now=now,
             prefix_tokens=lambda message_id: max(prompt - tokens_after(message_id), 0),
             kind="private" if kind == ChatKind.PRIVATE else "group",
-            min_cacheable=settings.model.min_cacheable_tokens,
-            prices=settings.model.cache,
+            min_cacheable=kit.model.min_cacheable_tokens,
+            prices=kit.model.cache,
         )
 
     async def _send(
@@ -130,18 +145,19 @@ class CacheKeeper:
             )
             return None
         end = ends[0]
-        settings = self.turns.settings
         plan = TurnCachePlan(reads=((end, decision.prefix.ttl),))
+        conversation = self.kit.conversation(
+            session,
+            snapshot.pins,
+            window[: end + 1],
+            llm=self.llm,
+            engine=self.kit.engine(session, snapshot.pins),
+            plan=plan,
+            stream=None,
+            ref_label=newest_id,
+        )
         try:
-            response = await refresh_cache(
-                llm=self.turns.llm,
-                engine=self.turns.make_engine(session, snapshot.pins),
-                window=window[: end + 1],
-                system=self.turns.system_for(session, snapshot.pins),
-                tools=self.turns.make_tools(session.chat_pk),
-                config=replace(settings.loop, cache_plan=plan, stream=None),
-                ref_label=newest_id,
-            )
+            response = await refresh_cache(conversation)
         except LLMError as exc:
             # the entry simply expires: the next turn writes it again, as it would have without us
             logger.warning(
@@ -161,16 +177,16 @@ class CacheKeeper:
         now: datetime,
         model: str | None,
     ) -> Refreshed:
-        settings = self.turns.settings
+        model_info = self.kit.model
         ttl = decision.prefix.ttl
         read = usage.cache_read_input_tokens > 0
         health = state.health_for(str(session.chat_pk))
         health.record(usage, cacheable_prefix_sent=True, at=now.timestamp(), ttl_seconds=TTL_SECONDS[ttl])
-        cost = cost_usd(settings.model, usage, ttl=ttl)
+        cost = cost_usd(model_info, usage, ttl=ttl)
         await self.store.record_refresh(
             session.id,
             session.chat_pk,
-            CallRecord.of(model or settings.model.name, "keepalive", usage, cost_usd=cost, cache_ttl=ttl),
+            CallRecord.of(model or model_info.name, "keepalive", usage, cost_usd=cost, cache_ttl=ttl),
             state.refreshed(
                 decision.prefix.message_id, now, read=read, odds=decision.odds, health=health
             ).to_json(),

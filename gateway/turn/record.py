@@ -20,14 +20,13 @@ from agent.caching.waste import CacheCall, between
 from agent.context_engine import ContextEngine
 from agent.llm import LLMResponse
 from agent.loop import Compacted, Entry, TurnResult
-from agent.models import TTL_SECONDS, CacheTTL, ModelInfo, cost_usd
-from agent.summary import system_prompt
-from agent.tokens import Calibration
+from agent.models import TTL_SECONDS, CacheTTL, cost_usd
 from agent.types import Message, text_of
 from gateway.compaction.compactor import CompactionReport, Compactor
 from gateway.compaction.request_window import build_window, rows_through
 from gateway.metrics import Metrics
 from gateway.store import CallRecord, NewMessage, SessionRecord, Store, StoredMessage
+from gateway.turn.kit import SessionKit
 
 logger = logging.getLogger(__name__)
 
@@ -59,11 +58,9 @@ class TurnRecorder:
         clock: Callable[[], datetime],
         session: SessionRecord,
         engine: ContextEngine,
-        model: ModelInfo,
-        base_prompt: str,
+        kit: SessionKit,
         pins: Sequence[str],
         cache: CacheState,
-        calibration: Calibration | None,
         after_id: int | None,
     ) -> None:
         self.store = store
@@ -72,11 +69,11 @@ class TurnRecorder:
         self.clock = clock
         self.session = session
         self.engine = engine
-        self.model = model
-        self.base_prompt = base_prompt
+        self.kit = kit
+        self.model = model = kit.model
         self.pins = tuple(pins)
         self.cache = cache
-        self.calibration = calibration
+        self.calibration = kit.calibration
         self.health: CacheHealth = cache.health_for(f"chat {session.chat_pk}")
         self.after_id = after_id
         """The newest message of the turn so far: its new messages are stored right after it."""
@@ -120,9 +117,7 @@ class TurnRecorder:
             logger.info("in-loop compaction changed nothing (%s): %s", why, report.reason)
             return None
         rows = rows_through(await self.store.load_window(self.session.id), self.after_id)
-        return Compacted(
-            window_entries(rows), system=system_prompt(self.base_prompt, compacted=True, pins=self.pins)
-        )
+        return Compacted(window_entries(rows), system=self.kit.system(compacted=True, pins=self.pins))
 
     async def usage(
         self, response: LLMResponse, *, purpose: str, last_ref: Ref | None, ttl: CacheTTL | None

@@ -16,19 +16,17 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from agent.caching.plan import CacheMode, CacheState, TurnCachePlan, adopt_calibration, plan_turn
 from agent.context_engine import ContextEngine
 from agent.errors import LLMError
 from agent.llm import LLMClient
-from agent.loop import Entry, LoopConfig, TurnResult, run_turn
+from agent.loop import Entry, TurnResult, run_turn
 from agent.models import ModelInfo
-from agent.summary import system_prompt
 from agent.tokens import Calibration
-from agent.tools.registry import ToolRegistry
-from gateway.compaction.compactor import CompactionReport, Compactor, EngineFactory
+from gateway.compaction.compactor import CompactionReport, Compactor
 from gateway.compaction.triggers import CompactionPolicy
 from gateway.media.aging import MediaAging
 from gateway.metrics import Metrics, TimedLLM
@@ -37,19 +35,15 @@ from gateway.reply.live_reply import LiveReply
 from gateway.reply.outbox import Outbox
 from gateway.reply.wording import compaction_notice, human_error
 from gateway.store import ChatLocks, SessionRecord, Store, StoredMessage, TurnSnapshot
+from gateway.turn.kit import SessionKit
 from gateway.turn.record import Ref, TurnRecorder, newest_id, window_entries
 
 logger = logging.getLogger(__name__)
-
-ToolsFactory = Callable[[int], ToolRegistry]
-"""chat_pk -> the tools for that chat (recall is bound to one chat)."""
 
 
 @dataclass(frozen=True, slots=True)
 class TurnSettings:
     model: ModelInfo
-    system_prompt: str
-    loop: LoopConfig
     policy: CompactionPolicy
     notify_compaction: bool
     cache_mode: CacheMode | None
@@ -64,9 +58,8 @@ class TurnRunner:
         locks: ChatLocks,
         llm: LLMClient,
         settings: TurnSettings,
+        kit: SessionKit,
         compactor: Compactor,
-        make_engine: EngineFactory,
-        make_tools: ToolsFactory,
         outbox: Outbox,
         typing: Callable[[ChatRef], AbstractAsyncContextManager[None]] | None = None,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
@@ -78,9 +71,8 @@ class TurnRunner:
         self.locks = locks
         self.llm = llm
         self.settings = settings
+        self.kit = kit
         self.compactor = compactor
-        self.make_engine = make_engine
-        self.make_tools = make_tools
         self.outbox = outbox
         self.typing = typing or (lambda _chat: contextlib.nullcontext())
         self.clock = clock
@@ -110,9 +102,9 @@ class TurnRunner:
     async def _turn(self, chat: ChatRef, snapshot: TurnSnapshot, pending: Sequence[StoredMessage]) -> bool:
         """Answer `pending`; True when the turn compacted the session (before or during the loop)."""
         session = snapshot.session
-        engine = self.make_engine(session, snapshot.pins)
+        engine = self.kit.engine(session, snapshot.pins)
         cache = CacheState.from_json(session.cache_state)
-        calibration = self.settings.loop.calibration
+        calibration = self.kit.calibration
         if calibration is not None:
             adopt_calibration(calibration, cache)
         notices: list[str] = []
@@ -133,11 +125,9 @@ class TurnRunner:
             clock=self.clock,
             session=session,
             engine=engine,
-            model=self.settings.model,
-            base_prompt=self.settings.system_prompt,
+            kit=self.kit,
             pins=snapshot.pins,
             cache=cache,
-            calibration=calibration,
             after_id=snapshot.rows[-1].id if snapshot.rows else None,
         )
         result: TurnResult[Ref] | None = None
@@ -176,19 +166,17 @@ class TurnRunner:
         or a cache-aware compaction before the turn, or the context engine's threshold in the loop), so
         that request would not send the prompt the session's cache entries hold."""
         session = snapshot.session
-        calibration = self.settings.loop.calibration
-        scale = calibration.apply if calibration is not None else None
+        scale = self.kit.scale
         if self.settings.policy.before_turn(session, cache, now=now, calibrate=scale).fire:
             return True
-        return self.make_engine(session, snapshot.pins).should_compress(session.context_tokens(scale))
+        return self.kit.engine(session, snapshot.pins).should_compress(session.context_tokens(scale))
 
     async def _compact_before(
         self, session: SessionRecord, engine: ContextEngine, cache: CacheState
     ) -> CompactionReport | None:
         """Hygiene or cache-aware compaction of the stored session before the turn's first request."""
-        calibration = self.settings.loop.calibration
         decision = self.settings.policy.before_turn(
-            session, cache, now=self.clock(), calibrate=calibration.apply if calibration is not None else None
+            session, cache, now=self.clock(), calibrate=self.kit.scale
         )
         if decision.trigger is None:
             logger.debug("no compaction before the turn of session %s: %s", session.id, decision.reason)
@@ -203,10 +191,9 @@ class TurnRunner:
         engine's threshold: the cache is warm (a prefix summary call is cheap) and nobody waits. What
         arrived before this turn stands for what the next one will add. True when it compacted."""
         session = snapshot.session
-        engine = self.make_engine(session, snapshot.pins)
-        calibration = self.settings.loop.calibration
-        scale = calibration.apply if calibration is not None else None
-        next_tokens = scale(arrived) if scale is not None else arrived
+        engine = self.kit.engine(session, snapshot.pins)
+        scale = self.kit.scale
+        next_tokens = self.kit.scaled(arrived)
         decision = self.settings.policy.after_reply(
             session, compresses=engine.should_compress, next_message_tokens=next_tokens, calibrate=scale
         )
@@ -231,21 +218,21 @@ class TurnRunner:
     ) -> TurnResult[Ref]:
         plan = self._plan(chat, session, cache, window, snapshot.rows)
         recorder.plan = plan
-        calibration = self.settings.loop.calibration
         # the size the compressor judges the first call on: last reported prompt + what came since
-        engine.expect_prompt(session.context_tokens(calibration.apply if calibration is not None else None))
+        engine.expect_prompt(session.context_tokens(self.kit.scale))
+        conversation = self.kit.conversation(
+            session,
+            snapshot.pins,
+            window,
+            llm=TimedLLM.for_chat(self.llm, self.metrics, chat),
+            engine=engine,
+            plan=plan,
+            stream=live,
+            ref_label=newest_id,
+        )
         started = time.perf_counter()
         async with self.typing(chat):
-            result = await run_turn(
-                llm=TimedLLM.for_chat(self.llm, self.metrics, chat),
-                engine=engine,
-                window=window,
-                system=self.system_for(session, snapshot.pins),
-                tools=self.make_tools(session.chat_pk),
-                config=replace(self.settings.loop, cache_plan=plan, stream=live),
-                hooks=recorder,
-                ref_label=newest_id,
-            )
+            result = await run_turn(conversation, hooks=recorder)
         logger.info(
             "turn chat=%s:%s iterations=%d in %.2fs",
             chat.platform,
@@ -254,10 +241,6 @@ class TurnRunner:
             time.perf_counter() - started,
         )
         return result
-
-    def system_for(self, session: SessionRecord, pins: Sequence[str]) -> str:
-        """The system prompt a turn of `session` sends."""
-        return system_prompt(self.settings.system_prompt, compacted=session.compaction_count > 0, pins=pins)
 
     def _plan(
         self,
@@ -268,7 +251,7 @@ class TurnRunner:
         rows: Sequence[StoredMessage],
     ) -> TurnCachePlan:
         """The turn's cache plan from the session's stored cache state and its window."""
-        tokens_after = tokens_after_in(rows, self.settings.loop.calibration)
+        tokens_after = tokens_after_in(rows, self.kit.calibration)
         since = session.last_call_message_id
         return plan_turn(
             self.settings.cache_mode,

@@ -21,7 +21,7 @@ from agent.context_engine import (
 )
 from agent.errors import ContextOverflowError, LLMError
 from agent.llm import LLMRequest, LLMResponse
-from agent.loop import Compacted, Entry, LoopConfig, TurnResult, run_turn
+from agent.loop import Compacted, Conversation, Entry, LoopConfig, TurnResult, run_turn
 from agent.models import CacheTTL, lookup_model
 from agent.tokens import Calibration, estimate_message
 from agent.tools.current_time import current_time_tool
@@ -179,12 +179,14 @@ async def turn(
     engine = engine or KeepTail()
     hooks.engine = engine
     return await run_turn(
-        llm=llm,
-        engine=engine,
-        window=window if window is not None else [Entry(user("hi there"), 1)],
-        system=SYSTEM,
-        tools=tools or ToolRegistry(),
-        config=cfg or config(),
+        Conversation(
+            llm=llm,
+            engine=engine,
+            window=window if window is not None else [Entry(user("hi there"), 1)],
+            system=SYSTEM,
+            tools=tools or ToolRegistry(),
+            config=cfg or config(),
+        ),
         hooks=hooks,
     )
 
@@ -466,12 +468,14 @@ async def test_end_to_end_with_the_sdk_the_compressor_and_the_fake_api() -> None
             hooks = Hooks()
             hooks.engine = engine
             result = await run_turn(
-                llm=client,
-                engine=engine,
-                window=window,
-                system=SYSTEM,
-                tools=ToolRegistry([current_time_tool(lambda: datetime(2026, 3, 14, tzinfo=UTC))]),
-                config=config(max_tokens=1_000),
+                Conversation(
+                    llm=client,
+                    engine=engine,
+                    window=window,
+                    system=SYSTEM,
+                    tools=ToolRegistry([current_time_tool(lambda: datetime(2026, 3, 14, tzinfo=UTC))]),
+                    config=config(max_tokens=1_000),
+                ),
                 hooks=hooks,
             )
         finally:

@@ -125,7 +125,7 @@ async def test_cache_waste_is_counted_when_a_write_goes_unread(sqlite_url: str) 
         FakeAnthropic(clock=lambda: 0.0) as fake,
         running_bot(fake, sqlite_url, prompt_caching={"cache_ttl": "5m"}) as bot,
     ):
-        bot.gateway.turns.clock = lambda: now[0]
+        bot.gateway.clock = lambda: now[0]
         await bot.adapter.say("context: " + "word " * 2_000, user=ADMIN)
         now[0] = start + timedelta(minutes=7)
         fake.set_time(420.0)

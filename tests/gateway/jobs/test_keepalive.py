@@ -41,7 +41,7 @@ async def a_chat_that_comes_back_every_six_minutes(
 ) -> int:
     """The first message of the chat, then its history made that of a chat whose requests came every
     six minutes (or `gap` seconds; 20 of them); returns the chat's key."""
-    bot.gateway.turns.clock = lambda: clock.now
+    bot.gateway.clock = lambda: clock.now
     clock.at(0)
     await bot.adapter.say(BIG, user=user)
     chat_pk = await bot.chat_pk("telegram", user.user_id)
@@ -186,7 +186,7 @@ async def test_after_a_compaction_nothing_stale_is_refreshed(
     }
     async with FakeAnthropic(clock=lambda: 0.0) as fake, running_bot(fake, sqlite_url, **small) as bot:
         clock = Clock(fake)
-        bot.gateway.turns.clock = lambda: clock.now
+        bot.gateway.clock = lambda: clock.now
         for i in range(6):
             clock.at(20.0 * i)
             await bot.adapter.say(f"fact{i}: " + " ".join(f"item{j}" for j in range(150)), user=ADMIN)
@@ -244,7 +244,7 @@ async def test_after_the_api_compacted_a_refresh_reads_the_prompt_that_starts_at
     }
     async with FakeAnthropic(clock=lambda: 0.0) as fake, running_bot(fake, sqlite_url, **server) as bot:
         clock = Clock(fake)
-        bot.gateway.turns.clock = lambda: clock.now
+        bot.gateway.clock = lambda: clock.now
         for n in range(8):
             clock.at(30.0 * n)
             await bot.adapter.say(f"day{n} " + " ".join(f"w{n}x{i} fact" for i in range(2_500)), user=ALICE)
@@ -277,7 +277,7 @@ async def test_a_group_whose_chatter_reached_the_compaction_threshold_is_not_kep
         running_bot(fake, sqlite_url, model_context_length=12_000) as bot,
     ):
         clock = Clock(fake)
-        bot.gateway.turns.clock = lambda: clock.now
+        bot.gateway.clock = lambda: clock.now
         clock.at(0)
         keys = []
         for group in (quiet, chatty):
@@ -289,11 +289,9 @@ async def test_a_group_whose_chatter_reached_the_compaction_threshold_is_not_kep
             clock.at(60.0 + i)
             await bot.adapter.say(f"chatter {i}: " + opening[5:], user=BOB, chat=chatty)
         sessions = [await bot.store.active_session(k) for k in keys]
-        engine = bot.gateway.turns.make_engine(sessions[1], [])
+        engine = bot.gateway.kit.engine(sessions[1], [])
         assert engine.should_compress(sessions[1].context_tokens())  # the chatter reached the threshold
-        assert not bot.gateway.turns.make_engine(sessions[0], []).should_compress(
-            sessions[0].context_tokens()
-        )
+        assert not bot.gateway.kit.engine(sessions[0], []).should_compress(sessions[0].context_tokens())
 
         refreshed = await bot.gateway.keeper.run(clock.at(3_540))
 

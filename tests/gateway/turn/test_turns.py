@@ -163,7 +163,7 @@ async def test_the_time_tool_and_the_summary_mode_go_by_the_gateway_clock(
     then = datetime(2026, 3, 1, 9, 30, tzinfo=UTC)
     now = [then]
     async with running_bot(fake, sqlite_url) as bot:
-        bot.gateway.turns.clock = lambda: now[0]
+        bot.gateway.clock = lambda: now[0]
         fake.script_reply(tool_uses=[{"name": "current_time", "input": {}}])
         fake.script_reply("Half past nine.")
         replies = await bot.adapter.say(filler("what time is it", 1500), user=ALICE)
@@ -173,7 +173,7 @@ async def test_the_time_tool_and_the_summary_mode_go_by_the_gateway_clock(
 
         session = await bot.store.active_session(await bot.chat_pk("telegram", ALICE.user_id))
         assert session.cache_state  # the turn cached its prompt, at the gateway's time
-        summarizer = bot.gateway.make_summarizer(session)
+        summarizer = bot.gateway.kit.summarizer(session)
         assert isinstance(summarizer, CostAwareSummarizer)
         assert summarizer.cache_warm()
         now[0] = then + timedelta(hours=2)

@@ -1,0 +1,169 @@
+"""What one session's agent is made of, built in one place: the context engine with its summarizer,
+the tools, the system prompt, and the token calibration they all count with.
+
+The turn runner, the keep-alive job, `/compact`, `/stats` and the scheduled jobs ask the kit; none of
+them builds an engine, a summarizer or a system prompt of its own. `system` is the one function that
+assembles a system prompt (base prompt, the chat's pins, the note once the session was compacted).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import TypeVar
+
+from agent.caching.plan import CacheState, TurnCachePlan
+from agent.context_engine import CompressionConfig, ContextEngine, EngineState, Summarizer
+from agent.engines import EngineFactory
+from agent.llm import LLMClient
+from agent.loop import Conversation, Entry, LoopConfig, RefLabel
+from agent.models import CacheTTL, ModelInfo
+from agent.streaming import StreamSink
+from agent.summarizer import PrefixContext
+from agent.summary import system_prompt
+from agent.summary_mode import CostAwareSummarizer
+from agent.tokens import CalibratedCounter, Calibration, estimate_tools
+from agent.tools.registry import ToolRegistry
+from gateway.store import SessionRecord
+
+R = TypeVar("R")
+
+ToolsFactory = Callable[[int], ToolRegistry]
+"""chat_pk -> the tools for that chat (recall is bound to one chat)."""
+
+
+@dataclass(frozen=True, slots=True)
+class KitSettings:
+    """The settings a session's agent is built from (taken from `Settings` once, at start-up)."""
+
+    model: ModelInfo
+    summary_model: ModelInfo
+    base_prompt: str
+    compression: CompressionConfig
+    loop: LoopConfig
+    cache_ttl: CacheTTL | None
+    """The TTL a prefix summary call marks its cache reads with; None when caching is off."""
+
+
+class SessionKit:
+    """Builds a session's engine, summarizer, tools and system prompt from settings and the stored
+    session."""
+
+    def __init__(
+        self,
+        settings: KitSettings,
+        *,
+        engines: EngineFactory,
+        llm: LLMClient,
+        summary_llm: LLMClient | None,
+        tools: ToolsFactory,
+        clock: Callable[[], datetime],
+    ) -> None:
+        self.settings = settings
+        self.engines = engines
+        self.llm = llm
+        self.summary_llm = summary_llm or llm
+        self.make_tools = tools
+        self.clock = clock
+
+    @property
+    def model(self) -> ModelInfo:
+        return self.settings.model
+
+    @property
+    def loop(self) -> LoopConfig:
+        return self.settings.loop
+
+    @property
+    def calibration(self) -> Calibration | None:
+        """The model's tokenizer calibration (learned from every reply call); None in bare tests."""
+        return self.settings.loop.calibration
+
+    @property
+    def scale(self) -> Callable[[int], int] | None:
+        """Scales a local token estimate to the API's count (None: no calibration)."""
+        calibration = self.calibration
+        return calibration.apply if calibration is not None else None
+
+    def scaled(self, tokens: int) -> int:
+        scale = self.scale
+        return scale(tokens) if scale is not None else tokens
+
+    def system(self, *, compacted: bool, pins: Sequence[str]) -> str:
+        """The system prompt: the one place it is assembled."""
+        return system_prompt(self.settings.base_prompt, compacted=compacted, pins=pins)
+
+    def system_for(self, session: SessionRecord, pins: Sequence[str]) -> str:
+        """The system prompt a request of `session` sends."""
+        return self.system(compacted=session.compaction_count > 0, pins=pins)
+
+    def tools(self, chat_pk: int) -> ToolRegistry:
+        return self.make_tools(chat_pk)
+
+    def tool_tokens(self, chat_pk: int) -> int:
+        """Tokens of the tool definitions the chat's requests carry."""
+        return estimate_tools(self.tools(chat_pk).schemas())
+
+    def engine(self, session: SessionRecord, pins: Sequence[str] = ()) -> ContextEngine:
+        """The session's context engine, with its stored state and a summarizer priced for it."""
+        return self.engines(
+            context_length=self.settings.model.context_window,
+            config=self.settings.compression,
+            summarizer=self.summarizer(session, pins),
+            count_tokens=self._counter(),
+            state=EngineState.from_json(session.engine_state),
+        )
+
+    def summarizer(self, session: SessionRecord, pins: Sequence[str] = ()) -> Summarizer:
+        """Per call, the cheaper of a standalone summary and one reusing the session's cached prefix."""
+        settings = self.settings
+        cache = CacheState.from_json(session.cache_state)
+
+        def cache_warm() -> bool:
+            return not cache.expired(self.clock())
+
+        return CostAwareSummarizer(
+            self.llm,
+            main=settings.model,
+            aux=settings.summary_model,
+            prefix=PrefixContext(
+                system=self.system_for(session, pins),
+                tools=self.tools(session.chat_pk).schemas(),
+                model=settings.model.name,
+                cache_ttl=settings.cache_ttl,
+            ),
+            cache_warm=cache_warm,
+            count_tokens=self._counter(),
+            aux_client=self.summary_llm,
+            pins=pins,
+        )
+
+    def conversation(
+        self,
+        session: SessionRecord,
+        pins: Sequence[str],
+        window: list[Entry[R]],
+        *,
+        llm: LLMClient,
+        engine: ContextEngine,
+        plan: TurnCachePlan,
+        stream: StreamSink | None,
+        ref_label: RefLabel,
+    ) -> Conversation[R]:
+        """What every request of a turn (or a cache refresh) over `window` is built from."""
+        return Conversation(
+            llm=llm,
+            engine=engine,
+            window=window,
+            system=self.system_for(session, pins),
+            tools=self.tools(session.chat_pk),
+            config=replace(self.settings.loop, cache_plan=plan, stream=stream),
+            ref_label=ref_label,
+        )
+
+    def _counter(self) -> CalibratedCounter:
+        calibration = self.calibration
+        if calibration is None:
+            return CalibratedCounter(Calibration(self.settings.model.name))
+        return CalibratedCounter(calibration)
