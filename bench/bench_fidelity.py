@@ -27,6 +27,7 @@ from typing import Any
 
 from agent.llm import AnthropicClient
 from agent.summary import is_summary_message
+from agent.tools.recall_types import RecallQuery
 from agent.types import text_of
 from bench.databases import DEFAULT_POSTGRES_URL, fresh_database
 from bench.engines import SCALED, use_scaled_server
@@ -36,7 +37,6 @@ from bench.traces import DAY, Event, group_chat, private_chat
 from gateway.app.gateway import Gateway
 from gateway.platforms.base import Author, ChatKind, ChatRef, IncomingMessage
 from gateway.store import Store
-from gateway.store.search.recall_records import SearchRequest
 from tests.fakes.anthropic_server import FakeAnthropic
 
 FACTS_PER_CHAT = 100
@@ -244,7 +244,7 @@ def _visible_text(content: Any) -> str:
 
 
 async def _recalled(store: Store, chat_pk: int, fact: Fact) -> bool:
-    result = await store.search_history(chat_pk, SearchRequest(query=fact.query, limit=5))
+    result = await store.search_history(chat_pk, RecallQuery(text=fact.query, limit=5))
     return any(fact.marker in hit.main.text for hit in result.hits)
 
 

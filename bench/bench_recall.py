@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 from sqlalchemy import insert, select, text, update
 
+from agent.tools.recall_types import RecallQuery, RecallResults
 from bench.databases import DEFAULT_POSTGRES_URL, fresh_database
 from bench.recall_corpus import KINDS, Corpus, Question, generate
 from gateway.embeddings.index import VectorIndex
@@ -38,7 +39,6 @@ from gateway.store.active_window import SEQ_STEP
 from gateway.store.records import CompactionApply, NewMessage, NewSummary
 from gateway.store.repository import Store
 from gateway.store.rows import messages, sessions
-from gateway.store.search.recall_records import SearchRequest, SearchResult
 from gateway.store.search.vectors import NewVector
 from tests.fakes.embeddings_model import embed
 
@@ -145,7 +145,7 @@ async def add_vectors(store: Store, chat_pk: int, ids: list[int], corpus: Corpus
         await store.save_vectors(MODEL_KEY, items)
 
 
-def shown(result: SearchResult, k: int) -> list[int]:
+def shown(result: RecallResults, k: int) -> list[int]:
     out: list[int] = []
     for hit in result.hits[:k]:
         out += [p.message_id for p in (hit.before, hit.main, hit.after) if p is not None]
@@ -160,7 +160,7 @@ class Scorer:
         self.answer = {line.fact: (line.author, line.text) for line in corpus.lines if line.fact is not None}
         self.hits: dict[str, list[tuple[bool, bool]]] = defaultdict(list)
 
-    def add(self, question: Question, result: SearchResult) -> None:
+    def add(self, question: Question, result: RecallResults) -> None:
         want = self.answer[question.fact]
         at1 = any(self.key.get(i) == want for i in shown(result, 1))
         at5 = any(self.key.get(i) == want for i in shown(result, 5))
@@ -199,7 +199,7 @@ async def quality(kind: str, pg_url: str) -> dict[str, dict[str, tuple[int, floa
             index = VectorIndex(vectors, max_bytes=1 << 30)
             keyword, hybrid = Scorer(corpus, ids), Scorer(corpus, ids)
             for question in questions:
-                request = SearchRequest(query=question.text, limit=5)
+                request = RecallQuery(text=question.text, limit=5)
                 keyword.add(question, await store.search_history(chat_pk, request))
                 query = np.asarray(embed(question.text), dtype=np.float32)
                 similar = await index.nearest(chat_pk, query, 100)
@@ -220,7 +220,7 @@ async def _timings(
             if index is not None:
                 query = np.asarray(embed(question.text), dtype=np.float32)
                 similar = await index.nearest(chat_pk, query, 100)
-            await store.search_history(chat_pk, SearchRequest(query=question.text), semantic=similar)
+            await store.search_history(chat_pk, RecallQuery(text=question.text), semantic=similar)
             if round_:  # the first round warms caches and statement compilation
                 timings.append((time.perf_counter() - started) * 1000)
     return timings

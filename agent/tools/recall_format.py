@@ -24,17 +24,17 @@ def _body(text: str) -> str:
 
 
 def session_text(session: SessionLabel) -> str:
-    if session.current:
+    if session.active:
         return f"{session.number} (current)"
-    if session.ended is not None:
-        return f"{session.number} (ended {session.ended.date().isoformat()})"
+    if session.ended_at is not None:
+        return f"{session.number} (ended {session.ended_at.date().isoformat()})"
     return str(session.number)
 
 
 def _attrs(excerpt: Excerpt, session: SessionLabel | None = None) -> str:
     attrs = [f'id="{excerpt.message_id}"', f'role="{_attr(excerpt.role)}"']
-    if excerpt.author:
-        attrs.append(f'author="{_attr(excerpt.author)}"')
+    if excerpt.author_name:
+        attrs.append(f'author="{_attr(excerpt.author_name)}"')
     if excerpt.created_at is not None:
         attrs.append(f'date="{excerpt.created_at.isoformat(timespec="minutes")}"')
     if session is not None:
@@ -51,7 +51,7 @@ def format_excerpt(excerpt: Excerpt, session: SessionLabel | None = None) -> str
 
 
 def _context_line(label: str, excerpt: Excerpt) -> str:
-    who = excerpt.author or excerpt.role
+    who = excerpt.author_name or excerpt.role
     when = excerpt.created_at.isoformat(timespec="minutes") if excerpt.created_at else "?"
     return f"[{label} #{excerpt.message_id}, {_attr(who)}, {when}] {_body(excerpt.text)}"
 

@@ -1,4 +1,5 @@
-"""What the `recall` tool asks of the chat's history and what it gets back.
+"""What the `recall` tool asks of the chat's history and what it gets back: the plain values the
+store's search returns as they are.
 
 `HistorySearch` is the seam: the gateway binds one to a single chat, so the tool can never reach
 another chat's messages.
@@ -17,7 +18,7 @@ class Excerpt:
 
     message_id: int
     role: str
-    author: str | None
+    author_name: str | None
     created_at: datetime | None
     text: str
     offset: int = 0
@@ -33,14 +34,15 @@ class Excerpt:
 class SessionLabel:
     number: int
     """1 for the chat's first session, counting up with every /new."""
-    current: bool
-    ended: datetime | None = None
+    active: bool
+    """The chat's current session."""
+    ended_at: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class RecallHit:
     main: Excerpt
-    session: SessionLabel | None = None
+    session: SessionLabel
     before: Excerpt | None = None
     """The question this message answers, when it answers one."""
     after: Excerpt | None = None
@@ -51,7 +53,9 @@ class RecallHit:
 class RecallQuery:
     text: str
     after: datetime | None = None
+    """Only messages from this instant on (inclusive)."""
     before: datetime | None = None
+    """Only messages before this instant (exclusive)."""
     limit: int = 5
     excerpt_chars: int = 300
 
@@ -73,6 +77,7 @@ class OriginalsPage:
     pages: int
     total: int
     parts: int
+    """Compactions folded into the summary (each replaced one stretch of the conversation)."""
     messages: list[Excerpt]
 
 

@@ -23,8 +23,8 @@ from agent.tools.recall import (
 from agent.tools.registry import ToolRegistry
 
 WHEN = datetime(2026, 1, 2, 9, 30, tzinfo=UTC)
-CURRENT = SessionLabel(number=2, current=True)
-OLD = SessionLabel(number=1, current=False, ended=datetime(2025, 12, 24, tzinfo=UTC))
+CURRENT = SessionLabel(number=2, active=True)
+OLD = SessionLabel(number=1, active=False, ended_at=datetime(2025, 12, 24, tzinfo=UTC))
 
 
 class History:
@@ -52,7 +52,7 @@ class History:
                 return Excerpt(
                     row.message_id,
                     row.role,
-                    row.author,
+                    row.author_name,
                     row.created_at,
                     row.text[offset : offset + length],
                     offset=offset,

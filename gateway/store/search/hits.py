@@ -9,15 +9,14 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any, cast
+from typing import Any
 
 from sqlalchemy import Integer, literal_column, select, text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from agent.tools.recall_types import Excerpt, RecallHit, RecallQuery, RecallResults, SessionLabel
 from gateway.store.active_window import SEQ_STEP
-from gateway.store.records import Role
 from gateway.store.rows import compactions, messages, sessions
-from gateway.store.search.recall_records import Passage, SearchHit, SearchRequest, SearchResult, SessionInfo
 from gateway.store.search.terms import QueryTerms, excerpt
 
 _WORDS = re.compile(r"\w+")
@@ -49,24 +48,24 @@ _COLUMNS = (
 )
 
 
-async def chat_sessions(conn: AsyncConnection, chat_pk: int) -> dict[int, SessionInfo]:
+async def chat_sessions(conn: AsyncConnection, chat_pk: int) -> dict[int, SessionLabel]:
     """Every session of the chat, numbered from 1 in the order they were started."""
     rows = await conn.execute(
-        select(sessions.c.id, sessions.c.active, sessions.c.created_at, sessions.c.ended_at)
+        select(sessions.c.id, sessions.c.active, sessions.c.ended_at)
         .where(sessions.c.chat_pk == chat_pk)
         .order_by(sessions.c.id)
     )
     return {
-        r.id: SessionInfo(number=n, active=bool(r.active), started_at=r.created_at, ended_at=r.ended_at)
+        r.id: SessionLabel(number=n, active=bool(r.active), ended_at=r.ended_at)
         for n, r in enumerate(rows, start=1)
     }
 
 
-def passage(row: AnyRow, terms: QueryTerms, width: int) -> Passage:
+def passage(row: AnyRow, terms: QueryTerms, width: int) -> Excerpt:
     body, offset = excerpt(row.text, terms, width)
-    return Passage(
+    return Excerpt(
         message_id=row.id,
-        role=cast(Role, row.role),
+        role=row.role,
         author_name=row.author_name,
         created_at=row.created_at,
         text=body,
@@ -87,11 +86,18 @@ def _key(row: AnyRow) -> tuple[str | None, str]:
 
 class _Assembler:
     def __init__(
-        self, conn: AsyncConnection, chat_pk: int, request: SearchRequest, terms: QueryTerms
+        self,
+        conn: AsyncConnection,
+        chat_pk: int,
+        query: RecallQuery,
+        terms: QueryTerms,
+        *,
+        shown_whole_below: int,
     ) -> None:
         self.conn = conn
         self.chat_pk = chat_pk
-        self.request = request
+        self.query = query
+        self.shown_whole_below = shown_whole_below
         self.terms = terms
         self._summaries: set[int] | None = None
 
@@ -142,39 +148,41 @@ class _Assembler:
 
     def in_scope(self, row: AnyRow, active_session: int | None) -> bool:
         created: datetime = row.created_at
-        if self.request.after is not None and created < self.request.after:
+        if self.query.after is not None and created < self.query.after:
             return False
-        if self.request.before is not None and created >= self.request.before:
+        if self.query.before is not None and created >= self.query.before:
             return False
         if row.state not in ("active", "archived") or row.author_id == "tool":
             return False
         in_window = row.session_pk == active_session and row.state == "active"
-        return not (in_window and len(row.text) < self.request.shown_whole_below)
+        return not (in_window and len(row.text) < self.shown_whole_below)
 
 
 async def assemble(
     conn: AsyncConnection,
     chat_pk: int,
     ranked: Sequence[tuple[int, float]],
-    request: SearchRequest,
+    query: RecallQuery,
     terms: QueryTerms,
-) -> SearchResult:
-    """The top `request.limit` hits of `ranked` ((id, score) of any chat: other chats' rows are dropped)."""
-    work = _Assembler(conn, chat_pk, request, terms)
-    top = ranked[: max(request.limit * 5, CANDIDATES)]
+    *,
+    shown_whole_below: int,
+) -> RecallResults:
+    """The top `query.limit` hits of `ranked` ((id, score) of any chat: other chats' rows are dropped)."""
+    work = _Assembler(conn, chat_pk, query, terms, shown_whole_below=shown_whole_below)
+    top = ranked[: max(query.limit * 5, CANDIDATES)]
     rows = await work.rows([i for i, _ in top])
     infos = await chat_sessions(conn, chat_pk)
     active = next((pk for pk, info in infos.items() if info.active), None)
     usable = [rows[i] for i, _ in top if i in rows and work.in_scope(rows[i], active)]
-    around = await work.neighbours(usable[: request.limit * 3])
+    around = await work.neighbours(usable[: query.limit * 3])
     shown: set[int] = set()
     seen_texts: set[tuple[str | None, str]] = set()
-    hits: list[SearchHit] = []
+    hits: list[RecallHit] = []
     for row in usable:
         if row.id in shown or _key(row) in seen_texts:
             continue
-        if len(hits) == request.limit:
-            return SearchResult(hits=hits, more=True)
+        if len(hits) == query.limit:
+            return RecallResults(hits=hits, more=True)
         before_row, after_row = around.get(row.id) or (await work.neighbours([row]))[row.id]
         # A question comes with the message after it; the answer to a question with the question.
         asks = _is_question(row.text)
@@ -182,10 +190,10 @@ async def assemble(
             after_row = None
         if asks or before_row is None or not _is_question(before_row.text):
             before_row = None
-        width = min(NEIGHBOUR_CHARS, request.excerpt_chars)
+        width = min(NEIGHBOUR_CHARS, query.excerpt_chars)
         hits.append(
-            SearchHit(
-                main=passage(row, terms, request.excerpt_chars),
+            RecallHit(
+                main=passage(row, terms, query.excerpt_chars),
                 session=infos[row.session_pk],
                 before=None if before_row is None else passage(before_row, terms, width),
                 after=None if after_row is None else passage(after_row, terms, width),
@@ -195,4 +203,4 @@ async def assemble(
             if shown_row is not None:
                 shown.add(shown_row.id)
                 seen_texts.add(_key(shown_row))
-    return SearchResult(hits=hits, more=False)
+    return RecallResults(hits=hits, more=False)

@@ -15,9 +15,9 @@ from typing import Any
 from sqlalchemy import and_, func, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from agent.tools.recall_types import Excerpt, OriginalsPage
 from gateway.store.rows import compactions, messages, sessions
 from gateway.store.search.hits import chat_sessions
-from gateway.store.search.recall_records import OriginalsPage, Passage
 
 PAGE_SIZE = 20
 CLIP_CHARS = 600
@@ -36,9 +36,9 @@ async def current_summary_id(conn: AsyncConnection, chat_pk: int) -> int | None:
     ).scalar_one_or_none()
 
 
-def _clip(row: Any, clip: int) -> Passage:
+def _clip(row: Any, clip: int) -> Excerpt:
     text = row.text if len(row.text) <= clip else row.text[:clip].rstrip() + "…"
-    return Passage(
+    return Excerpt(
         message_id=row.id,
         role=row.role,
         author_name=row.author_name,

@@ -15,15 +15,18 @@ from collections.abc import Sequence
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from agent.tools.recall_types import RecallQuery, RecallResults
 from gateway.store.search import bm25_pg as search_pg
 from gateway.store.search import bm25_sqlite as search_sqlite
 from gateway.store.search.hits import assemble
-from gateway.store.search.recall_records import SearchRequest, SearchResult
 from gateway.store.search.terms import analyze, split_authors
 
 RRF_K = 60
 """Reciprocal rank fusion constant: a list's rank r adds weight / (RRF_K + r)."""
 MIN_DEPTH = 50
+SHOWN_WHOLE_BELOW = 20_000
+"""Active messages of the chat's current session shorter than this are in the model's window in full,
+so a search skips them; longer ones may be shown shortened and stay searchable."""
 
 
 def fuse(lists: Sequence[tuple[Sequence[int], float]], *, k: int = RRF_K) -> list[tuple[int, float]]:
@@ -36,36 +39,36 @@ def fuse(lists: Sequence[tuple[Sequence[int], float]], *, k: int = RRF_K) -> lis
 
 
 async def keyword_lists(
-    conn: AsyncConnection, dialect: str, chat_pk: int, request: SearchRequest
+    conn: AsyncConnection, dialect: str, chat_pk: int, query: RecallQuery, *, shown_whole_below: int
 ) -> list[tuple[list[int], float]]:
     """Best-first message ids from the full-text index, with their fusion weights."""
-    query = analyze(request.query)
-    if query.empty:
+    analyzed = analyze(query.text)
+    if analyzed.empty:
         return []
-    depth = max(MIN_DEPTH, request.limit * 5)
+    depth = max(MIN_DEPTH, query.limit * 5)
     if dialect == "postgresql":
-        known = await search_pg.prelude(conn, chat_pk, query)
-        terms, authors = split_authors(query, known.participants)
+        known = await search_pg.prelude(conn, chat_pk, analyzed)
+        terms, authors = split_authors(analyzed, known.participants)
         ranked = await search_pg.ranked_list(
             conn,
             terms,
             chat_pk=chat_pk,
-            after=request.after,
-            before=request.before,
-            shown_below=request.shown_whole_below,
+            after=query.after,
+            before=query.before,
+            shown_below=shown_whole_below,
             depth=depth,
             authors=authors,
             known=known,
         )
         return [(ranked, 1.0)]
-    terms, authors = split_authors(query, await participants(conn, chat_pk))
+    terms, authors = split_authors(analyzed, await participants(conn, chat_pk))
     return await search_sqlite.ranked_lists(
         conn,
         terms,
         chat_pk=chat_pk,
-        after=request.after,
-        before=request.before,
-        shown_below=request.shown_whole_below,
+        after=query.after,
+        before=query.before,
+        shown_below=shown_whole_below,
         depth=depth,
         authors=authors,
     )
@@ -83,14 +86,16 @@ async def search_history(
     conn: AsyncConnection,
     dialect: str,
     chat_pk: int,
-    request: SearchRequest,
+    query: RecallQuery,
     *,
     semantic: Sequence[int] = (),
-) -> SearchResult:
-    """The chat's best-matching messages for `request`; `semantic` adds a vector-similarity ranking."""
-    if request.limit <= 0:
-        return SearchResult()
-    lists = await keyword_lists(conn, dialect, chat_pk, request)
+    shown_whole_below: int,
+) -> RecallResults:
+    """The chat's best-matching messages for `query`; `semantic` adds a vector-similarity ranking."""
+    if query.limit <= 0:
+        return RecallResults()
+    lists = await keyword_lists(conn, dialect, chat_pk, query, shown_whole_below=shown_whole_below)
     if semantic:
         lists.append((list(semantic), 1.0))
-    return await assemble(conn, chat_pk, fuse(lists), request, analyze(request.query))
+    terms = analyze(query.text)
+    return await assemble(conn, chat_pk, fuse(lists), query, terms, shown_whole_below=shown_whole_below)

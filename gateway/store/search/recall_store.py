@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from agent.tools.recall_types import OriginalsPage, RecallQuery, RecallResults
 from gateway.store.search import originals as _originals
 from gateway.store.search import query as _search
 from gateway.store.search import vectors as _vectors
-from gateway.store.search.recall_records import OriginalsPage, SearchRequest, SearchResult
 
 EMBED_MAX_CHARS = 8_000
 """Characters of a message sent to the embeddings endpoint (its beginning)."""
@@ -36,12 +36,20 @@ class RecallMethods:
         def now(self) -> datetime: ...
 
     async def search_history(
-        self, chat_pk: int, request: SearchRequest, *, semantic: Sequence[int] = ()
-    ) -> SearchResult:
-        """The chat's messages best matching `request` (never another chat's); `semantic` adds message
-        ids ranked by vector similarity, fused with the keyword ranking."""
+        self,
+        chat_pk: int,
+        query: RecallQuery,
+        *,
+        semantic: Sequence[int] = (),
+        shown_whole_below: int = _search.SHOWN_WHOLE_BELOW,
+    ) -> RecallResults:
+        """The chat's messages best matching `query` (never another chat's); `semantic` adds message
+        ids ranked by vector similarity, fused with the keyword ranking. Active messages shorter than
+        `shown_whole_below` are in the model's window whole, so they are skipped."""
         async with self._tx("search_history") as conn:
-            return await _search.search_history(conn, self.dialect, chat_pk, request, semantic=semantic)
+            return await _search.search_history(
+                conn, self.dialect, chat_pk, query, semantic=semantic, shown_whole_below=shown_whole_below
+            )
 
     async def summary_originals(
         self,

@@ -12,10 +12,10 @@ from datetime import UTC, datetime
 
 import pytest
 
+from agent.tools.recall_types import RecallQuery
 from gateway.intake.reply_context import SELF_AUTHOR, reply_source
 from gateway.platforms.base import ReplyTo
 from gateway.store.records import StoredMessage
-from gateway.store.search.recall_records import SearchRequest
 from tests.fakes.anthropic_server import FakeAnthropic
 from tests.support.gateway_bot import Bot, running_bot
 from tests.support.memory_adapter import ALICE, BOB, group_chat
@@ -150,7 +150,7 @@ async def test_the_quote_is_stored_with_the_message_but_not_indexed_as_said(bot:
     # Recall searches what the model no longer sees in full: end the session first.
     await bot.adapter.say("/new")
     chat_pk = await bot.chat_pk("telegram", "42")
-    found = await bot.store.search_history(chat_pk, SearchRequest(query="maintenance window"))
+    found = await bot.store.search_history(chat_pk, RecallQuery(text="maintenance window"))
     hits = {h.main.message_id for h in found.hits}
     assert next(r.id for r in rows if r.text.startswith("the migration")) in hits
     assert question.id not in hits

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+from agent.tools.recall_types import RecallQuery, RecallResults
 from gateway.store import NewMessage, Store
 from gateway.store.records import Role
-from gateway.store.search.recall_records import SearchRequest, SearchResult
+from gateway.store.search.query import SHOWN_WHOLE_BELOW
 from tests.gateway.store.helpers import new_chat
 from tests.gateway.store.test_compaction import plan
 
@@ -39,15 +40,18 @@ async def archive(store: Store, session: int, ids: list[int], tail: int, text: s
     return record.summary_message_id
 
 
-async def search(store: Store, chat: int, query: str, **options: object) -> SearchResult:
-    return await store.search_history(chat, SearchRequest(query=query, **options))  # type: ignore[arg-type]
+async def search(
+    store: Store, chat: int, query: str, *, shown_whole_below: int = SHOWN_WHOLE_BELOW, **options: object
+) -> RecallResults:
+    request = RecallQuery(text=query, **options)  # type: ignore[arg-type]
+    return await store.search_history(chat, request, shown_whole_below=shown_whole_below)
 
 
-def ids_of(result: SearchResult) -> list[int]:
+def ids_of(result: RecallResults) -> list[int]:
     return [h.main.message_id for h in result.hits]
 
 
-def texts_of(result: SearchResult) -> list[str]:
+def texts_of(result: RecallResults) -> list[str]:
     return [h.main.text for h in result.hits]
 
 

@@ -8,11 +8,11 @@ import pytest
 from alembic.script import ScriptDirectory
 from sqlalchemy import JSON, column, insert, table
 
+from agent.tools.recall_types import RecallQuery
 from gateway.store import Store
 from gateway.store.db import create_engine
 from gateway.store.migrate import alembic_config, upgrade_async
 from gateway.store.rows import chats, compactions, messages
-from gateway.store.search.recall_records import SearchRequest
 
 NOW = datetime(2026, 2, 1, 8, 0, tzinfo=UTC)
 _BEFORE_INDEX = str(ScriptDirectory.from_config(alembic_config()).get_revision("0005").down_revision)
@@ -112,9 +112,9 @@ async def test_existing_messages_are_indexed_by_the_migration(empty_url: str) ->
     await upgrade_async(empty_url)
     store = await Store.open(empty_url)
     try:
-        found = await store.search_history(1, SearchRequest(query="boiler", limit=10, shown_whole_below=1))
+        found = await store.search_history(1, RecallQuery(text="boiler", limit=10), shown_whole_below=1)
         assert sorted(h.main.message_id for h in found.hits) == [1, 5]
-        chinese = await store.search_history(1, SearchRequest(query="锅炉", shown_whole_below=1))
+        chinese = await store.search_history(1, RecallQuery(text="锅炉"), shown_whole_below=1)
         assert [h.main.message_id for h in chinese.hits] == [3]
     finally:
         await store.close()
