@@ -11,16 +11,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import warnings
 from typing import Any
 
 import aiohttp
+import discord
 import yarl
-
-with warnings.catch_warnings():
-    # discord.py imports the stdlib `audioop` (voice only, unused here), deprecated since 3.11.
-    warnings.filterwarnings("ignore", message="'audioop' is deprecated", category=DeprecationWarning)
-    import discord
 from discord import app_commands
 
 from gateway.errors import PlatformConfigError, PlatformStartError, SendError

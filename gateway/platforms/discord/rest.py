@@ -9,15 +9,10 @@ errors (`send_error`); the ids of sent messages are kept so a reply to one is kn
 from __future__ import annotations
 
 import logging
-import warnings
 from collections.abc import Callable
 
 import aiohttp
-
-with warnings.catch_warnings():
-    # discord.py imports the stdlib `audioop` (voice only, unused here), deprecated since 3.11.
-    warnings.filterwarnings("ignore", message="'audioop' is deprecated", category=DeprecationWarning)
-    import discord
+import discord
 
 from gateway.errors import SendError, SendGone, SendRejected, SendRetryLater
 from gateway.platforms.base import ChatRef, OutgoingMessage, SentMessage, TypingContext
