@@ -7,13 +7,8 @@ are named by their name. discord.py errors become `MediaFetchError` with a reaso
 
 from __future__ import annotations
 
-import warnings
-
 import aiohttp
-
-with warnings.catch_warnings():
-    warnings.filterwarnings("ignore", message="'audioop' is deprecated", category=DeprecationWarning)
-    import discord
+import discord
 
 from gateway.errors import MediaFetchError
 from gateway.platforms.base import Attachment, Fetch, MediaKind

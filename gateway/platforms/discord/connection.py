@@ -3,24 +3,20 @@
 `start` returns once the gateway is READY; the slash commands are synced afterwards in the background
 with their own retries, so a rate-limited sync never keeps the bot deaf. Each chat's messages reach
 the gateway one at a time in arrival order (`lanes`). Slash commands are deferred at once. What a
-message becomes is `discord_convert`'s, how replies go out `discord_send`'s, a reply being written
-`discord_live`'s. discord.py types never leave these modules.
+message becomes is `inbound`'s. The adapter builds the one `DiscordSender` (`rest`) that every
+outgoing call goes through, and hands it to the replies being written (`edits`). discord.py types
+never leave these modules.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import warnings
 from typing import Any
 
 import aiohttp
+import discord
 import yarl
-
-with warnings.catch_warnings():
-    # discord.py imports the stdlib `audioop` (voice only, unused here), deprecated since 3.11.
-    warnings.filterwarnings("ignore", message="'audioop' is deprecated", category=DeprecationWarning)
-    import discord
 from discord import app_commands
 
 from gateway.errors import PlatformConfigError, PlatformStartError, SendError
@@ -36,10 +32,9 @@ from gateway.platforms.base import (
 )
 from gateway.platforms.discord.edits import DiscordLive
 from gateway.platforms.discord.inbound import PLATFORM, convert_message, slash_message
-from gateway.platforms.discord.rest import MAX_LENGTH, DiscordSender
+from gateway.platforms.discord.rest import MAX_LENGTH, DiscordSender, reply_parts
 from gateway.platforms.discord.startup import TOKEN_HELP, start_error, sync_commands
 from gateway.platforms.lanes import ChatLanes, hand_over
-from gateway.platforms.split import split_text
 
 logger = logging.getLogger(__name__)
 
@@ -255,33 +250,25 @@ class DiscordAdapter:
         my_id = me.id if me is not None else None
         return convert_message(message, my_id=my_id, own_ids=self._sender.own_ids, is_edit=is_edit)
 
-    # ---- outbound (see gateway.platforms.discord.rest) -------------------------------------------
+    # ---- outbound: everything goes through the sender (gateway.platforms.discord.rest) ------------
 
     async def send(self, message: OutgoingMessage) -> SentMessage:
-        """Split under 2000 chars and send; a slash-command reply goes out as the interaction followup."""
         return await self._sender.send(message)
 
     def typing(self, chat: ChatRef) -> TypingContext:
         return self._sender.typing(chat)
 
     async def react(self, chat: ChatRef, platform_message_id: str, emoji: str) -> None:
-        """Add a reaction (PUT .../reactions/{emoji}/@me); needs the Add Reactions permission."""
         await self._sender.react(chat, platform_message_id, emoji)
 
-    # ---- streaming and per-part delivery ---------------------------------------------------------
-
     def parts(self, text: str) -> list[str]:
-        return split_text(text, MAX_LENGTH, unit="chars")
+        return reply_parts(text)
 
     def live(self, chat: ChatRef, *, reply_to: str | None) -> DiscordLive:
-        return DiscordLive(self, chat, reply_to=reply_to)
-
-    async def post(self, chat: ChatRef, text: str, reply_to: str | None) -> str:
-        """Post one message (no retries; errors translated); returns its id."""
-        return await self._sender.post(chat, text, reply_to)
+        """Each part posted, then edited as it grows (gateway.platforms.discord.edits)."""
+        return DiscordLive(self._sender, chat, parts=reply_parts, reply_to=reply_to)
 
     async def edit(self, chat: ChatRef, message_id: str, text: str) -> None:
-        """Replace the content of one of the bot's messages (PATCH; discord.py handles rate limits)."""
         await self._sender.edit(chat, message_id, text)
 
     def _require_client(self) -> _Client:

@@ -9,14 +9,10 @@ message is the bot's, or, when Discord did not resolve it, one the bot sent (`ow
 from __future__ import annotations
 
 import re
-import warnings
 from collections.abc import Container
 from typing import Any
 
-with warnings.catch_warnings():
-    # discord.py imports the stdlib `audioop` (voice only, unused here), deprecated since 3.11.
-    warnings.filterwarnings("ignore", message="'audioop' is deprecated", category=DeprecationWarning)
-    import discord
+import discord
 
 from gateway.platforms.base import Author, ChatKind, ChatRef, IncomingMessage, MediaKind
 from gateway.platforms.discord.attachments import attachments_of

@@ -7,11 +7,7 @@ find its own stored copy). Forwards are not replies, and a reference to another 
 
 from __future__ import annotations
 
-import warnings
-
-with warnings.catch_warnings():
-    warnings.filterwarnings("ignore", message="'audioop' is deprecated", category=DeprecationWarning)
-    import discord
+import discord
 
 from gateway.platforms.base import ReplyTo
 

@@ -1,29 +1,30 @@
-"""Sending to Discord: replies split under 2000 chars, edits, reactions and the typing indicator.
+"""Discord's one sender: replies split under 2000 chars, posts and edits of a reply being written,
+reactions and the typing indicator.
 
-A slash-command reply goes out as the interaction's followup (in the channel once the interaction is
-gone). A chunk Discord rejects is sent again in smaller pieces with link embeds suppressed. Every send
-forbids @everyone/@here and role pings. discord.py's and aiohttp's errors become the gateway's send
-errors (`send_error`); the ids of sent messages are kept so a reply to one is known to be to the bot.
+`DiscordSender.request` is the single call path: discord.py's `HTTPClient.request` underneath waits
+out rate limits (429 retry_after, up to the client's `max_ratelimit_timeout`), and discord.py's and
+aiohttp's errors come out as the gateway's send errors (`send_error`). A slash-command reply goes out
+as the interaction's followup (in the channel once the interaction is gone). A chunk Discord rejects
+is sent again in smaller pieces with link embeds suppressed. Every send forbids @everyone/@here and
+role pings; the ids of sent messages are kept so a reply to one is known to be to the bot.
 """
 
 from __future__ import annotations
 
 import logging
-import warnings
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
 
 import aiohttp
-
-with warnings.catch_warnings():
-    # discord.py imports the stdlib `audioop` (voice only, unused here), deprecated since 3.11.
-    warnings.filterwarnings("ignore", message="'audioop' is deprecated", category=DeprecationWarning)
-    import discord
+import discord
 
 from gateway.errors import SendError, SendGone, SendRejected, SendRetryLater
 from gateway.platforms.base import ChatRef, OutgoingMessage, SentMessage, TypingContext
 from gateway.platforms.split import split_text
 
 logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 MAX_LENGTH = 2000
 FALLBACK_LENGTH = 1000
@@ -35,18 +36,29 @@ SAFE_MENTIONS = discord.AllowedMentions(everyone=False, roles=False, users=True,
 
 
 class DiscordSender:
-    """The adapter's outbound half; `client` returns the connected client or raises `SendError`."""
+    """The one way out to Discord; `client` returns the connected client or raises `SendError`."""
 
     def __init__(self, client: Callable[[], discord.Client]) -> None:
         self._client = client
         self.own_ids: dict[int, None] = {}
         """Ids of the latest messages the bot sent, oldest first (at most `_OWN_IDS_KEPT`)."""
 
+    async def request(self, chat_id: str, call: Callable[[], Awaitable[T]], *, on_message: bool = False) -> T:
+        """Run one call for `chat_id`; discord.py's and aiohttp's errors come out as send errors.
+
+        `on_message`: the call targets one of the chat's messages (an edit, a reaction), so a 404
+        means that message is gone, not the chat.
+        """
+        try:
+            return await call()
+        except (discord.DiscordException, aiohttp.ClientError, OSError, TimeoutError) as exc:
+            raise send_error(exc, chat_id, on_message=on_message) from exc
+
     async def send(self, message: OutgoingMessage) -> SentMessage:
         """Split under 2000 chars and send; a slash-command reply goes out as the interaction followup."""
         ids: list[str] = []
         reference = message.reply_to_message_id
-        for chunk in split_text(message.text, MAX_LENGTH, unit="chars"):
+        for chunk in reply_parts(message.text):
             try:
                 ids.append(await self._send_chunk(message, chunk, reference))
             except SendRejected:
@@ -70,12 +82,10 @@ class DiscordSender:
     async def _send_chunk(
         self, message: OutgoingMessage, chunk: str, reply_to: str | None, *, plain: bool = False
     ) -> str:
-        """Send one chunk; translate discord.py's errors into the gateway's send errors."""
-        chat_id = message.chat.chat_id
-        try:
-            sent_id = await self._post(message, chunk, reply_to, plain=plain)
-        except (discord.DiscordException, aiohttp.ClientError, OSError, TimeoutError) as exc:
-            raise send_error(exc, chat_id) from exc
+        """Send one chunk and remember its id as the bot's."""
+        sent_id = await self.request(
+            message.chat.chat_id, lambda: self._post(message, chunk, reply_to, plain=plain)
+        )
         self._remember_own(sent_id)
         return str(sent_id)
 
@@ -113,34 +123,23 @@ class DiscordSender:
 
     async def react(self, chat: ChatRef, platform_message_id: str, emoji: str) -> None:
         """Add a reaction (PUT .../reactions/{emoji}/@me); needs the Add Reactions permission."""
-        channel = self._client().get_partial_messageable(int(chat.thread_id or chat.chat_id))
-        try:
-            await channel.get_partial_message(int(platform_message_id)).add_reaction(emoji)
-        except discord.HTTPException as exc:
-            detail = f"discord refused the reaction ({exc.status}, code {exc.code})"
-            raise SendError(detail, chat_id=chat.chat_id) from exc
-        except (aiohttp.ClientError, OSError, TimeoutError) as exc:
-            raise SendError(f"discord unreachable: {type(exc).__name__}", chat_id=chat.chat_id) from exc
+        message = self._message(chat, platform_message_id)
+        await self.request(chat.chat_id, lambda: message.add_reaction(emoji), on_message=True)
 
-    async def post(self, chat: ChatRef, text: str, reply_to: str | None) -> str:
-        """Post one message (no retries; errors translated); returns its id."""
-        message = OutgoingMessage(chat=chat, text=text)
-        try:
-            sent_id = await self._post(message, text, reply_to, plain=False)
-        except (discord.DiscordException, aiohttp.ClientError, OSError, TimeoutError) as exc:
-            raise send_error(exc, chat.chat_id) from exc
-        self._remember_own(sent_id)
-        return str(sent_id)
+    async def post(self, chat: ChatRef, text: str, *, reply_to: str | None) -> str:
+        """Post `text` as one message (no smaller second attempt: a reply being written); returns its id."""
+        return await self._send_chunk(OutgoingMessage(chat=chat, text=text), text, reply_to)
 
     async def edit(self, chat: ChatRef, message_id: str, text: str) -> None:
-        """Replace the content of one of the bot's messages (PATCH; discord.py handles rate limits)."""
+        """Replace the content of one of the bot's messages (PATCH)."""
+        message = self._message(chat, message_id)
+        await self.request(
+            chat.chat_id, lambda: message.edit(content=text, allowed_mentions=SAFE_MENTIONS), on_message=True
+        )
+
+    def _message(self, chat: ChatRef, message_id: str) -> discord.PartialMessage:
         channel = self._client().get_partial_messageable(int(chat.thread_id or chat.chat_id))
-        try:
-            await channel.get_partial_message(int(message_id)).edit(
-                content=text, allowed_mentions=SAFE_MENTIONS
-            )
-        except (discord.DiscordException, aiohttp.ClientError, OSError, TimeoutError) as exc:
-            raise send_error(exc, chat.chat_id, editing=True) from exc
+        return channel.get_partial_message(int(message_id))
 
 
 class _Typing:
@@ -164,12 +163,17 @@ class _Typing:
             await self._inner.__aexit__(None, None, None)
 
 
-def send_error(exc: BaseException, chat_id: str, *, editing: bool = False) -> SendError:
-    """discord.py's and aiohttp's errors as the gateway's send errors."""
+def reply_parts(text: str) -> list[str]:
+    """A reply split into the messages it is sent as (before any smaller second attempt)."""
+    return split_text(text, MAX_LENGTH, unit="chars")
+
+
+def send_error(exc: BaseException, chat_id: str, *, on_message: bool = False) -> SendError:
+    """discord.py's and aiohttp's errors as the gateway's send errors (`on_message`: see `request`)."""
     if isinstance(exc, discord.RateLimited):
         return SendRetryLater("discord rate limit", retry_after=exc.retry_after, chat_id=chat_id)
-    if isinstance(exc, discord.NotFound) and editing:
-        return SendRejected(f"discord: the message to edit is gone (code {exc.code})", chat_id=chat_id)
+    if isinstance(exc, discord.NotFound) and on_message:
+        return SendRejected(f"discord: the message is gone (code {exc.code})", chat_id=chat_id)
     if isinstance(exc, discord.Forbidden | discord.NotFound):
         return SendGone(f"discord refused the send ({exc.status}, code {exc.code})", chat_id=chat_id)
     if isinstance(exc, discord.HTTPException):

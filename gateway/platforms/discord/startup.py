@@ -9,15 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import warnings
 from typing import Any
 
 import aiohttp
-
-with warnings.catch_warnings():
-    # discord.py imports the stdlib `audioop` (voice only, unused here), deprecated since 3.11.
-    warnings.filterwarnings("ignore", message="'audioop' is deprecated", category=DeprecationWarning)
-    import discord
+import discord
 from discord import app_commands
 
 from gateway.errors import PlatformConfigError, PlatformStartError

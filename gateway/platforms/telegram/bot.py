@@ -1,10 +1,10 @@
 """The Telegram adapter: python-telegram-bot in, `IncomingMessage` out; replies as Telegram HTML.
 
-Long polling by default (`telegram_polling`), a webhook server when `webhook_url` is set
-(`telegram_webhook`). Either way an update is acknowledged to Telegram only once the gateway has
-stored its message. Each chat's updates reach the gateway one at a time in arrival order, different
-chats concurrently (`lanes`); the photos of an album together. How replies go out is
-`telegram_send`'s, a reply being written `telegram_live`'s.
+Long polling by default (`polling`), a webhook server when `webhook_url` is set (`webhook`). Either
+way an update is acknowledged to Telegram only once the gateway has stored its message. Each chat's
+updates reach the gateway one at a time in arrival order, different chats concurrently (`lanes`); the
+photos of an album together. The adapter builds the one `TelegramSender` (`bot_api`) that every
+outgoing call goes through, and hands it to the replies being written (`drafts`).
 """
 
 from __future__ import annotations
@@ -34,8 +34,7 @@ from gateway.platforms.base import (
     MessageHandler as GatewayHandler,
 )
 from gateway.platforms.lanes import ChatLanes, hand_over
-from gateway.platforms.split import split_text
-from gateway.platforms.telegram.bot_api import MAX_UTF16, SPLIT_MARGIN, TelegramSender, well_formed
+from gateway.platforms.telegram.bot_api import MAX_UTF16, TelegramSender, reply_parts
 from gateway.platforms.telegram.drafts import TelegramLive
 from gateway.platforms.telegram.files import BOT_API_DOWNLOAD_LIMIT, AlbumCollector, with_attachments
 from gateway.platforms.telegram.polling import LongPoller
@@ -96,7 +95,7 @@ class TelegramAdapter:
         self._webhook: WebhookServer | None = None
         self._drafts = itertools.count(1)
         self._sender = TelegramSender(
-            self.require_bot,
+            self._require_bot,
             redact=self._redact,
             max_send_attempts=max_send_attempts,
             max_retry_wait=max_retry_wait,
@@ -270,40 +269,34 @@ class TelegramAdapter:
             )
             return None
 
-    # Outgoing (see gateway.platforms.telegram.bot_api) ----------------------------------------------
+    # Outgoing: everything goes through the sender (gateway.platforms.telegram.bot_api) -------------
 
     async def send(self, message: OutgoingMessage) -> SentMessage:
         return await self._sender.send(message)
-
-    def send_error(self, exc: TelegramError, chat_id: str) -> SendError:
-        """A Bot API error as the gateway's send error: flood control, a chat that is gone, or other."""
-        return self._sender.send_error(exc, chat_id)
 
     def typing(self, chat: ChatRef) -> TypingContext:
         return self._sender.typing(chat)
 
     async def react(self, chat: ChatRef, platform_message_id: str, emoji: str) -> None:
-        """setMessageReaction with one emoji (Telegram accepts only its standard reaction emoji)."""
         await self._sender.react(chat, platform_message_id, emoji)
 
-    # Streaming and per-part delivery (see gateway.platforms.telegram.drafts) -----------------------
-
     def parts(self, text: str) -> list[str]:
-        return split_text(well_formed(text), SPLIT_MARGIN, unit="utf16")
+        return reply_parts(text)
 
     def live(self, chat: ChatRef, *, reply_to: str | None) -> TelegramLive | None:
+        """Drafts or an edited message (gateway.platforms.telegram.drafts); none in a channel."""
         if chat.kind is ChatKind.CHANNEL:
             return None
-        return TelegramLive(self, chat, reply_to=reply_to, draft_id=next(self._drafts) * 100)
+        draft_id = next(self._drafts) * 100
+        return TelegramLive(self._sender, chat, parts=reply_parts, reply_to=reply_to, draft_id=draft_id)
 
     async def edit(self, chat: ChatRef, message_id: str, text: str) -> None:
-        """Edit one of the bot's messages into `text` as Telegram HTML, or plain text if that is refused."""
         await self._sender.edit(chat, message_id, text)
 
     def _redact(self, text: str) -> str:
         return text.replace(self._token, "<token>")
 
-    def require_bot(self) -> Bot:
+    def _require_bot(self) -> Bot:
         if self._api is None:
             raise SendError("telegram adapter is not started")
         return self._api

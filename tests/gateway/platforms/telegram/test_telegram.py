@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from gateway.errors import PlatformStartError, SendError, SendRetryLater
+from gateway.errors import PlatformStartError, SendError, SendGone, SendRetryLater
 from gateway.platforms.base import ChatKind, ChatRef, CommandSpec, IncomingMessage, OutgoingMessage
 from gateway.platforms.telegram import bot_api as telegram_send
 from gateway.platforms.telegram.bot import TelegramAdapter
@@ -329,6 +329,18 @@ async def test_flood_control_is_waited_out_then_reported(tg: FakeTelegram) -> No
         assert len(tg.sent) == 1
     finally:
         await adapter.stop()
+
+
+async def test_a_reaction_in_a_chat_closed_to_the_bot_is_send_gone(
+    tg: FakeTelegram, running: tuple[TelegramAdapter, Inbox]
+) -> None:
+    adapter, _ = running
+    tg.fail_next("setMessageReaction", kind="forbidden")
+    with pytest.raises(SendGone) as blocked:
+        await adapter.react(ChatRef("telegram", "43"), "7", "👀")
+    assert blocked.value.chat_id == "43"
+    assert tg.reactions == []
+    assert len(tg.called("setMessageReaction")) == 1
 
 
 async def test_typing_is_kept_alive_while_held(
