@@ -177,7 +177,7 @@ async def run_chats(database_url: str, steps: Sequence[Step], engine: str = "com
         llm = AnthropicClient(api_key=API_KEY, base_url=fake.base_url)
         adapter = MemoryAdapter(name="telegram")
         gateway = Gateway(settings, [adapter], store=store, llm=llm)
-        gateway.turn.runner.clock = clock.utc
+        gateway.turns.clock = clock.utc
         scheduled, last_scan = 0, steps[0].at
         try:
             await gateway.start()
@@ -189,7 +189,7 @@ async def run_chats(database_url: str, steps: Sequence[Step], engine: str = "com
                 clock.seconds = step.at
                 fake.set_time(step.at)
                 await adapter.deliver(_incoming(step, n, clock))
-                await gateway.intake.pipeline.drain()
+                await gateway.pipeline.drain()
         finally:
             await gateway.stop()
             await llm.close()

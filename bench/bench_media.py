@@ -169,9 +169,9 @@ async def run_policy(policy: str, messages: Sequence[TraceMessage], database_url
         llm: LLMClient = StripOldImages(client, turns=STRIP_AFTER_TURNS) if policy == "strip" else client
         adapter = MemoryAdapter()
         gateway = Gateway(settings, [adapter], store=store, llm=llm)
-        gateway.turn.runner.clock = clock.utc
+        gateway.turns.clock = clock.utc
         if policy != "ours":
-            gateway.turn.runner.media_aging = None  # the peers keep images until compaction or strip them
+            gateway.turns.media_aging = None  # the peers keep images until compaction or strip them
         chat = chat_ref("media", group=False)
         try:
             await gateway.start()
@@ -190,7 +190,7 @@ async def run_policy(policy: str, messages: Sequence[TraceMessage], database_url
                         msg, caption=message.text, media=("photo",), attachments=(attachment,)
                     )
                 await adapter.deliver(msg)
-                await gateway.intake.pipeline.drain()
+                await gateway.pipeline.drain()
             stored = await _stored_media(gateway, chat.chat_id)
         finally:
             await gateway.stop()

@@ -39,7 +39,7 @@ async def _first_reply(gateway: Gateway, adapter: MemoryAdapter, clock: SimClock
             sent_at=clock.utc(),
         )
     )  # fmt: skip
-    await gateway.intake.pipeline.drain()
+    await gateway.pipeline.drain()
     if len(adapter.sent) != sent + 1:
         raise RuntimeError(f"expected one reply in {chat_id}")
     return adapter.sent[-1].at - started
@@ -71,7 +71,7 @@ async def run(
         gateway = Gateway(
             bench_settings(url, fake.base_url, scheduler={"enabled": False}), [adapter], store=store, llm=llm
         )
-        gateway.turn.runner.clock = clock.utc
+        gateway.turns.clock = clock.utc
         try:
             await gateway.start()
             # Night 1 (23:00): the control chat accumulates; nothing runs overnight; 08:00 first message.

@@ -152,7 +152,7 @@ async def replay(
         llm = AnthropicClient(api_key=API_KEY, base_url=fake.base_url)
         adapter = MemoryAdapter()
         gateway = Gateway(settings, [adapter], store=store, llm=llm)
-        gateway.turn.runner.clock = clock.utc  # cache-expiry decisions before a request follow the trace
+        gateway.turns.clock = clock.utc  # cache-expiry decisions before a request follow the trace
         scheduled = 0
         refreshes = 0
         keep_alive = jobs and settings.prompt_caching.keeps_alive
@@ -190,7 +190,7 @@ async def replay(
                         mentions_bot=event.addressed,
                     )
                 )
-                await gateway.intake.pipeline.drain()
+                await gateway.pipeline.drain()
             if keep_alive and events:  # the refreshes after the trace's last message are paid too
                 _, sent = await run_keepalive_scans(
                     gateway, last_keepalive, events[-1].at + KEEPALIVE_TRAIL_S, clock, fake

@@ -41,7 +41,7 @@ async def retrying_bot(
     )
     adapter = MemoryAdapter()
     gateway = Gateway(settings, [adapter], store=store, llm=llm)
-    adapter.settle = gateway.intake.pipeline.drain
+    adapter.settle = gateway.pipeline.drain
     try:
         await gateway.start()
         yield Bot(gateway, adapter, store, fake)

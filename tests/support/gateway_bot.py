@@ -95,7 +95,7 @@ async def running_bot(
         await llm.close()
         await store.close()
         raise
-    adapter.settle = gateway.intake.pipeline.drain
+    adapter.settle = gateway.pipeline.drain
     try:
         await gateway.start()
         yield Bot(gateway, adapter, store, fake)

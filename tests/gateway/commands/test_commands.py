@@ -190,7 +190,7 @@ async def test_stats_shows_money_spent_on_cache_writes_never_read(bot: Bot, fake
     assert "Cache waste: $" in await only(bot, "/stats all", user=ADMIN)
 
 
-PLUGINS = Path(__file__).resolve().parents[1] / "plugins"
+PLUGINS = Path(__file__).resolve().parents[2] / "plugins"
 
 
 async def test_compact_works_with_a_plugin_engine(fake: FakeAnthropic, sqlite_url: str) -> None:
