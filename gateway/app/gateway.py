@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import gc
 import logging
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from datetime import UTC, datetime, timedelta
 
 from agent.caching.plan import CacheState
@@ -42,8 +42,9 @@ from gateway.config import Settings
 from gateway.embeddings.setup import Embeddings, embeddings_from
 from gateway.errors import SendError
 from gateway.intake import recovery
+from gateway.intake.admission import Admission, RateLimiter
 from gateway.intake.auth import Authorizer
-from gateway.intake.pipeline import Pipeline, RateLimiter
+from gateway.intake.pipeline import Pipeline
 from gateway.intake.spool import Spool
 from gateway.jobs.cache_keeper import SCAN_EVERY as KEEPALIVE_SCAN_EVERY
 from gateway.jobs.cache_keeper import CacheKeeper
@@ -64,6 +65,7 @@ from gateway.store.job_lock import JobLocks
 from gateway.store.media_store import MediaStore
 from gateway.turn.recall_history import ChatHistorySearch
 from gateway.turn.runner import TurnRunner, TurnSettings
+from gateway.turn.tasks import ChatTasks
 
 logger = logging.getLogger(__name__)
 
@@ -82,8 +84,11 @@ class Gateway:
         store: Store,
         llm: LLMClient,
         summary_llm: LLMClient | None = None,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
         self.settings = settings
+        self.clock = clock
+        """The wall clock every part is given (the one place that reads it)."""
         self.adapters = {a.name: a for a in adapters}
         self.store = store
         self.media_store = MediaStore(store.engine)
@@ -137,6 +142,7 @@ class Gateway:
             media_aging=MediaAging(self.media_store, self.media_presence),
         )
         self.keeper = CacheKeeper(store=store, locks=self.locks, turns=self.turns, metrics=self.metrics)
+        self.tasks = ChatTasks(turns=self.turns, send=self.send)
         self.pipeline = self._pipeline()
         self._spool_task: asyncio.Task[None] | None = None
 
@@ -170,11 +176,15 @@ class Gateway:
         return Pipeline(
             store=self.store,
             auth=Authorizer(authorization_policy(settings)),
-            turns=self.turns,
+            tasks=self.tasks,
             send=self.send,
             command_handlers=admin.handlers() | pins.handlers(),
-            rate_limiter=RateLimiter(per_minute=settings.limits.user_messages_per_minute),
-            daily_budget_usd=settings.limits.chat_daily_budget_usd,
+            admission=Admission(
+                store=self.store,
+                rate_limiter=RateLimiter(per_minute=settings.limits.user_messages_per_minute),
+                daily_budget_usd=settings.limits.chat_daily_budget_usd,
+                clock=self.clock,
+            ),
             spool=self.spool,
             media=self.media,
             react=self.react,
@@ -342,7 +352,7 @@ class Gateway:
             store=self.store,
             platforms=self.adapters,
             send=self.send,
-            schedule=self.pipeline.schedule,
+            schedule=self.tasks.schedule,
             max_age=timedelta(seconds=self.settings.limits.unanswered_max_age_s),
         )
 
@@ -358,11 +368,12 @@ class Gateway:
         gc.unfreeze()
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.settings.shutdown_timeout_s - ADAPTER_STOP_RESERVE_S
-        self.pipeline.stop_new_turns()
+        self.tasks.stop_new_turns()
         if self.scheduler is not None:
             await self.scheduler.stop(wait_s=max(0.0, deadline - loop.time()))
-        await self.pipeline.drain(wait_s=max(0.0, deadline - loop.time()))
-        unfinished = await self.pipeline.cancel_turns()
+        await self.tasks.drain(wait_s=max(0.0, deadline - loop.time()))
+        self.pipeline.cancel_reactions()
+        unfinished = await self.tasks.cancel_turns()
         if unfinished:
             logger.warning(
                 "%d turn(s) did not finish before shutdown; their messages are answered after the restart",
