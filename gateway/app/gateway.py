@@ -91,7 +91,7 @@ class Gateway:
         """The wall clock every part is given (the one place that reads it)."""
         self.adapters = {a.name: a for a in adapters}
         self.store = store
-        self.media_store = MediaStore(store.engine)
+        self.media_store = MediaStore(store.engine, clock=self.clock)
         self.media_presence = MediaPresence()
         # Requests leave with stored media rendered; everything before works on the references.
         media_cache = MediaCache(self.media_store)
@@ -138,6 +138,7 @@ class Gateway:
             make_tools=self.make_tools,
             outbox=self.outbox,
             typing=self.typing,
+            clock=self.clock,
             metrics=self.metrics,
             media_aging=MediaAging(self.media_store, self.media_presence),
         )
@@ -159,6 +160,7 @@ class Gateway:
             base_prompt=settings.agent.system_prompt,
             tool_tokens=lambda chat_pk: estimate_tools(self.make_tools(chat_pk).schemas()),
             protect_last_n=settings.compression.protect_last_n,
+            clock=self.clock,
         )
         pins = PinHandlers(
             store=self.store,
@@ -335,7 +337,7 @@ class Gateway:
             make_engine=self.make_engine,
             policy=self.policy,
             retention_days=sched.archive_retention_days,
-            clock=lambda: datetime.now(UTC),
+            clock=self.clock,
         )
         if self.settings.prompt_caching.keeps_alive:
             jobs.append(JobSpec("cache-keepalive", self._keep_caches_warm, KEEPALIVE_SCAN_EVERY))
@@ -344,7 +346,7 @@ class Gateway:
         self.scheduler.start()
 
     async def _keep_caches_warm(self) -> None:
-        await self.keeper.run(datetime.now(UTC))
+        await self.keeper.run(self.clock())
 
     async def recover_unanswered(self) -> None:
         """Answer turns a crash left unanswered; tell users when they are too old to answer now."""
@@ -354,6 +356,7 @@ class Gateway:
             send=self.send,
             schedule=self.tasks.schedule,
             max_age=timedelta(seconds=self.settings.limits.unanswered_max_age_s),
+            clock=self.clock,
         )
 
     async def stop(self) -> None:
