@@ -169,7 +169,7 @@ class Pipeline:
             return
         addressed = self._addressed(msg)
         wants_reply = addressed and self._answerable(msg, intake)
-        # Counted against the sender before the chat row is read (a replayed message was counted once).
+        # Counted against the sender before the chat row is read; a message replayed from the spool is not.
         refusal = self.admission.over_rate(msg) if wants_reply and not replayed else None
         chat = chat or await self._chat_row(msg)
         if wants_reply and refusal is None:
