@@ -189,7 +189,7 @@ async def run_chats(database_url: str, steps: Sequence[Step], engine: str = "com
                 clock.seconds = step.at
                 fake.set_time(step.at)
                 await adapter.deliver(_incoming(step, n, clock))
-                await gateway.pipeline.drain()
+                await gateway.tasks.drain()
         finally:
             await gateway.stop()
             await llm.close()

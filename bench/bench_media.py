@@ -190,7 +190,7 @@ async def run_policy(policy: str, messages: Sequence[TraceMessage], database_url
                         msg, caption=message.text, media=("photo",), attachments=(attachment,)
                     )
                 await adapter.deliver(msg)
-                await gateway.pipeline.drain()
+                await gateway.tasks.drain()
             stored = await _stored_media(gateway, chat.chat_id)
         finally:
             await gateway.stop()

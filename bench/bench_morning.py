@@ -39,7 +39,7 @@ async def _first_reply(gateway: Gateway, adapter: MemoryAdapter, clock: SimClock
             sent_at=clock.utc(),
         )
     )  # fmt: skip
-    await gateway.pipeline.drain()
+    await gateway.tasks.drain()
     if len(adapter.sent) != sent + 1:
         raise RuntimeError(f"expected one reply in {chat_id}")
     return adapter.sent[-1].at - started

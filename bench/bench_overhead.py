@@ -51,7 +51,7 @@ async def measure(
         calls = len(llm.requested_at)
         started = time.perf_counter()
         await adapter.deliver(message)
-        await gateway.pipeline.drain()
+        await gateway.tasks.drain()
         if len(llm.requested_at) != calls + 1:
             raise RuntimeError(f"expected one LLM call for {message.platform_message_id}")
         samples.append((llm.requested_at[-1] - started) * 1000)

@@ -58,7 +58,7 @@ async def run(
             started = time.perf_counter()
             await asyncio.gather(*(_chat(adapter, i, per_chat) for i in range(chats)))
             stored_at = time.perf_counter()
-            await gateway.pipeline.drain()
+            await gateway.tasks.drain()
             finished = time.perf_counter()
         finally:
             await gateway.stop()

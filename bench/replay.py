@@ -190,7 +190,7 @@ async def replay(
                         mentions_bot=event.addressed,
                     )
                 )
-                await gateway.pipeline.drain()
+                await gateway.tasks.drain()
             if keep_alive and events:  # the refreshes after the trace's last message are paid too
                 _, sent = await run_keepalive_scans(
                     gateway, last_keepalive, events[-1].at + KEEPALIVE_TRAIL_S, clock, fake

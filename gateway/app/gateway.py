@@ -33,8 +33,9 @@ from gateway.config import Settings
 from gateway.embeddings.setup import Embeddings, embeddings_from
 from gateway.errors import SendError
 from gateway.intake import recovery
+from gateway.intake.admission import Admission, RateLimiter
 from gateway.intake.auth import Authorizer
-from gateway.intake.pipeline import Pipeline, RateLimiter
+from gateway.intake.pipeline import Pipeline
 from gateway.intake.spool import Spool
 from gateway.jobs.cache_keeper import SCAN_EVERY as KEEPALIVE_SCAN_EVERY
 from gateway.jobs.cache_keeper import CacheKeeper
@@ -54,6 +55,7 @@ from gateway.store.job_lock import JobLocks
 from gateway.store.media_store import MediaStore
 from gateway.turn.kit import SessionKit
 from gateway.turn.runner import TurnRunner, TurnSettings
+from gateway.turn.tasks import ChatTasks
 from gateway.turn.tools import ChatTools
 
 logger = logging.getLogger(__name__)
@@ -73,11 +75,15 @@ class Gateway:
         store: Store,
         llm: LLMClient,
         summary_llm: LLMClient | None = None,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
         self.settings = settings
+        self.clock = clock
+        """The one wall clock of the gateway's parts; each is given `now`, which reads it, so a test or a
+        replay that sets it moves every part's time."""
         self.adapters = {a.name: a for a in adapters}
         self.store = store
-        self.media_store = MediaStore(store.engine)
+        self.media_store = MediaStore(store.engine, clock=self.now)
         self.media_presence = MediaPresence()
         # Requests leave with stored media rendered; everything before works on the references.
         media_cache = MediaCache(self.media_store)
@@ -92,8 +98,6 @@ class Gateway:
         self.metrics.track_spool(lambda: self.spool.depth)
         self.scheduler: JobScheduler | None = None
         self.metrics_server: MetricsServer | None = None
-        self.clock: Callable[[], datetime] = lambda: datetime.now(UTC)
-        """The one wall clock of the gateway's parts (tests and replays set it)."""
         # Claude's tokenizer is not tiktoken's: one calibration per process, learned from every reply call.
         self.calibration = Calibration(self.model.name)
         self.loop_config = loop_config(settings, self.model, self.calibration)
@@ -149,6 +153,7 @@ class Gateway:
             compacts_first=self.turns.compacts_first,
             metrics=self.metrics,
         )
+        self.tasks = ChatTasks(turns=self.turns, send=self.send)
         self.pipeline = self._pipeline()
         self._spool_task: asyncio.Task[None] | None = None
 
@@ -166,6 +171,7 @@ class Gateway:
             kit=self.kit,
             compactor=self.compactor,
             protect_last_n=settings.compression.protect_last_n,
+            clock=self.now,
         )
         pins = PinHandlers(
             store=self.store,
@@ -183,11 +189,15 @@ class Gateway:
         return Pipeline(
             store=self.store,
             auth=Authorizer(authorization_policy(settings)),
-            turns=self.turns,
+            tasks=self.tasks,
             send=self.send,
             command_handlers=admin.handlers() | pins.handlers(),
-            rate_limiter=RateLimiter(per_minute=settings.limits.user_messages_per_minute),
-            daily_budget_usd=settings.limits.chat_daily_budget_usd,
+            admission=Admission(
+                store=self.store,
+                rate_limiter=RateLimiter(per_minute=settings.limits.user_messages_per_minute),
+                daily_budget_usd=settings.limits.chat_daily_budget_usd,
+                clock=self.now,
+            ),
             spool=self.spool,
             media=self.media,
             react=self.react,
@@ -295,8 +305,9 @@ class Gateway:
             store=self.store,
             platforms=self.adapters,
             send=self.send,
-            schedule=self.pipeline.schedule,
+            schedule=self.tasks.schedule,
             max_age=timedelta(seconds=self.settings.limits.unanswered_max_age_s),
+            clock=self.now,
         )
 
     async def stop(self) -> None:
@@ -311,11 +322,12 @@ class Gateway:
         gc.unfreeze()
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.settings.shutdown_timeout_s - ADAPTER_STOP_RESERVE_S
-        self.pipeline.stop_new_turns()
+        self.tasks.stop_new_turns()
         if self.scheduler is not None:
             await self.scheduler.stop(wait_s=max(0.0, deadline - loop.time()))
-        await self.pipeline.drain(wait_s=max(0.0, deadline - loop.time()))
-        unfinished = await self.pipeline.cancel_turns()
+        await self.tasks.drain(wait_s=max(0.0, deadline - loop.time()))
+        self.pipeline.cancel_reactions()
+        unfinished = await self.tasks.cancel_turns()
         if unfinished:
             logger.warning(
                 "%d turn(s) did not finish before shutdown; their messages are answered after the restart",

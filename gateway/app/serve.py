@@ -11,6 +11,7 @@ import asyncio
 import logging
 import sys
 from collections.abc import Sequence
+from datetime import UTC, datetime
 
 from agent.llm import AnthropicClient
 from gateway.app.gateway import Gateway
@@ -52,6 +53,11 @@ def _make_summary_llm(settings: Settings, main: AnthropicClient) -> AnthropicCli
     )
 
 
+def _wall_clock() -> datetime:
+    """The one clock of the process: the store's timestamps and the gateway's parts read it."""
+    return datetime.now(UTC)
+
+
 async def _serve(
     settings: Settings, adapters: Sequence[PlatformAdapter], *, until: asyncio.Event | None = None
 ) -> int:
@@ -63,6 +69,7 @@ async def _serve(
                 settings.database_url,
                 pool_size=settings.database_pool_size,
                 max_overflow=settings.database_max_overflow,
+                clock=_wall_clock,
             ),
             stop,
         )
@@ -70,7 +77,7 @@ async def _serve(
         return 0
     llm = _make_llm(settings)
     summary_llm = _make_summary_llm(settings, llm)
-    gateway = Gateway(settings, adapters, store=store, llm=llm, summary_llm=summary_llm)
+    gateway = Gateway(settings, adapters, store=store, llm=llm, summary_llm=summary_llm, clock=_wall_clock)
     try:
         # A stop requested while starting (connecting, syncing, recovering) cancels the start.
         await unless_stopped(gateway.start(), stop)

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
 from agent.models import ModelInfo
 from agent.tokens import estimate_system
@@ -137,6 +137,7 @@ class AdminHandlers:
     kit: SessionKit
     compactor: Compactor
     protect_last_n: int
+    clock: Callable[[], datetime]
 
     def handlers(self) -> dict[str, Handler]:
         return {"help": self.help, "new": self.new, "stats": self.stats, "compact": self.compact}
@@ -165,7 +166,7 @@ class AdminHandlers:
             return "Usage: /stats or /stats all"
         session = await self.store.active_session(ctx.chat_pk)  # a chat seen only via commands had none
         stats = await self.store.chat_stats(ctx.chat_pk)
-        today = await self.store.cost_since(ctx.chat_pk, datetime.now(UTC) - timedelta(days=1))
+        today = await self.store.cost_since(ctx.chat_pk, self.clock() - timedelta(days=1))
         text = format_chat_stats(
             stats,
             model=self.model,

@@ -1,63 +1,41 @@
 """One incoming message, start to finish (DESIGN.md "Data flow").
 
 authorize -> command or message -> store (committed before any LLM call) -> should the bot answer?
--> schedule the chat's turn. Turns run in one task per chat in this process (and under a database
-lock across processes), so a chat never has two turns at once and nothing is answered twice.
+-> hand the chat to its turn task (`gateway/turn/tasks.py`). Commands are run by `dispatch`, the
+abuse limits are `admission`'s, and what the sender is told is worded in `gateway/reply/wording.py`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import time
-from collections import deque
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC
 from typing import Any
 
 from agent.context_block import context_block
 from agent.tokens import estimate_message
 from agent.types import Message
-from gateway.commands import menu as commands
-from gateway.commands.menu import CommandContext
-from gateway.errors import ChatLockTimeout, DatabaseUnavailableError, GatewayError, SendError, StoreError
+from gateway.errors import DatabaseUnavailableError, SendError
+from gateway.intake.admission import Admission
 from gateway.intake.auth import Authorizer
+from gateway.intake.dispatch import CommandDispatch, CommandHandler
 from gateway.intake.rendering import clean_name, render_incoming
 from gateway.intake.reply_context import DEFAULT_QUOTE_CHARS, reply_context
 from gateway.intake.spool import Spool
 from gateway.media.intake import Intake, MediaIntake
 from gateway.media.notes import Problem, problem_reply
 from gateway.platforms.base import ChatKind, ChatRef, IncomingMessage, OutgoingMessage
+from gateway.reply.wording import not_allowed
 from gateway.store import NewMessage, Store
 from gateway.store.records import ChatRecord
-from gateway.turn.runner import TurnRunner
+from gateway.turn.tasks import ChatTasks
 
 logger = logging.getLogger(__name__)
 
 SendFn = Callable[[OutgoingMessage], Awaitable[object]]
 ReactFn = Callable[[ChatRef, str, str], Awaitable[None]]
 """(chat, platform message id, emoji): put a reaction on a received message; raises SendError."""
-CommandHandler = Callable[[CommandContext], Awaitable[str]]
-
-
-@dataclass
-class RateLimiter:
-    """Sliding one-minute window per (platform, user)."""
-
-    per_minute: int
-    clock: Callable[[], float] = time.monotonic
-    _hits: dict[tuple[str, str], deque[float]] = field(default_factory=dict)
-
-    def allow(self, platform: str, user_id: str) -> bool:
-        now = self.clock()
-        q = self._hits.setdefault((platform, user_id), deque())
-        while q and now - q[0] > 60.0:
-            q.popleft()
-        if len(q) >= self.per_minute:
-            return False
-        q.append(now)
-        return True
 
 
 def request_context(msg: IncomingMessage) -> dict[str, str]:
@@ -73,26 +51,21 @@ def request_context(msg: IncomingMessage) -> dict[str, str]:
 
 LARGE_TEXT_CHARS = 200_000
 """Messages with more text than this (files) are token-counted in a worker thread."""
-TURN_RETRY_DELAYS_S = (2.0, 8.0, 30.0)
-TURN_FAILED_REPLY = (
-    "Sorry, I could not answer just now because of an internal problem. Your messages are saved and "
-    "will be answered with your next message."
-)
 
 
 class Pipeline:
+    """Takes each update from the adapters: runs commands, stores messages, hands chats to their turns."""
+
     def __init__(
         self,
         *,
         store: Store,
         auth: Authorizer,
-        turns: TurnRunner,
+        tasks: ChatTasks,
         send: SendFn,
         command_handlers: dict[str, CommandHandler],
-        rate_limiter: RateLimiter,
-        daily_budget_usd: float,
+        admission: Admission,
         spool: Spool | None = None,
-        db_retry_s: float = 1.0,
         media: MediaIntake | None = None,
         react: ReactFn | None = None,
         ack_reaction: str | None = None,
@@ -100,21 +73,16 @@ class Pipeline:
     ) -> None:
         self.store = store
         self.auth = auth
-        self.turns = turns
+        self.tasks = tasks
         self.send = send
-        self.command_handlers = command_handlers
-        self.rate_limiter = rate_limiter
-        self.daily_budget_usd = daily_budget_usd
+        self.commands = CommandDispatch(store=store, auth=auth, handlers=command_handlers, reply=self._reply)
+        self.admission = admission
         self.spool = spool
-        self.db_retry_s = db_retry_s
         self.media = media
         self.react = react
         self.ack_reaction = ack_reaction
         self.reply_quote_chars = reply_quote_chars
         self._acks: set[asyncio.Task[None]] = set()
-        self._tasks: dict[tuple[str, str, str], asyncio.Task[None]] = {}
-        self._dirty: set[tuple[str, str, str]] = set()
-        self._stopping = False
 
     # -- entry point ---------------------------------------------------------------------------------
 
@@ -134,7 +102,7 @@ class Pipeline:
         if not self.auth.is_allowed(platform, msg.author):
             await self._guarded(self._refuse_unauthorized, msg)
         elif msg.is_command:
-            await self._guarded(self._run_command, msg)
+            await self._guarded(self.commands.run, msg)
         else:
             await self._keep(msg)
 
@@ -150,17 +118,6 @@ class Pipeline:
                 msg.platform_message_id,
                 msg.chat.platform,
                 msg.chat.chat_id,
-            )
-
-    async def _run_command(self, msg: IncomingMessage) -> None:
-        try:
-            await self._command(msg)
-        except DatabaseUnavailableError:
-            logger.warning(
-                "/%s in %s:%s: database unavailable", msg.command, msg.chat.platform, msg.chat.chat_id
-            )
-            await self._reply(
-                msg, "Storage is unavailable right now; please try the command again in a minute."
             )
 
     async def _keep(self, msg: IncomingMessage) -> None:
@@ -199,106 +156,72 @@ class Pipeline:
         if msg.chat.kind is ChatKind.PRIVATE and self.auth.should_tell_unauthorized(
             msg.chat.platform, msg.author.user_id
         ):
-            await self._reply(
-                msg,
-                f"Sorry, you are not allowed to use this bot. Your user id is {msg.author.user_id}; "
-                "an admin can add it to the allowed users.",
-            )
-
-    # -- commands ------------------------------------------------------------------------------------
-
-    async def _command(self, msg: IncomingMessage) -> None:
-        name = (msg.command or "").lower()
-        if msg.command_target is not None:
-            return  # addressed to another bot (the adapter only sets a target that is not ours)
-        spec = commands.BY_NAME.get(name)
-        if spec is None:
-            if msg.chat.kind is ChatKind.PRIVATE or msg.mentions_bot:
-                await self._reply(msg, commands.unknown(name))
-            return
-        is_admin = self.auth.is_admin(msg.chat.platform, msg.author)
-        if spec.admin_only and not is_admin:
-            logger.warning("refused /%s from non-admin %s on %s", name, msg.author.user_id, msg.chat.platform)
-            await self._reply(msg, commands.refusal(spec))
-            return
-        args, problem = commands.normalise_args(msg.command_args)
-        if problem is not None:
-            await self._reply(msg, f"/{name}: {problem}.")
-            return
-        chat = await self.store.chat_for(
-            msg.chat.platform,
-            msg.chat.chat_id,
-            msg.chat.thread_id,
-            kind=msg.chat.kind.value,
-            title=msg.chat.title,
-        )
-        if not await self.store.claim_command(chat.id, msg.platform_message_id):
-            logger.info(
-                "duplicate delivery of command %s in %s:%s ignored",
-                msg.platform_message_id,
-                msg.chat.platform,
-                msg.chat.chat_id,
-            )
-            return
-        handler = self.command_handlers[name]
-        try:
-            text = await handler(CommandContext(message=msg, chat_pk=chat.id, is_admin=is_admin, args=args))
-        except GatewayError as exc:
-            logger.warning("/%s failed in %s:%s: %s", name, msg.chat.platform, msg.chat.chat_id, exc)
-            text = f"/{name} failed: {exc}"
-        await self._reply(msg, text)
+            await self._reply(msg, not_allowed(msg.author.user_id))
 
     # -- conversation messages -----------------------------------------------------------------------
 
-    def _should_answer(self, msg: IncomingMessage) -> bool:
-        return msg.chat.kind is ChatKind.PRIVATE or msg.mentions_bot or msg.reply_to_bot
-
     async def _message(self, msg: IncomingMessage, *, replayed: bool = False) -> None:
-        chat = None
-        intake = Intake()
-        if msg.attachments and self.media is not None:
-            chat = await self._chat_row(msg)
-            intake = await self.media.take(msg, chat.id)
+        """Store the message, tell the sender what needs telling, and start its chat's turn if it is due."""
+        chat, intake = await self._take_media(msg)
         rendered = render_incoming(msg, intake.labels)
         if not rendered.text:
             logger.debug("empty message %s ignored", msg.platform_message_id)
             return
-        addressed = self._should_answer(msg) and msg.chat.kind is not ChatKind.CHANNEL
-        problems = [*intake.problems, *(Problem(kind, None) for kind in rendered.unsupported_media)]
-        has_text = bool((msg.text or "").strip() or (msg.caption or "").strip())
-        needs_reply = addressed and (has_text or intake.answerable) and not msg.is_edit
-        refusal: str | None = None
-        if (
-            needs_reply
-            and not replayed
-            and not self.rate_limiter.allow(msg.chat.platform, msg.author.user_id)
-        ):
-            needs_reply, refusal = (
-                False,
-                "You're sending messages faster than I can answer. I kept this one; "
-                "please wait a minute before asking again.",
-            )
+        addressed = self._addressed(msg)
+        wants_reply = addressed and self._answerable(msg, intake)
+        # Counted against the sender before the chat row is read; a message replayed from the spool is not.
+        refusal = self.admission.over_rate(msg) if wants_reply and not replayed else None
         chat = chat or await self._chat_row(msg)
-        if needs_reply and self.daily_budget_usd > 0:
-            spent = await self.store.cost_since(chat.id, datetime.now(UTC) - timedelta(days=1))
-            if spent >= self.daily_budget_usd:
-                needs_reply = False
-                refusal = (
-                    f"This chat has used its daily budget (${self.daily_budget_usd:.2f}). "
-                    "I kept your message and will answer again tomorrow."
-                )
-        content = await self._content(msg, chat.id, intake, rendered.text, needs_reply=needs_reply)
+        if wants_reply and refusal is None:
+            refusal = await self.admission.over_budget(chat.id)
+        needs_reply = wants_reply and refusal is None
+        if not await self._store(msg, chat.id, intake, rendered.text, needs_reply=needs_reply):
+            return
+        problems = [*intake.problems, *(Problem(kind, None) for kind in rendered.unsupported_media)]
+        if addressed and problems:
+            await self._reply(msg, problem_reply(problems, answering_text=needs_reply))
+        if refusal is not None:
+            await self._reply(msg, refusal)
+        if needs_reply:
+            self._acknowledge(msg)
+            self.tasks.schedule(msg.chat, chat.id)
+
+    async def _take_media(self, msg: IncomingMessage) -> tuple[ChatRecord | None, Intake]:
+        """Store the message's fetched attachments (which needs the chat row, returned too)."""
+        if not (msg.attachments and self.media is not None):
+            return None, Intake()
+        chat = await self._chat_row(msg)
+        return chat, await self.media.take(msg, chat.id)
+
+    @staticmethod
+    def _addressed(msg: IncomingMessage) -> bool:
+        """Whether the message speaks to the bot (never in a channel, which the bot only reads)."""
+        if msg.chat.kind is ChatKind.CHANNEL:
+            return False
+        return msg.chat.kind is ChatKind.PRIVATE or msg.mentions_bot or msg.reply_to_bot
+
+    @staticmethod
+    def _answerable(msg: IncomingMessage, intake: Intake) -> bool:
+        """Whether there is something to answer: text, or media the model can read (an edit is not)."""
+        has_text = bool((msg.text or "").strip() or (msg.caption or "").strip())
+        return (has_text or intake.answerable) and not msg.is_edit
+
+    async def _store(
+        self, msg: IncomingMessage, chat_pk: int, intake: Intake, text: str, *, needs_reply: bool
+    ) -> bool:
+        """Commit the message; False when it was stored before (a duplicate delivery)."""
+        content = await self._content(msg, chat_pk, intake, text, needs_reply=needs_reply)
         as_message: Message = {"role": "user", "content": content}
         if intake.text_chars > LARGE_TEXT_CHARS:
             tokens = await asyncio.to_thread(estimate_message, as_message)  # seconds for a big file
         else:
             tokens = estimate_message(as_message)
         _session, result = await self.store.store_incoming(
-            chat.id,
+            chat_pk,
             NewMessage(
                 role="user",
                 content=content,
-                text=rendered.text,
+                text=text,
                 author_id=msg.author.user_id,
                 author_name=msg.author.display_name,
                 platform_message_id=msg.platform_message_id,
@@ -315,14 +238,7 @@ class Pipeline:
                 msg.chat.platform,
                 msg.chat.chat_id,
             )
-            return
-        if addressed and problems:
-            await self._reply(msg, problem_reply(problems, answering_text=needs_reply))
-        if refusal is not None:
-            await self._reply(msg, refusal)
-        if needs_reply:
-            self._acknowledge(msg)
-            self.schedule(msg.chat, chat.id)
+        return result.created
 
     def _acknowledge(self, msg: IncomingMessage) -> None:
         """React to a message the bot is going to answer (`reply.ack_reaction`), in the background."""
@@ -349,6 +265,11 @@ class Pipeline:
                 "reaction to %s in %s:%s failed", msg.platform_message_id, msg.chat.platform, msg.chat.chat_id
             )
 
+    def cancel_reactions(self) -> None:
+        """At shutdown: a reaction not made by now is not worth holding the shutdown for."""
+        for ack in self._acks:
+            ack.cancel()
+
     async def _content(
         self, msg: IncomingMessage, chat_pk: int, intake: Intake, text: str, *, needs_reply: bool
     ) -> list[dict[str, Any]]:
@@ -373,97 +294,6 @@ class Pipeline:
             kind=msg.chat.kind.value,
             title=msg.chat.title,
         )
-
-    # -- turn scheduling -----------------------------------------------------------------------------
-
-    def schedule(self, chat: ChatRef, chat_pk: int) -> None:
-        """Make sure a turn task runs for the chat; a running one picks the new message up."""
-        key = chat.key
-        self._dirty.add(key)
-        if self._stopping:
-            return  # shutting down: the message is stored and is answered after the restart
-        task = self._tasks.get(key)
-        if task is None or task.done():
-            self._tasks[key] = asyncio.create_task(self._chat_loop(chat, chat_pk), name=f"turns:{key}")
-
-    async def _chat_loop(self, chat: ChatRef, chat_pk: int) -> None:
-        key = chat.key
-        failures = 0
-        try:
-            while key in self._dirty and not self._stopping:
-                self._dirty.discard(key)
-                try:
-                    await self.turns.answer_pending(chat, chat_pk)
-                    failures = 0
-                except DatabaseUnavailableError:
-                    # The messages are stored and still unanswered: try again once the database is back.
-                    logger.warning(
-                        "turn in chat %s:%s waits for the database; retrying in %.0fs",
-                        chat.platform,
-                        chat.chat_id,
-                        self.db_retry_s,
-                    )
-                    self._dirty.add(key)
-                    await asyncio.sleep(self.db_retry_s)
-                except (ChatLockTimeout, StoreError) as exc:
-                    # The messages are stored and still unanswered: retry a few times, then tell the
-                    # chat; they stay pending and are answered with the next message or after a restart.
-                    failures += 1
-                    if failures > len(TURN_RETRY_DELAYS_S):
-                        logger.error(
-                            "giving up on chat %s:%s after %d failed turns: %s",
-                            chat.platform,
-                            chat.chat_id,
-                            failures,
-                            exc,
-                        )
-                        await self._notify(chat, TURN_FAILED_REPLY)
-                        continue
-                    delay = TURN_RETRY_DELAYS_S[failures - 1]
-                    logger.warning(
-                        "turn failed in chat %s:%s (%s: %s); retrying in %.0fs",
-                        chat.platform,
-                        chat.chat_id,
-                        type(exc).__name__,
-                        exc,
-                        delay,
-                    )
-                    self._dirty.add(key)
-                    await asyncio.sleep(delay)
-        except Exception:
-            logger.exception("turn failed in chat %s:%s", chat.platform, chat.chat_id)
-        finally:
-            if self._tasks.get(key) is asyncio.current_task():
-                del self._tasks[key]
-
-    async def _notify(self, chat: ChatRef, text: str) -> None:
-        try:
-            await self.send(OutgoingMessage(chat=chat, text=text))
-        except SendError as exc:
-            logger.error("could not notify %s:%s: %s", chat.platform, chat.chat_id, exc)
-
-    def stop_new_turns(self) -> None:
-        """At shutdown: running turns may finish; messages stored from now on wait for the restart."""
-        self._stopping = True
-
-    async def cancel_turns(self) -> int:
-        """Cancel the turns still running (their messages stay unanswered, for the restart)."""
-        for ack in self._acks:
-            ack.cancel()  # a reaction not made by now is not worth holding the shutdown for
-        tasks = [t for t in self._tasks.values() if not t.done()]
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        return len(tasks)
-
-    async def drain(self, wait_s: float | None = None) -> None:
-        """Wait for running turns (used at shutdown and in tests)."""
-        deadline = None if wait_s is None else time.monotonic() + wait_s
-        while self._tasks:
-            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
-            if remaining == 0.0:
-                return
-            await asyncio.wait(list(self._tasks.values()), timeout=remaining)
 
     # -- replies -------------------------------------------------------------------------------------
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Container
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
 from gateway.errors import SendError
 from gateway.platforms.base import ChatKind, ChatRef, OutgoingMessage, SentMessage
@@ -30,17 +30,18 @@ async def recover_unanswered(
     send: Callable[[OutgoingMessage], Awaitable[SentMessage]],
     schedule: Callable[[ChatRef, int], None],
     max_age: timedelta,
+    clock: Callable[[], datetime],
 ) -> None:
     """Answer turns a crash left unanswered; tell users when they are too old to answer now.
 
     Only chats of a platform in `platforms` (one that is running) are looked at; `schedule` starts
-    the chat's turn, `send` delivers the apology (a failure is logged).
+    the chat's turn, `send` delivers the apology (a failure is logged); ages are taken at `clock()`.
     """
     pending = await store.unanswered()
     by_chat: dict[int, list[StoredMessage]] = {}
     for row in pending:
         by_chat.setdefault(row.chat_pk, []).append(row)
-    now = datetime.now(UTC)
+    now = clock()
     for chat_pk, rows in by_chat.items():
         chat = await store.get_chat(chat_pk)
         if chat is None or chat.platform not in platforms:

@@ -1,5 +1,5 @@
-"""What the bot says besides the model's answers: why a turn could not be answered, and what a compaction
-did (pure renderings; one wording each)."""
+"""What the bot says besides the model's answers: why a message is not answered (not allowed, too fast,
+over budget, a failed turn or command), and what a compaction did (pure renderings; one wording each)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,45 @@ from agent.errors import LLMAuthError, LLMBadRequestError, LLMError, LLMOverload
 from gateway.compaction.compactor import CompactionReport
 
 KEPT = "Your message is saved; send it again or just say \u201cretry\u201d and I\u2019ll pick it up."
+
+TURN_FAILED_REPLY = (
+    "Sorry, I could not answer just now because of an internal problem. Your messages are saved and "
+    "will be answered with your next message."
+)
+"""Told once when a chat's turn still fails on storage after its retries."""
+
+RATE_LIMITED = (
+    "You're sending messages faster than I can answer. I kept this one; "
+    "please wait a minute before asking again."
+)
+"""The refusal when a sender is over `limits.user_messages_per_minute` (the message is kept)."""
+
+COMMAND_STORAGE_DOWN = "Storage is unavailable right now; please try the command again in a minute."
+"""The reply to a command while the database is down (commands are not spooled)."""
+
+
+def not_allowed(user_id: str) -> str:
+    """The reply to an unauthorized user in a private chat (it names the id an admin would allow)."""
+    return (
+        f"Sorry, you are not allowed to use this bot. Your user id is {user_id}; "
+        "an admin can add it to the allowed users."
+    )
+
+
+def daily_budget_spent(budget_usd: float) -> str:
+    """The refusal once a chat has spent its daily budget (the message is kept)."""
+    return (
+        f"This chat has used its daily budget (${budget_usd:.2f}). "
+        "I kept your message and will answer again tomorrow."
+    )
+
+
+def bad_command_args(name: str, problem: str) -> str:
+    return f"/{name}: {problem}."
+
+
+def command_failed(name: str, exc: Exception) -> str:
+    return f"/{name} failed: {exc}"
 
 
 def human_error(exc: LLMError) -> str:

@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 
 from agent.caching.plan import CacheMode, CacheState, TurnCachePlan, adopt_calibration, plan_turn
 from agent.context_engine import ContextEngine
@@ -62,7 +62,7 @@ class TurnRunner:
         compactor: Compactor,
         outbox: Outbox,
         typing: Callable[[ChatRef], AbstractAsyncContextManager[None]] | None = None,
-        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        clock: Callable[[], datetime],
         metrics: Metrics | None = None,
         media_aging: MediaAging | None = None,
     ) -> None:

@@ -41,7 +41,7 @@ async def retrying_bot(
     )
     adapter = MemoryAdapter()
     gateway = Gateway(settings, [adapter], store=store, llm=llm)
-    adapter.settle = gateway.pipeline.drain
+    adapter.settle = gateway.tasks.drain
     try:
         await gateway.start()
         yield Bot(gateway, adapter, store, fake)

@@ -95,7 +95,7 @@ async def running_bot(
         await llm.close()
         await store.close()
         raise
-    adapter.settle = gateway.pipeline.drain
+    adapter.settle = gateway.tasks.drain
     try:
         await gateway.start()
         yield Bot(gateway, adapter, store, fake)

@@ -123,7 +123,7 @@ async def test_the_console_pins_like_any_chat(fake: FakeAnthropic, sqlite_url: s
     try:
         await gateway.start()
         await asyncio.wait_for(console.finished.wait(), 10)
-        await gateway.pipeline.drain()
+        await gateway.tasks.drain()
     finally:
         await gateway.stop()
         await llm.close()

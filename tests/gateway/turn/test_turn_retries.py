@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from gateway.errors import ChatLockTimeout, StoreError
-from gateway.intake import pipeline as pipeline_module
-from gateway.intake.auth import AccessPolicy, Authorizer
-from gateway.intake.pipeline import TURN_FAILED_REPLY, Pipeline, RateLimiter
 from gateway.platforms.base import ChatKind, ChatRef, OutgoingMessage
+from gateway.reply.wording import TURN_FAILED_REPLY
+from gateway.turn import tasks as tasks_module
+from gateway.turn.tasks import ChatTasks
 
 CHAT = ChatRef("telegram", "1", kind=ChatKind.PRIVATE)
 
@@ -29,30 +27,21 @@ class FlakyTurns:
         return 1
 
 
-def make_pipeline(turns: FlakyTurns, sent: list[OutgoingMessage]) -> Pipeline:
+def make_tasks(turns: FlakyTurns, sent: list[OutgoingMessage]) -> ChatTasks:
     async def send(message: OutgoingMessage) -> None:
         sent.append(message)
 
-    store: Any = None  # the retry loop never touches the store
-    return Pipeline(
-        store=store,
-        auth=Authorizer(AccessPolicy(admins={}, allowed={}, allow_all=True)),
-        turns=turns,  # type: ignore[arg-type]
-        send=send,
-        command_handlers={},
-        rate_limiter=RateLimiter(per_minute=10),
-        daily_budget_usd=0,
-    )
+    return ChatTasks(turns=turns, send=send)  # type: ignore[arg-type]
 
 
 @pytest.fixture(autouse=True)
 def fast_retries(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(pipeline_module, "TURN_RETRY_DELAYS_S", (0.01, 0.01, 0.01))
+    monkeypatch.setattr(tasks_module, "TURN_RETRY_DELAYS_S", (0.01, 0.01, 0.01))
 
 
 async def test_a_transient_storage_failure_is_retried_until_the_turn_runs() -> None:
     turns, sent = FlakyTurns([StoreError("deadlock"), ChatLockTimeout("busy")]), []
-    p = make_pipeline(turns, sent)
+    p = make_tasks(turns, sent)
     p.schedule(CHAT, 1)
     await p.drain(wait_s=5)
     assert turns.calls == 3
@@ -61,7 +50,7 @@ async def test_a_transient_storage_failure_is_retried_until_the_turn_runs() -> N
 
 async def test_persistent_failure_tells_the_chat_once_and_stops() -> None:
     turns, sent = FlakyTurns([StoreError("broken")] * 4), []
-    p = make_pipeline(turns, sent)
+    p = make_tasks(turns, sent)
     p.schedule(CHAT, 1)
     await p.drain(wait_s=5)
     assert turns.calls == 4
