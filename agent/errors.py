@@ -4,7 +4,8 @@ AgentError
 ├── LLMError                      a call to the model failed
 │   ├── LLMAuthError              bad or missing API key / permission (not retryable)
 │   ├── LLMBadRequestError        the request was rejected as invalid (not retryable)
-│   │   └── ContextOverflowError  the prompt does not fit the model's window
+│   │   ├── ContextOverflowError  the prompt does not fit the model's window
+│   │   └── ThinkingBindingError  a thinking block sent back is bound to a different prefix
 │   ├── LLMRateLimitError         429 after the SDK's retries (carries retry_after)
 │   ├── LLMOverloadedError        529 after retries
 │   ├── LLMServerError            5xx after retries
@@ -38,6 +39,10 @@ class LLMBadRequestError(LLMError):
 
 class ContextOverflowError(LLMBadRequestError):
     pass
+
+
+class ThinkingBindingError(LLMBadRequestError):
+    """The prefix check refused a thinking block (its prefix changed since it was produced)."""
 
 
 class LLMRateLimitError(LLMError):

@@ -29,9 +29,11 @@ from agent.errors import (
     LLMRateLimitError,
     LLMServerError,
     LLMUnavailableError,
+    ThinkingBindingError,
 )
 from agent.messages import compaction_on_wire
 from agent.streaming import TextSink
+from agent.thinking import request_digest, stamp, unbind
 from agent.types import Block, Message
 from agent.usage import Usage
 
@@ -64,6 +66,10 @@ class LLMRequest:
     """The API's context management edits (server-side compaction), sent with `betas`."""
     betas: tuple[str, ...] = ()
     """Beta headers the request needs; a request with any goes through the SDK's beta namespace."""
+    thinking: Mapping[str, Any] | None = None
+    """The `thinking` parameter (None: the model's default, adaptive thinking on the 5.5 family)."""
+    output_config: Mapping[str, Any] | None = None
+    """`output_config`, e.g. `{"effort": "medium"}`."""
     # No temperature: the pinned SDK (API version 2026-10-21) no longer accepts one on messages.create.
 
 
@@ -86,6 +92,22 @@ class LLMResponse:
     """When the API compacted the conversation in this call (server-side compaction): what its
     summarizing iteration used, over the prompt as sent. `usage` is then the reply's own iteration,
     over the compacted context (the API reports the two separately and bills both)."""
+    stop_details: Mapping[str, Any] | None = None
+    """What the API says about the stop (a refusal's `category` and `explanation`)."""
+    thinking_left_out: int = 0
+    """Thinking blocks this client left out of the request because their prefix changed (the normal
+    path after an edit of the history, `agent.thinking.unbind`)."""
+    thinking_dropped_by_api: int = 0
+    """Thinking blocks the API dropped (`input_transformations`) when the request was retried with
+    `drop_block` after the prefix check refused it: a binding this client got wrong."""
+
+    @property
+    def refusal_category(self) -> str | None:
+        """The refusal's category (`"unspecified"` when the API names none); None unless refused."""
+        if self.stop_reason != "refusal":
+            return None
+        category = (self.stop_details or {}).get("category")
+        return str(category) if category else "unspecified"
 
     @property
     def text(self) -> str:
@@ -109,15 +131,23 @@ class LLMClient(Protocol):
 class StreamingLLMClient(LLMClient, Protocol):
     """A client that can also hand over the reply's text as it is generated."""
 
-    async def stream(self, request: LLMRequest, on_text: TextSink) -> LLMResponse: ...
+    async def stream(
+        self, request: LLMRequest, on_text: TextSink, on_progress: TextSink | None = None
+    ) -> LLMResponse: ...
 
 
-async def ask(llm: LLMClient, request: LLMRequest, on_text: TextSink | None = None) -> LLMResponse:
-    """One call: streamed to `on_text` when there is a sink and the client streams, else a plain call."""
+async def ask(
+    llm: LLMClient,
+    request: LLMRequest,
+    on_text: TextSink | None = None,
+    on_progress: TextSink | None = None,
+) -> LLMResponse:
+    """One call: streamed to `on_text` (and the progress the model writes between tool calls to
+    `on_progress`) when there is a sink and the client streams, else a plain call."""
     stream = getattr(llm, "stream", None)
     if on_text is None or stream is None:
         return await llm.create(request)
-    response: LLMResponse = await stream(request, on_text)
+    response: LLMResponse = await stream(request, on_text, on_progress)
     return response
 
 
@@ -142,6 +172,10 @@ def retry_after_seconds(headers: Mapping[str, str]) -> float | None:
 
 
 _OVERFLOW_MESSAGES = ("prompt is too long", "exceed context limit")
+_BINDING_MESSAGE = "bound to a different conversation"
+
+BINDING_BETA = "thinking-binding-controls-2026-08-01"
+"""The beta that lets a request ask for `thinking.block_binding` (the safety net below)."""
 
 
 def _is_prompt_too_long(status: int, error_type: str | None, message: str | None) -> bool:
@@ -157,6 +191,12 @@ def _is_prompt_too_long(status: int, error_type: str | None, message: str | None
     )
 
 
+def _is_binding_refusal(status: int, error_type: str | None, message: str | None) -> bool:
+    # The prefix check's refusal is a plain invalid_request_error too; its documented text is the only
+    # signal (read here, next to the overflow texts).
+    return status == 400 and error_type == "invalid_request_error" and _BINDING_MESSAGE in (message or "")
+
+
 def translate_status(
     status: int, error_type: str | None, message: str | None, headers: Mapping[str, str]
 ) -> LLMError:
@@ -170,6 +210,8 @@ def translate_status(
         return LLMOverloadedError(text, status_code=status)
     if _is_prompt_too_long(status, error_type, message):
         return ContextOverflowError(text, status_code=status)
+    if _is_binding_refusal(status, error_type, message):
+        return ThinkingBindingError(text, status_code=status)
     if status >= 500:
         return LLMServerError(text, status_code=status)
     return LLMBadRequestError(text, status_code=status)
@@ -292,44 +334,89 @@ class AnthropicClient:
         self._streams = True
 
     async def create(self, request: LLMRequest) -> LLMResponse:
-        return await self._call(request, None)
+        return await self._bound_call(request, None, None)
 
-    async def stream(self, request: LLMRequest, on_text: TextSink) -> LLMResponse:
-        """Like `create`, with each text delta handed to `on_text` as it arrives (server-sent events).
+    async def stream(
+        self, request: LLMRequest, on_text: TextSink, on_progress: TextSink | None = None
+    ) -> LLMResponse:
+        """Like `create`, with each text delta handed to `on_text` as it arrives (server-sent events),
+        and each delta of the progress the model writes between tool calls to `on_progress`.
 
         An endpoint that does not stream (its answer is not an event stream) is asked again without
         streaming, once, and this client stops trying to stream.
         """
         if not self._streams:
-            return await self._call(request, None)
+            return await self._bound_call(request, None, None)
         try:
-            return await self._call(request, on_text)
+            return await self._bound_call(request, on_text, on_progress)
         except _NotAStream as exc:
             logger.warning("the model endpoint does not stream (%s); replies are sent when complete", exc)
             self._streams = False
-            return await self._call(request, None)
+            return await self._bound_call(request, None, None)
 
-    async def _call(self, request: LLMRequest, on_text: TextSink | None) -> LLMResponse:
+    async def _bound_call(
+        self, request: LLMRequest, on_text: TextSink | None, on_progress: TextSink | None
+    ) -> LLMResponse:
+        """The call, with thinking blocks whose prefix changed left out; when the prefix check still
+        refuses one (a binding this client got wrong), retried once with the API's `drop_block` safety
+        net, and what the API dropped is reported."""
+        try:
+            return await self._call(request, on_text, on_progress, safety_net=False)
+        except ThinkingBindingError as exc:
+            logger.warning("the prefix check refused a thinking block (%s); retrying with drop_block", exc)
+            return await self._call(request, on_text, on_progress, safety_net=True)
+
+    def _kwargs(self, request: LLMRequest, *, safety_net: bool) -> tuple[dict[str, Any], int]:
+        """The SDK's arguments, and how many thinking blocks were left out of the messages."""
+        system = list(request.system)
+        tools = list(request.tools)
+        wire = compaction_on_wire(
+            list(request.messages), server_compaction=request.context_management is not None
+        )
+        unbound = unbind(wire, model=request.model, system=system, tools=tools)
         kwargs: dict[str, Any] = {
             "model": request.model,
             "max_tokens": request.max_tokens,
-            "messages": compaction_on_wire(
-                list(request.messages), server_compaction=request.context_management is not None
-            ),
+            "messages": unbound.messages,
         }
-        if request.system:
-            kwargs["system"] = list(request.system)
-        if request.tools:
-            kwargs["tools"] = list(request.tools)
+        if system:
+            kwargs["system"] = system
+        if tools:
+            kwargs["tools"] = tools
         if request.automatic_cache is not None:
             kwargs["cache_control"] = dict(request.automatic_cache)
         if request.diagnose:
             kwargs["diagnostics"] = {"previous_message_id": request.previous_message_id}
         if request.context_management is not None:
             kwargs["context_management"] = dict(request.context_management)
-        if request.betas:
-            kwargs["betas"] = list(request.betas)
-        api = self._sdk.beta.messages if request.betas else self._sdk.messages
+        betas = list(request.betas)
+        thinking = dict(request.thinking) if request.thinking is not None else None
+        if safety_net:
+            thinking = {
+                **(thinking or {"type": "adaptive"}),
+                "block_binding": {"prefix_mismatch_behavior": "drop_block"},
+            }
+            betas.append(BINDING_BETA)
+        if thinking is not None:
+            kwargs["thinking"] = thinking
+        if request.output_config is not None:
+            kwargs["output_config"] = dict(request.output_config)
+        if betas:
+            kwargs["betas"] = list(dict.fromkeys(betas))
+        return kwargs, unbound.dropped
+
+    async def _call(
+        self,
+        request: LLMRequest,
+        on_text: TextSink | None,
+        on_progress: TextSink | None,
+        *,
+        safety_net: bool,
+    ) -> LLMResponse:
+        kwargs, left_out = self._kwargs(request, safety_net=safety_net)
+        if left_out:
+            logger.info("%d thinking block(s) left out: the conversation before them changed", left_out)
+        api = self._sdk.beta.messages if "betas" in kwargs else self._sdk.messages
         started = time.monotonic()
         token = _DEADLINE.set(started + self._total_timeout_s)
         try:
@@ -337,7 +424,7 @@ class AnthropicClient:
                 if on_text is None:
                     message = await api.create(**kwargs)
                 else:
-                    message = await self._streamed(api, kwargs, on_text)
+                    message = await self._streamed(api, kwargs, on_text, on_progress)
         except TimeoutError as exc:
             raise LLMUnavailableError(
                 f"Anthropic API gave no answer within {self._total_timeout_s:.0f}s"
@@ -346,9 +433,17 @@ class AnthropicClient:
             raise translate_exception(exc) from exc
         finally:
             _DEADLINE.reset(token)
-        return self._response(message, time.monotonic() - started)
+        digest = request_digest(
+            kwargs["messages"],
+            model=request.model,
+            system=kwargs.get("system", []),
+            tools=kwargs.get("tools", []),
+        )
+        return self._response(message, time.monotonic() - started, digest=digest, left_out=left_out)
 
-    async def _streamed(self, api: Any, kwargs: dict[str, Any], on_text: TextSink) -> Any:
+    async def _streamed(
+        self, api: Any, kwargs: dict[str, Any], on_text: TextSink, on_progress: TextSink | None
+    ) -> Any:
         async with api.stream(**kwargs) as stream:
             content_type = stream.response.headers.get("content-type", "")
             if not content_type.startswith("text/event-stream"):
@@ -356,18 +451,34 @@ class AnthropicClient:
             async for event in stream:
                 if event.type == "text" and event.text:
                     await on_text(event.text)
+                elif event.type == "thinking" and event.thinking and on_progress is not None:
+                    await on_progress(event.thinking)
             return await stream.get_final_message()
 
-    def _response(self, message: Any, latency: float) -> LLMResponse:
+    def _response(self, message: Any, latency: float, *, digest: str, left_out: int) -> LLMResponse:
         content = [block.model_dump(mode="json", exclude_none=True) for block in message.content]
+        details = getattr(message, "stop_details", None)
+        dropped = [
+            t
+            for t in getattr(message, "input_transformations", None) or []
+            if getattr(t, "type", None) == "thinking_dropped"
+        ]
+        if dropped:
+            logger.warning(
+                "the API dropped %d thinking block(s) whose prefix changed (input_transformations)",
+                len(dropped),
+            )
         response = LLMResponse(
-            content=content,
+            content=stamp(content, digest),
             stop_reason=message.stop_reason,
             usage=usage_of(message.usage),
             model=message.model,
             latency_s=latency,
             request_id=getattr(message, "_request_id", None),
             message_id=message.id,
+            stop_details=details.model_dump(mode="json") if details is not None else None,
+            thinking_left_out=left_out,
+            thinking_dropped_by_api=len(dropped),
             **_cache_miss(message),
             **_compaction_usage(message.usage),
         )

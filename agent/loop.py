@@ -26,6 +26,7 @@ from agent.messages import has_compaction
 from agent.models import CacheTTL, ModelInfo
 from agent.oversize import TokenCounter, render_for_model
 from agent.streaming import StreamSink
+from agent.thinking import EFFORTS, Effort, thinking_only, thinking_options, without_thinking
 from agent.tokens import Calibration, estimate_message, estimate_system, estimate_tools
 from agent.tools.registry import ToolOutcome, ToolRegistry
 from agent.types import Block, Message
@@ -92,6 +93,8 @@ class LoopConfig:
     cache_plan: TurnCachePlan = field(default_factory=lambda: TurnCachePlan(rolling="5m"))
     stream: StreamSink | None = None
     """Where the reply's text goes while it is written (None: nothing is shown before the end)."""
+    effort: Effort | None = None
+    """`output_config.effort` on the models that take it (None: the API's default)."""
 
     def render(self, message: Message, ref: object | None, count_tokens: TokenCounter) -> Message:
         """A stored message as the model sees it (long tool output cut, oversized messages shortened)."""
@@ -110,6 +113,8 @@ class TurnResult(Generic[R]):
     iterations: int
     stop_reason: str | None
     """The last response's stop_reason, or "max_iterations" when the limit cut the turn short."""
+    refusal: str | None = None
+    """The category of a refusal (the model declined; nothing of its answer was kept)."""
     window: list[Entry[R]] = field(default_factory=list)
     """The active window after the turn (what the next turn starts from)."""
     cache_points: list[CachePoint[R]] = field(default_factory=list)
@@ -117,6 +122,21 @@ class TurnResult(Generic[R]):
 
 
 RefLabel = Callable[[Any], object | None]
+
+
+def more_room(request: LLMRequest, model: ModelInfo) -> LLMRequest:
+    """The request again after a reply ran out of room while thinking: four times the output budget
+    (within the model's limit) and one step less effort (from the API's default, high, when unset)."""
+    effort = (request.output_config or {}).get("effort", "high")
+    lower = EFFORTS[max(EFFORTS.index(effort) - 1, 0)] if effort in EFFORTS else "medium"
+    config = (
+        {**(request.output_config or {}), "effort": lower}
+        if model.preserved_thinking
+        else request.output_config
+    )
+    return dataclasses.replace(
+        request, max_tokens=min(request.max_tokens * 4, model.max_output), output_config=config
+    )
 
 
 def _with_margin(estimate: int) -> int:
@@ -182,6 +202,7 @@ class _Turn(Generic[R]):
         calibration = self.config.calibration
         estimate = calibration.apply(raw) if calibration is not None else raw
         managed = self.engine.request_options()
+        options = thinking_options(self.config.model, self.config.effort)
         request = LLMRequest(
             model=self.config.model.name,
             system=cached.system_blocks,
@@ -192,7 +213,9 @@ class _Turn(Generic[R]):
             diagnose=self.config.cache_plan.diagnose,
             previous_message_id=self.previous_message_id,
             context_management=managed[0] if managed is not None else None,
-            betas=managed[1] if managed is not None else (),
+            betas=(*(managed[1] if managed is not None else ()), *options.betas),
+            thinking=options.thinking,
+            output_config=options.output_config,
         )
         return request, estimate, ttl
 
@@ -254,16 +277,34 @@ class _Turn(Generic[R]):
                     request.max_tokens,
                 )
         last_ref = self.window[-1].ref if self.window else None
-        on_text = self.config.stream.text if self.config.stream is not None else None
+        stream = self.config.stream
+        on_text = stream.text if stream is not None else None
+        on_progress = stream.progress if stream is not None else None
         try:
-            response = await ask(self.llm, request, on_text)
+            response = await ask(self.llm, request, on_text, on_progress)
         except ContextOverflowError as exc:
             logger.warning("context overflow reported by the API (estimate was %d): %s", estimate, exc)
             if not await self.compact(force=True, why="API context overflow"):
                 raise
             request, _, ttl = self.build()
             last_ref = self.window[-1].ref if self.window else None
-            response = await ask(self.llm, request, on_text)
+            response = await ask(self.llm, request, on_text, on_progress)
+        if response.stop_reason == "max_tokens" and thinking_only(response.content):
+            await self.account(request, response, last_ref, ttl)
+            request = more_room(request, self.config.model)
+            logger.warning(
+                "the reply ran out of room while thinking; asking again with max_tokens %d and effort %s",
+                request.max_tokens,
+                (request.output_config or {}).get("effort", "default"),
+            )
+            response = await ask(self.llm, request, on_text, on_progress)
+        await self.account(request, response, last_ref, ttl)
+        return response
+
+    async def account(
+        self, request: LLMRequest, response: LLMResponse, last_ref: R | None, ttl: CacheTTL | None
+    ) -> None:
+        """What one call used: the cache cursor, the calibration, the engine's view, the hooks."""
         usage = response.usage
         touched = usage.cache_read_input_tokens + usage.cache_creation_input_tokens
         self.cursor.called(len(request.messages), cached=touched > 0)
@@ -275,7 +316,6 @@ class _Turn(Generic[R]):
             self.config.calibration.observe(estimated=self.last_raw_estimate, reported=reported)
         self.engine.update_from_usage(response.usage)
         await self.hooks.usage(response, purpose="reply", last_ref=last_ref, ttl=ttl)
-        return response
 
     async def run_tools(self, uses: Sequence[Block]) -> Message:
         results: list[Block] = []
@@ -323,8 +363,19 @@ async def run_turn(conversation: Conversation[R], *, hooks: TurnHooks[R]) -> Tur
         iterations += 1
         response = await turn.call()
         stop_reason = response.stop_reason
-        if not response.content:
-            logger.warning("model returned no content (stop_reason=%s)", stop_reason)
+        if stop_reason == "refusal":
+            # declined: nothing of it is kept (partial text, thinking); the caller says so
+            logger.warning("the model declined the request (category %s)", response.refusal_category)
+            return TurnResult(
+                reply_text="",
+                iterations=iterations,
+                stop_reason=stop_reason,
+                refusal=response.refusal_category,
+                window=turn.window,
+                cache_points=turn.cursor.cache_points([e.ref for e in turn.window]),
+            )
+        if not without_thinking(response.content):
+            logger.warning("model returned no content besides thinking (stop_reason=%s)", stop_reason)
             break
         await turn.append(response.as_message())
         # the API compacted the conversation in this call: take it into the window once the turn's

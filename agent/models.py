@@ -62,6 +62,9 @@ class ModelInfo:
     """False for the conservative stand-in returned for a model missing from the table."""
     server_compaction: bool = False
     """The Messages API's server-side compaction (`compact_20260112`) is available for this model."""
+    preserved_thinking: bool = False
+    """Thinks adaptively by default and binds each thinking block to the prefix before it (the prefix
+    check): a request may send a block back only while nothing before it changed (`agent.thinking`)."""
     cache: CachePrices = STANDARD_CACHE_PRICES
     """Prompt-cache prices relative to `input_per_mtok`: what the cache policy weighs its choices with."""
     long_prompt_above: int | None = None
@@ -99,9 +102,36 @@ MODELS: Final[Mapping[str, ModelInfo]] = {
         # Minimum cacheable prefix per model, as documented (2026-11): below it the API caches nothing,
         # so the cache plan never marks a shorter prompt and the cost model never counts a write.
         # The current generation: cache reads at 0.05x (Opus 5.5, Sonnet 5.5) and 0.025x (Fable 5.1).
-        ModelInfo("claude-opus-5-5", 1_000 * _K, 128 * _K, 512, 4.0, 20.0, cache=CachePrices(read=0.05)),
-        ModelInfo("claude-sonnet-5-5", 1_000 * _K, 128 * _K, 512, 2.0, 10.0, cache=CachePrices(read=0.05)),
-        ModelInfo("claude-fable-5-1", 1_000 * _K, 128 * _K, 512, 10.0, 50.0, cache=CachePrices(read=0.025)),
+        ModelInfo(
+            "claude-opus-5-5",
+            1_000 * _K,
+            128 * _K,
+            512,
+            4.0,
+            20.0,
+            cache=CachePrices(read=0.05),
+            preserved_thinking=True,
+        ),
+        ModelInfo(
+            "claude-sonnet-5-5",
+            1_000 * _K,
+            128 * _K,
+            512,
+            2.0,
+            10.0,
+            cache=CachePrices(read=0.05),
+            preserved_thinking=True,
+        ),
+        ModelInfo(
+            "claude-fable-5-1",
+            1_000 * _K,
+            128 * _K,
+            512,
+            10.0,
+            50.0,
+            cache=CachePrices(read=0.025),
+            preserved_thinking=True,
+        ),
         # $0.10 / $0.50 up to 100K prompt tokens, $0.50 / $2.50 above
         ModelInfo(
             "claude-haiku-5-5",
@@ -112,6 +142,7 @@ MODELS: Final[Mapping[str, ModelInfo]] = {
             0.5,
             long_prompt_above=100 * _K,
             long_prompt_factor=5.0,
+            preserved_thinking=True,
         ),
         # Legacy since the 5.5 models, still served.
         ModelInfo("claude-opus-5", 1_000 * _K, 128 * _K, 512, 5.0, 25.0, server_compaction=True),

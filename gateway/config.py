@@ -110,7 +110,15 @@ class AgentSettings(_Section):
     max_iterations: int = Field(8, ge=1, le=100)
     llm_timeout_s: float = Field(60.0, gt=0, description="one attempt of a model call")
     llm_total_timeout_s: float = Field(90.0, gt=0, description="a model call with all its retries")
-    max_output_tokens: int = Field(4096, ge=256)
+    max_output_tokens: int = Field(
+        4096,
+        ge=256,
+        description="the reply's budget; on models that think adaptively (the 5.5 family) thinking "
+        "counts toward it, so they get at least THINKING_ROOM",
+    )
+    effort: Literal["low", "medium", "high", "xhigh", "max"] | None = Field(
+        None, description="output_config.effort on the 5.5 family (unset: the API's default, high)"
+    )
     tool_output_max_chars: int = Field(20_000, ge=1_000)
     system_prompt: str = (
         "You are a helpful assistant chatting with people in a messaging app. "

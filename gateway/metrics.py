@@ -101,6 +101,20 @@ class Metrics:
             ["result"],
             registry=r,
         )
+        self.refusals = Counter(
+            "gateway_llm_refusals",
+            "Replies the model declined (stop_reason refusal), by category",
+            ["category"],
+            registry=r,
+        )
+        self.thinking_dropped = Counter(
+            "gateway_thinking_blocks_dropped",
+            "Thinking blocks left out of a request because the conversation before them changed: by the "
+            "gateway (the normal path after an edit), or by the API's drop_block safety net (a binding the "
+            "gateway got wrong)",
+            ["by"],
+            registry=r,
+        )
         self.reply_parts = Counter(
             "gateway_reply_parts",
             "Reply parts by delivery outcome (sent, retried: a transient failure, failed: given up)",
@@ -129,6 +143,14 @@ class Metrics:
         self.tokens.labels(kind="output").inc(usage.output_tokens)
         read, prompt = self._prompt_tokens
         self._prompt_tokens = (read + usage.cache_read_input_tokens, prompt + usage.prompt_tokens)
+
+    def observe_call_outcome(self, refusal: str | None, *, left_out: int, dropped_by_api: int) -> None:
+        if refusal is not None:
+            self.refusals.labels(category=refusal).inc()
+        if left_out:
+            self.thinking_dropped.labels(by="gateway").inc(left_out)
+        if dropped_by_api:
+            self.thinking_dropped.labels(by="api").inc(dropped_by_api)
 
     def observe_keepalive(self, result: str) -> None:
         self.keepalive.labels(result=result).inc()
@@ -187,14 +209,18 @@ class TimedLLM:
     async def create(self, request: LLMRequest) -> LLMResponse:
         return await self.stream_or_create(request, None)
 
-    async def stream(self, request: LLMRequest, on_text: TextSink) -> LLMResponse:
-        return await self.stream_or_create(request, on_text)
+    async def stream(
+        self, request: LLMRequest, on_text: TextSink, on_progress: TextSink | None = None
+    ) -> LLMResponse:
+        return await self.stream_or_create(request, on_text, on_progress)
 
-    async def stream_or_create(self, request: LLMRequest, on_text: TextSink | None) -> LLMResponse:
+    async def stream_or_create(
+        self, request: LLMRequest, on_text: TextSink | None, on_progress: TextSink | None = None
+    ) -> LLMResponse:
         if self._key is not None:
             self._metrics.observe_overhead(self._key)
             self._key = None
-        return await ask(self._llm, request, on_text)
+        return await ask(self._llm, request, on_text, on_progress)
 
 
 class MetricsServer:

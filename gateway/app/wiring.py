@@ -20,6 +20,9 @@ from gateway.turn.kit import KitSettings
 
 logger = logging.getLogger(__name__)
 
+THINKING_ROOM = 16_000
+"""The smallest reply budget on a model that thinks adaptively (its thinking counts toward it)."""
+
 
 def cache_ttl_of(settings: Settings) -> CacheTTL | None:
     if not settings.prompt_caching.enabled:
@@ -89,9 +92,13 @@ def _check_server_compaction(settings: Settings, min_trigger: int) -> None:
 
 def loop_config(settings: Settings, model: ModelInfo, calibration: Calibration) -> LoopConfig:
     """The agent loop's limits (the turn's cache plan is set per turn)."""
+    budget = settings.agent.max_output_tokens
+    if model.preserved_thinking:  # thinking counts toward max_tokens: leave it room besides the reply
+        budget = max(budget, THINKING_ROOM)
     return LoopConfig(
         model=model,
-        max_tokens=min(settings.agent.max_output_tokens, model.max_output),
+        max_tokens=min(budget, model.max_output),
+        effort=settings.agent.effort,
         max_iterations=settings.agent.max_iterations,
         tool_output_max_chars=settings.agent.tool_output_max_chars,
         calibration=calibration,

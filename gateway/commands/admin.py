@@ -12,6 +12,7 @@ from agent.tokens import estimate_system
 from gateway.commands import menu as commands
 from gateway.commands.context_breakdown import breakdown, format_breakdown
 from gateway.commands.menu import CommandContext, Handler
+from gateway.commands.outcomes_report import with_outcomes
 from gateway.commands.waste_report import waste_line
 from gateway.compaction.compactor import Compactor
 from gateway.errors import NothingToUndoError
@@ -161,7 +162,8 @@ class AdminHandlers:
             counts = await self.store.delivery_counts()
             text = format_global_stats(await self.store.global_stats(top=5))
             text = f"{text}\n{delivery_line(counts)}" if counts else text
-            return f"{text}\n{waste_line(await self.store.cache_waste())}"
+            text = f"{text}\n{waste_line(await self.store.cache_waste())}"
+            return with_outcomes(text, await self.store.call_outcomes())
         if ctx.args.strip():
             return "Usage: /stats or /stats all"
         session = await self.store.active_session(ctx.chat_pk)  # a chat seen only via commands had none
@@ -176,7 +178,8 @@ class AdminHandlers:
             window_lines=await self._window_lines(session, ctx.chat_pk),
             deliveries=await self.store.delivery_counts(ctx.chat_pk),
         )
-        return f"{text}\n{waste_line(await self.store.cache_waste(ctx.chat_pk))}"
+        text = f"{text}\n{waste_line(await self.store.cache_waste(ctx.chat_pk))}"
+        return with_outcomes(text, await self.store.call_outcomes(ctx.chat_pk))
 
     async def _window_lines(self, session: SessionRecord, chat_pk: int) -> list[str]:
         rows = await self.store.load_window(session.id)

@@ -76,8 +76,10 @@ class MediaRenderingClient:
     async def create(self, request: LLMRequest) -> LLMResponse:
         return await ask(self.inner, await self._rendered(request))
 
-    async def stream(self, request: LLMRequest, on_text: TextSink) -> LLMResponse:
-        return await ask(self.inner, await self._rendered(request), on_text)
+    async def stream(
+        self, request: LLMRequest, on_text: TextSink, on_progress: TextSink | None = None
+    ) -> LLMResponse:
+        return await ask(self.inner, await self._rendered(request), on_text, on_progress)
 
     async def _rendered(self, request: LLMRequest) -> LLMRequest:
         ids = referenced_media(request.messages)

@@ -24,10 +24,13 @@ logger = logging.getLogger(__name__)
 WORKING = "Working\u2026"
 
 
-def status_line(tools: Sequence[str]) -> str:
-    """What a draft shows during a tool round."""
+def status_line(tools: Sequence[str], progress: str = "") -> str:
+    """What a draft shows during a tool round: what the model said it is doing, if anything, then the
+    tools it called."""
     names = ", ".join(dict.fromkeys(t for t in tools if t))
-    return f"{WORKING} ({names})" if names else WORKING
+    working = f"{WORKING} ({names})" if names else WORKING
+    said = progress.strip()
+    return f"{said}\n\n{working}" if said else working
 
 
 class LiveReply:
@@ -56,6 +59,7 @@ class LiveReply:
         self.updates = 0
         self.first_shown_at: float | None = None
         self._text = ""
+        self._progress = ""
         self._status: str | None = None
         self._shown: dict[int, str] = {}
         self._last_update = -float("inf")
@@ -73,10 +77,18 @@ class LiveReply:
         self._status = None
         self._kick()
 
+    async def progress(self, delta: str) -> None:
+        # What the model says it is about to do (a progress update before its tool calls): shown as
+        # the status until the tools are named, then with them.
+        self._progress += delta
+        self._status = status_line((), self._progress)
+        self._kick()
+
     async def working(self, tools: Sequence[str]) -> None:
         # The text so far introduced tool calls; the reply starts again after them.
         self._text = ""
-        self._status = status_line(tools)
+        self._status = status_line(tools, self._progress)
+        self._progress = ""
         self.completed.clear()
         if self.surface.drafts:
             self.message_ids.clear()  # a part sent before the tools stays as it is; the reply starts anew

@@ -49,6 +49,41 @@ def command_failed(name: str, exc: Exception) -> str:
     return f"/{name} failed: {exc}"
 
 
+REFUSAL_CATEGORIES = {
+    "cyber": "it could help cause harm to computer systems",
+    "bio": "it could help cause biological harm",
+    "frontier_llm": "it could help build a competing AI model",
+    "reasoning_extraction": "it asks the assistant to reveal its internal reasoning",
+    "general_harms": "it touches an area the model treats as harmful",
+}
+
+
+def refused(category: str | None) -> str:
+    """The reply when the model declined (nothing of its answer is kept): short, saying why when the API
+    names a reason, and what the person can do."""
+    why = REFUSAL_CATEGORIES.get(category or "")
+    reason = f" because {why}" if why else ""
+    return (
+        f"The assistant declined to answer this message{reason}. If that seems wrong, try rephrasing "
+        "it, or ask something else."
+    )
+
+
+RAN_OUT_OF_ROOM = (
+    "The assistant spent its whole answer budget thinking and wrote no reply, twice. Try asking a "
+    "narrower question, or an admin can raise agent.max_output_tokens."
+)
+"""The reply when a turn's reply ran out of room while thinking, even after a retry with more room."""
+
+NO_REPLY = "The assistant finished without writing a reply. Send your message again to get one."
+"""The reply when the model ended its turn with nothing to say (never an empty message)."""
+
+
+def empty_reply(stop_reason: str | None) -> str:
+    """What to say when a turn ended without reply text."""
+    return RAN_OUT_OF_ROOM if stop_reason == "max_tokens" else NO_REPLY
+
+
 def human_error(exc: LLMError) -> str:
     """The reply when the model could not answer (the message stays stored and pending)."""
     if isinstance(exc, LLMRateLimitError | LLMOverloadedError):

@@ -44,6 +44,8 @@ async def record_call(
             latency_ms=call.latency_ms,
             cost_usd=float(call.cost_usd),
             cache_ttl=call.cache_ttl,
+            refusal=call.refusal,
+            thinking_dropped=call.thinking_dropped,
             created_at=now,
         )
     )

@@ -133,6 +133,10 @@ class CallRecord:
     latency_ms: int = 0
     cost_usd: float = 0.0
     cache_ttl: str | None = None
+    refusal: str | None = None
+    """The refusal's category when the model declined."""
+    thinking_dropped: int = 0
+    """Thinking blocks the API dropped from the request (`input_transformations`)."""
 
     @property
     def prompt_tokens(self) -> int:
@@ -148,6 +152,8 @@ class CallRecord:
         cost_usd: float,
         latency_ms: int = 0,
         cache_ttl: str | None = None,
+        refusal: str | None = None,
+        thinking_dropped: int = 0,
     ) -> CallRecord:
         """The record of one call from the usage the API reported for it."""
         return cls(
@@ -160,6 +166,8 @@ class CallRecord:
             latency_ms=latency_ms,
             cost_usd=cost_usd,
             cache_ttl=cache_ttl,
+            refusal=refusal,
+            thinking_dropped=thinking_dropped,
         )
 
 

@@ -17,6 +17,7 @@ from gateway.store import cache_looks as _looks
 from gateway.store import cache_waste as _cache_waste
 from gateway.store import job_queries as _jobs
 from gateway.store import stats as _stats
+from gateway.store.call_outcomes import CallOutcomes, call_outcomes
 from gateway.store.records import ChatStats, GlobalStats, SessionRecord
 from gateway.store.rows import llm_calls, sessions
 
@@ -86,6 +87,11 @@ class ReportingMethods:
     async def global_stats(self, *, top: int = 5) -> GlobalStats:
         async with self._tx("global_stats") as conn:
             return await _stats.global_stats(conn, top=top)
+
+    async def call_outcomes(self, chat_pk: int | None = None) -> CallOutcomes:
+        """Refusals by category and thinking blocks the API dropped, for one chat (None: every chat)."""
+        async with self._tx("call_outcomes") as conn:
+            return await call_outcomes(conn, chat_pk=chat_pk)
 
     async def cache_waste(self, chat_pk: int | None = None) -> CacheWaste:
         """The prompt cache's waste for one chat (None: every chat), as of now."""

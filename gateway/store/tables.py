@@ -241,6 +241,10 @@ class LlmCall(Base):
     latency_ms: Mapped[int] = mapped_column(Integer)
     cost_usd: Mapped[float] = mapped_column(Double)
     cache_ttl: Mapped[str | None] = mapped_column(String(8))
+    refusal: Mapped[str | None] = mapped_column(String(32))
+    """The category of a refusal (`stop_reason: "refusal"`); None when the model answered."""
+    thinking_dropped: Mapped[int] = mapped_column(Integer, server_default="0")
+    """Thinking blocks the API dropped from this request (its prefix check, `drop_block`)."""
     created_at: Mapped[datetime]
 
 

@@ -133,6 +133,11 @@ class TurnRecorder:
         )
         if self.metrics is not None:
             self.metrics.observe_usage(usage, purpose=purpose)
+            self.metrics.observe_call_outcome(
+                response.refusal_category,
+                left_out=response.thinking_left_out,
+                dropped_by_api=response.thinking_dropped_by_api,
+            )
             if self._last_call is not None:
                 self.metrics.observe_cache_waste(between(self._last_call, call, now=call.at))
         self._last_call = call
@@ -157,6 +162,8 @@ class TurnRecorder:
                 latency_ms=int(response.latency_s * 1000),
                 cost_usd=cost_usd(self.model, usage, ttl=ttl or "5m"),
                 cache_ttl=ttl,
+                refusal=response.refusal_category,
+                thinking_dropped=response.thinking_dropped_by_api,
             ),
             last_message_id=newest_id(last_ref),
             engine_state=self.engine.state.to_json(),

@@ -33,7 +33,7 @@ from gateway.metrics import Metrics, TimedLLM
 from gateway.platforms.base import ChatKind, ChatRef
 from gateway.reply.live_reply import LiveReply
 from gateway.reply.outbox import Outbox
-from gateway.reply.wording import compaction_notice, human_error
+from gateway.reply.wording import compaction_notice, empty_reply, human_error, refused
 from gateway.store import ChatLocks, SessionRecord, Store, StoredMessage, TurnSnapshot
 from gateway.turn.kit import SessionKit
 from gateway.turn.record import Ref, TurnRecorder, newest_id, window_entries
@@ -135,7 +135,7 @@ class TurnRunner:
         live = self.outbox.live(chat, reply_to=reply_to)
         try:
             result = await self._run_agent(chat, snapshot, session, engine, window, recorder, cache, live)
-            text = result.reply_text.strip() or "(no reply)"
+            text = reply_text(result)
         except LLMError as exc:
             logger.warning(
                 "LLM call failed for chat %s:%s: %s (%s)",
@@ -265,6 +265,13 @@ class TurnRunner:
             kind="private" if chat.kind == ChatKind.PRIVATE else "group",
             prices=self.settings.model.cache,
         )
+
+
+def reply_text(result: TurnResult[Ref]) -> str:
+    """The reply a turn delivers: the model's text, or a clear word on why there is none."""
+    if result.refusal is not None:
+        return refused(result.refusal)
+    return result.reply_text.strip() or empty_reply(result.stop_reason)
 
 
 def tokens_after_in(rows: Sequence[StoredMessage], calibration: Calibration | None) -> Callable[[int], int]:
