@@ -62,6 +62,9 @@ class ModelInfo:
     """False for the conservative stand-in returned for a model missing from the table."""
     server_compaction: bool = False
     """The Messages API's server-side compaction (`compact_20260112`) is available for this model."""
+    mid_conversation_system: bool = False
+    """Accepts `role: "system"` messages right after a user turn: a note to the model (a pin change)
+    appended instead of rewriting the system prompt."""
     preserved_thinking: bool = False
     """Thinks adaptively by default and binds each thinking block to the prefix before it (the prefix
     check): a request may send a block back only while nothing before it changed (`agent.thinking`)."""
@@ -111,6 +114,7 @@ MODELS: Final[Mapping[str, ModelInfo]] = {
             20.0,
             cache=CachePrices(read=0.05),
             preserved_thinking=True,
+            mid_conversation_system=True,
         ),
         ModelInfo(
             "claude-sonnet-5-5",
@@ -121,6 +125,7 @@ MODELS: Final[Mapping[str, ModelInfo]] = {
             10.0,
             cache=CachePrices(read=0.05),
             preserved_thinking=True,
+            mid_conversation_system=True,
         ),
         ModelInfo(
             "claude-fable-5-1",
@@ -131,6 +136,7 @@ MODELS: Final[Mapping[str, ModelInfo]] = {
             50.0,
             cache=CachePrices(read=0.025),
             preserved_thinking=True,
+            mid_conversation_system=True,
         ),
         # $0.10 / $0.50 up to 100K prompt tokens, $0.50 / $2.50 above
         ModelInfo(
@@ -143,11 +149,21 @@ MODELS: Final[Mapping[str, ModelInfo]] = {
             long_prompt_above=100 * _K,
             long_prompt_factor=5.0,
             preserved_thinking=True,
+            mid_conversation_system=True,
         ),
         # Legacy since the 5.5 models, still served.
         ModelInfo("claude-opus-5", 1_000 * _K, 128 * _K, 512, 5.0, 25.0, server_compaction=True),
         ModelInfo("claude-sonnet-5", 1_000 * _K, 128 * _K, 1024, 2.0, 10.0, server_compaction=True),
-        ModelInfo("claude-opus-4-8", 200 * _K, 128 * _K, 1024, 5.0, 25.0, server_compaction=True),
+        ModelInfo(
+            "claude-opus-4-8",
+            200 * _K,
+            128 * _K,
+            1024,
+            5.0,
+            25.0,
+            server_compaction=True,
+            mid_conversation_system=True,
+        ),
         ModelInfo("claude-opus-4-7", 200 * _K, 128 * _K, 2048, 5.0, 25.0, server_compaction=True),
         ModelInfo("claude-opus-4-6", 200 * _K, 128 * _K, 4096, 5.0, 25.0, server_compaction=True),
         ModelInfo("claude-opus-4-5", 200 * _K, 64 * _K, 4096, 5.0, 25.0),

@@ -2,7 +2,9 @@
 summarizer so a summary does not repeat what every request already carries word for word.
 
 The block sits in the system prompt, the most stable part of a request: it is byte-identical from turn
-to turn, so the cached prefix holds; changing a pin rewrites that prefix once.
+to turn, so the cached prefix holds. On models that take mid-conversation system messages a change is
+told in a note after the newest message instead (`pins_note`), so the prompt, its cache and the thinking
+bound to it stay as they were; elsewhere changing a pin rewrites the prefix once.
 """
 
 from __future__ import annotations
@@ -30,4 +32,19 @@ def summary_note(pins: Sequence[str]) -> str:
     return (
         "These facts are pinned: every request carries them word for word, so do not repeat them in "
         f"the summary:\n{listed}"
+    )
+
+
+def pins_note(pins: Sequence[str]) -> str:
+    """The note telling the model the chat's pins changed: the whole list as it is now."""
+    if not pins:
+        return (
+            "Note from the chat gateway (not written by a user): the chat's pinned facts were all removed. "
+            "Disregard the pinned facts in the system prompt."
+        )
+    listed = "\n".join(f"{n}. {text}" for n, text in enumerate(pins, start=1))
+    return (
+        "Note from the chat gateway (not written by a user): the chat's pinned facts changed. From now "
+        "on these are the pinned facts, word for word; they replace the list in the system prompt:\n"
+        f"{listed}"
     )

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Literal, TypeAlias, TypedDict
 
-Role: TypeAlias = Literal["user", "assistant"]
+Role: TypeAlias = Literal["user", "assistant", "system"]
 Block: TypeAlias = dict[str, Any]
 """One content block: {"type": "text"|"tool_use"|"tool_result"|"image"|"compaction", ...}."""
 

@@ -24,6 +24,7 @@ from agent.types import Message, text_of
 from gateway.compaction.request_window import build_window, rows_through
 from gateway.metrics import Metrics
 from gateway.store import CallRecord, CompactionApply, NewSummary, SessionRecord, Store, StoredMessage
+from gateway.store.records import stored_role
 
 logger = logging.getLogger(__name__)
 
@@ -205,7 +206,10 @@ def _summary_row(
         if origin is None and is_summary_message(message):
             following = [refs[o] for o in result.origin[pos + 1 :] if o is not None and refs[o]]
             row = NewSummary(
-                message["role"], message["content"], text_of(message), engine.count_tokens(message)
+                stored_role(message["role"]),
+                message["content"],
+                text_of(message),
+                engine.count_tokens(message),
             )
             return row, min(following[0]) if following else None
     if result.summary is None or result.summary_role is None:
@@ -216,5 +220,7 @@ def _summary_row(
     }
     last_removed = max(result.removed_indices, default=-1)
     tail = [refs[o] for o in result.origin if o is not None and o > last_removed and refs[o]]
-    row = NewSummary(framed["role"], framed["content"], text_of(framed), engine.count_tokens(framed))
+    row = NewSummary(
+        stored_role(framed["role"]), framed["content"], text_of(framed), engine.count_tokens(framed)
+    )
     return row, min(tail[0]) if tail else None

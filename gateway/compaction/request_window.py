@@ -9,7 +9,7 @@ the shared rule in `agent.messages`. The stored rows are never changed here.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -55,15 +55,24 @@ def rows_through(rows: Sequence[RowT], last_id: int | None) -> Sequence[RowT]:
     return rows
 
 
-def build_window(rows: Sequence[StoredRow], *, merge: bool = True) -> list[WindowItem]:
-    """The rows as agent messages, merged for a request or one per row (`merge=False`) for compaction."""
+def build_window(
+    rows: Sequence[RowT], *, merge: bool = True, as_system: Callable[[RowT], bool] | None = None
+) -> list[WindowItem]:
+    """The rows as agent messages, merged for a request or one per row (`merge=False`) for compaction.
+
+    `as_system` picks the gateway's notes to the model that go as mid-conversation system messages (on
+    models that take them; elsewhere they are user text like any other): each stays its own message,
+    right after the user turn it was stored behind, never merged.
+    """
     merged: list[tuple[Role, list[Block], list[int]]] = []
     for row in rows:
         role: Role = "assistant" if row.role == "assistant" else "user"
+        if as_system is not None and as_system(row):
+            role = "system"
         blocks = _blocks(row)
         if not blocks:
             continue
-        if merge and merged and merged[-1][0] == role:
+        if merge and merged and merged[-1][0] == role and role != "system":
             prev_blocks = merged[-1][1]
             if role == "user":
                 # tool_result blocks must lead a user message

@@ -137,7 +137,7 @@ class CacheKeeper:
         self, snapshot: TurnSnapshot, state: CacheState, decision: Refresh, now: datetime
     ) -> Refreshed | None:
         session = snapshot.session
-        window = window_entries(snapshot.rows)
+        window = window_entries(snapshot.rows, system_notes=self.kit.system_notes)
         ends = [i for i, e in enumerate(window) if newest_id(e.ref) == decision.prefix.message_id]
         if not ends:
             logger.warning(

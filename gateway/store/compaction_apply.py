@@ -186,6 +186,7 @@ async def _recount_session(
             tokens_since_call=0,
             compaction_count=sessions.c.compaction_count + 1,
             rolling_summary=clean_text(rolling) if rolling else rolling,
+            prompt_pins=None,  # the prefix is rewritten: the prompt takes the chat's pins again
             engine_state=change.engine_state if change.engine_state is not None else session.engine_state,
         )
     )
@@ -290,6 +291,7 @@ async def undo_last(conn: AsyncConnection, session_pk: int) -> CompactionRecord:
             tokens_since_call=0,
             compaction_count=max(0, session.compaction_count - 1),
             rolling_summary=target.prev_rolling_summary,
+            prompt_pins=None,
             engine_state=dict(target.prev_engine_state or {}),
         )
     )

@@ -14,6 +14,15 @@ from typing import Any, Literal, TypeAlias
 from agent.usage import Usage
 
 Role: TypeAlias = Literal["user", "assistant"]
+"""A stored row's role. A note the gateway adds for the model (`PIN_NOTICE_AUTHOR`) is stored as a user
+row; the request window may send it as a mid-conversation system message."""
+
+
+def stored_role(role: str) -> Role:
+    """The stored role of an agent message (the agent's `system` notes are stored as user rows)."""
+    return "assistant" if role == "assistant" else "user"
+
+
 Content: TypeAlias = str | list[dict[str, Any]]
 MessageState: TypeAlias = Literal["active", "archived", "summary", "reverted"]
 Trigger: TypeAlias = Literal["hygiene", "agent", "server", "after_reply", "manual", "scheduled"]
@@ -33,6 +42,30 @@ class ChatRecord:
     kind: str
     title: str | None
     created_at: datetime
+
+
+PIN_NOTICE_AUTHOR = "gateway:pins"
+"""The author of a stored note telling the model the chat's pins changed (sent as a system message)."""
+
+
+@dataclass(frozen=True, slots=True)
+class PromptPins:
+    """On models that take mid-conversation system messages, pins are not rewritten into the system
+    prompt (that would invalidate the cache and every thinking block): `system` is what the prompt
+    carries since the session's prefix was last rewritten, `told` what the model knows now (the last
+    note's list)."""
+
+    system: tuple[str, ...]
+    told: tuple[str, ...]
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any] | None) -> PromptPins | None:
+        if not data:
+            return None
+        return cls(tuple(data.get("system") or ()), tuple(data.get("told") or ()))
+
+    def to_json(self) -> dict[str, Any]:
+        return {"system": list(self.system), "told": list(self.told)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +90,8 @@ class SessionRecord:
     """When a message was last stored in the session."""
     cache_look_at: datetime | None = None
     """When the cache keep-alive job next looks at the session's cache (None: nothing to keep)."""
+    prompt_pins: PromptPins | None = None
+    """The pins its system prompt carries and those told since; None: the prompt follows the chat's."""
 
     def context_tokens(self, calibrate: Callable[[int], int] | None = None) -> int:
         """The size of the next prompt: the last API-reported prompt size plus (calibrated) estimates of

@@ -41,6 +41,7 @@ from gateway.store.records import (
     CompactionRecord,
     NewMessage,
     NewSummary,
+    PromptPins,
     SessionRecord,
     StoredMessage,
     TurnSnapshot,
@@ -306,6 +307,27 @@ class Store(PinMethods, UsageMethods, CompactionMethods, RecallMethods, Delivery
             return await _appends.append_batch(
                 conn, self._insert, session_pk, batch, after_id=after_id, now=self.now()
             )
+
+    async def freeze_prompt_pins(self, session_pk: int, pins: Sequence[str]) -> None:
+        """From now until its prefix is rewritten (a compaction), the session's system prompt carries
+        `pins`; later changes are told in notes (`tell_pins`)."""
+        frozen = PromptPins(tuple(pins), tuple(pins)).to_json()
+        async with self._tx("freeze_prompt_pins") as conn:
+            await conn.execute(update(sessions).where(sessions.c.id == session_pk).values(prompt_pins=frozen))
+
+    async def tell_pins(
+        self, session_pk: int, note: NewMessage, *, after_id: int | None, pins: PromptPins
+    ) -> list[AppendResult]:
+        """Append the note telling the model the chat's pins changed, and remember what it was told, in
+        one transaction."""
+        async with self._tx("tell_pins") as conn:
+            results = await _appends.append_batch(
+                conn, self._insert, session_pk, [note], after_id=after_id, now=self.now()
+            )
+            await conn.execute(
+                update(sessions).where(sessions.c.id == session_pk).values(prompt_pins=pins.to_json())
+            )
+        return results
 
     async def load_window(self, session_pk: int) -> list[StoredMessage]:
         """The session's active and summary rows in order (archived rows are not read)."""

@@ -16,6 +16,7 @@ from gateway.store.records import (
     Content,
     MessageState,
     Outcome,
+    PromptPins,
     Role,
     SessionRecord,
     StoredMessage,
@@ -80,6 +81,7 @@ def to_session(row: Row[Any]) -> SessionRecord:
         cache_state=dict(row.cache_state or {}),
         last_activity_at=row.last_activity_at,
         cache_look_at=row.cache_look_at,
+        prompt_pins=PromptPins.from_json(row.prompt_pins),
     )
 
 

@@ -152,6 +152,8 @@ class ChatSession(Base):
     cache_look_at: Mapped[datetime | None]
     # When a message was last stored in the session (arrival time, not the platform's timestamp).
     last_activity_at: Mapped[datetime | None]
+    # The pins its system prompt carries and those told since (records.PromptPins), or NULL.
+    prompt_pins: Mapped[dict[str, Any] | None]
 
 
 class Compaction(Base):

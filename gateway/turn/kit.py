@@ -76,6 +76,12 @@ class SessionKit:
         return self.settings.loop
 
     @property
+    def system_notes(self) -> bool:
+        """Whether the gateway's notes to the model (pin changes) go as mid-conversation system
+        messages, leaving the system prompt and everything before them as they were."""
+        return self.settings.model.mid_conversation_system
+
+    @property
     def calibration(self) -> Calibration | None:
         """The model's tokenizer calibration (learned from every reply call); None in bare tests."""
         return self.settings.loop.calibration
@@ -95,7 +101,10 @@ class SessionKit:
         return system_prompt(self.settings.base_prompt, compacted=compacted, pins=pins)
 
     def system_for(self, session: SessionRecord, pins: Sequence[str]) -> str:
-        """The system prompt a request of `session` sends."""
+        """The system prompt a request of `session` sends: with the chat's pins, or, where changes are
+        told in notes, the pins it carried when its prefix was last rewritten."""
+        if self.system_notes and session.prompt_pins is not None:
+            pins = session.prompt_pins.system
         return self.system(compacted=session.compaction_count > 0, pins=pins)
 
     def tools(self, chat_pk: int) -> ToolRegistry:

@@ -26,6 +26,7 @@ from gateway.compaction.compactor import CompactionReport, Compactor
 from gateway.compaction.request_window import build_window, rows_through
 from gateway.metrics import Metrics
 from gateway.store import CallRecord, NewMessage, SessionRecord, Store, StoredMessage
+from gateway.store.records import PIN_NOTICE_AUTHOR, stored_role
 from gateway.turn.kit import SessionKit
 
 logger = logging.getLogger(__name__)
@@ -36,9 +37,15 @@ SERVER = "server"
 """A server-side compaction the API made in a reply call, taken into the stored window."""
 
 
-def window_entries(rows: Sequence[StoredMessage]) -> list[Entry[Ref]]:
-    """The request window of stored rows (same-role neighbours merged), each with its row ids."""
-    return [Entry(i.message, i.ids) for i in build_window(rows)]
+def window_entries(rows: Sequence[StoredMessage], *, system_notes: bool = False) -> list[Entry[Ref]]:
+    """The request window of stored rows (same-role neighbours merged), each with its row ids; with
+    `system_notes`, the gateway's notes to the model go as mid-conversation system messages."""
+    as_system = is_pin_note if system_notes else None
+    return [Entry(i.message, i.ids) for i in build_window(rows, as_system=as_system)]
+
+
+def is_pin_note(row: StoredMessage) -> bool:
+    return row.author_id == PIN_NOTICE_AUTHOR
 
 
 def newest_id(ref: Ref | None) -> int | None:
@@ -89,7 +96,7 @@ class TurnRecorder:
             self.session.id,
             [
                 NewMessage(
-                    role=m["role"],
+                    role=stored_role(m["role"]),
                     content=m["content"],
                     text=text_of(m),
                     author_id="assistant" if m["role"] == "assistant" else "tool",
@@ -117,7 +124,8 @@ class TurnRecorder:
             logger.info("in-loop compaction changed nothing (%s): %s", why, report.reason)
             return None
         rows = rows_through(await self.store.load_window(self.session.id), self.after_id)
-        return Compacted(window_entries(rows), system=self.kit.system(compacted=True, pins=self.pins))
+        window = window_entries(rows, system_notes=self.kit.system_notes)
+        return Compacted(window, system=self.kit.system(compacted=True, pins=self.pins))
 
     async def usage(
         self, response: LLMResponse, *, purpose: str, last_ref: Ref | None, ttl: CacheTTL | None

@@ -12,6 +12,7 @@ process or another worker) plans from the same facts.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -25,7 +26,8 @@ from agent.errors import LLMError
 from agent.llm import LLMClient
 from agent.loop import Entry, TurnResult, run_turn
 from agent.models import ModelInfo
-from agent.tokens import Calibration
+from agent.pins import pins_note
+from agent.tokens import Calibration, estimate_text
 from gateway.compaction.compactor import CompactionReport, Compactor
 from gateway.compaction.triggers import CompactionPolicy
 from gateway.media.aging import MediaAging
@@ -34,7 +36,8 @@ from gateway.platforms.base import ChatKind, ChatRef
 from gateway.reply.live_reply import LiveReply
 from gateway.reply.outbox import Outbox
 from gateway.reply.wording import compaction_notice, empty_reply, human_error, refused
-from gateway.store import ChatLocks, SessionRecord, Store, StoredMessage, TurnSnapshot
+from gateway.store import ChatLocks, NewMessage, PromptPins, SessionRecord, Store, StoredMessage, TurnSnapshot
+from gateway.store.records import PIN_NOTICE_AUTHOR
 from gateway.turn.kit import SessionKit
 from gateway.turn.record import Ref, TurnRecorder, newest_id, window_entries
 
@@ -114,10 +117,14 @@ class TurnRunner:
             if report.changed:  # the counters, the window and the compaction count moved
                 snapshot = await self.store.turn_snapshot(session.chat_pk)
                 session = snapshot.session
+        told = await self._tell_pins(snapshot)
+        if told is not snapshot:  # the session row moved (its pins told): the engine reads it again
+            snapshot, session = told, told.session
+            engine = self.kit.engine(session, snapshot.pins)
         rows = snapshot.rows
         if self.media_aging is not None:  # old images stop travelling when it pays (agent.media_aging)
             rows = await self.media_aging.apply(session, rows, cache_cold=cache.expired(self.clock()))
-        window = window_entries(rows)
+        window = window_entries(rows, system_notes=self.kit.system_notes)
         recorder = TurnRecorder(
             store=self.store,
             compactor=self.compactor,
@@ -160,6 +167,36 @@ class TurnRunner:
         )
         await self.outbox.deliver(chat, parts, live)
         return (report is not None and report.changed) or any(r.changed for r in recorder.reports)
+
+    async def _tell_pins(self, snapshot: TurnSnapshot) -> TurnSnapshot:
+        """Where the model takes mid-conversation system messages, a pin change is told in a note after
+        the newest message instead of rewriting the system prompt (which would void the cached prefix
+        and every thinking block): the prompt keeps the pins it had when its prefix was last rewritten."""
+        if not self.kit.system_notes:
+            return snapshot
+        session, pins = snapshot.session, tuple(snapshot.pins)
+        told = session.prompt_pins
+        if told is None:  # a new prefix (a new session, or compacted): the prompt carries today's pins
+            await self.store.freeze_prompt_pins(session.id, pins)
+            return dataclasses.replace(
+                snapshot, session=dataclasses.replace(session, prompt_pins=PromptPins(pins, pins))
+            )
+        if told.told == pins:
+            return snapshot
+        text = pins_note(pins)
+        note = NewMessage(
+            role="user",
+            content=[{"type": "text", "text": text}],
+            text=text,
+            token_estimate=self.kit.scaled(estimate_text(text)),
+            author_id=PIN_NOTICE_AUTHOR,
+            author_name="pins",
+            created_at=self.clock(),
+        )
+        after = snapshot.rows[-1].id if snapshot.rows else None
+        await self.store.tell_pins(session.id, note, after_id=after, pins=PromptPins(told.system, pins))
+        logger.info("session %s: the pin change is told in a note (%d pins)", session.id, len(pins))
+        return await self.store.turn_snapshot(session.chat_pk)
 
     def compacts_first(self, snapshot: TurnSnapshot, cache: CacheState, now: datetime) -> bool:
         """Whether a turn starting at `now` would compact the session before its first request (hygiene
