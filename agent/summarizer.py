@@ -12,6 +12,7 @@ Two modes, chosen by the gateway:
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Sequence
@@ -30,9 +31,10 @@ from agent.errors import (
 )
 from agent.llm import LLMClient, LLMRequest, LLMResponse
 from agent.media import refs_in
-from agent.models import CacheTTL
+from agent.models import CacheTTL, lookup_model
 from agent.pins import summary_note
 from agent.summary import build_instructions, summary_text_in
+from agent.thinking import thinking_only
 from agent.types import Block, Message, blocks_of
 
 logger = logging.getLogger(__name__)
@@ -84,9 +86,13 @@ class LLMSummarizer:
             llm_request = self._prefix_request(request, self.prefix)
         else:
             llm_request = self._standalone_request(request)
+        llm_request = with_thinking_room(llm_request)
         started = time.monotonic()
         try:
             response = await self.client.create(llm_request)
+            if thinking_only(response.content) and response.stop_reason == "max_tokens":
+                logger.warning("the summary ran out of room while thinking; asking again with more room")
+                response = await self.client.create(with_thinking_room(llm_request, factor=4))
         except (LLMAuthError, LLMRateLimitError, LLMUnavailableError) as exc:
             raise SummarizerError(f"summary call failed: {exc}", abort=True) from exc
         except ContextOverflowError as exc:
@@ -156,6 +162,20 @@ class LLMSummarizer:
         if response.stop_reason == "max_tokens":
             logger.warning("summary hit max_tokens; keeping the truncated text (%d chars)", len(text))
         return SummaryResponse(text=text, model=response.model, usage=response.usage, latency_s=latency_s)
+
+
+SUMMARY_THINKING_ROOM = 8_000
+"""Added to a summary call's `max_tokens` on a model that thinks adaptively (its thinking counts)."""
+
+
+def with_thinking_room(request: LLMRequest, *, factor: int = 1) -> LLMRequest:
+    """On a model that thinks adaptively, `max_tokens` with room for the thinking besides the summary
+    (`factor` times more after a call that ran out of it)."""
+    model = lookup_model(request.model)
+    if not model.preserved_thinking:
+        return request
+    budget = request.max_tokens + SUMMARY_THINKING_ROOM if factor == 1 else request.max_tokens * factor
+    return dataclasses.replace(request, max_tokens=min(budget, model.max_output))
 
 
 def _append_user_text(messages: Sequence[Message], text: str) -> list[Message]:
