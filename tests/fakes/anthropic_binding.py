@@ -11,9 +11,9 @@ read as one text block. A later request that sends the block back is checked blo
   silently (``model_binding_mismatch``);
 - prefix: a block whose prefix changed (an edited earlier message, system or tools; a thinking block before
   it left out or moved) fails. Enforced (the default, ``enforce=True``): 400 naming the first failing block,
-  or with ``drop_block`` the failing block and the rest of its message's thinking blocks are removed
-  (``prefix_binding_mismatch``). Not enforced (older accounts): kept, and reported as
-  ``thinking_mismatch_allowed``.
+  or with ``drop_block`` the failing blocks are removed (``prefix_binding_mismatch``); the rest of the
+  message's thinking blocks fail with it, as their prefix holds it. Not enforced (older accounts): kept,
+  and reported as ``thinking_mismatch_allowed``.
 
 With the binding beta the response lists every removal (``input_transformations``; ``[]`` when none).
 """
@@ -189,7 +189,6 @@ def check_bindings(
     for i, message in enumerate(messages):
         content = message.get("content")
         blocks = content if isinstance(content, list) else []
-        cascade = False
         for j, block in enumerate(blocks):
             thinking = isinstance(block, Mapping) and block.get("type") in THINKING_TYPES
             if not thinking or (i, j) not in visible:
@@ -199,14 +198,13 @@ def check_bindings(
             if token is not None and not _readable(spec, token["model"], models):
                 result.drop(i, j, "model_binding_mismatch")
                 continue
-            failed = cascade or token is None or not _prefix_holds(secret, body, i, blocks[:j], block, token)
+            failed = token is None or not _prefix_holds(secret, body, i, blocks[:j], block, token)
             if not failed:
                 result.note(path, "kept", "")
             elif not enforce:
                 result.note(path, "allowed", PREFIX)
                 result.transformations.append(_entry("thinking_mismatch_allowed", path, PREFIX))
             elif drop_block:
-                cascade = True  # the rest of the message's thinking blocks go with it
                 result.drop(i, j, PREFIX)
             else:
                 result.note(path, "rejected", PREFIX)
