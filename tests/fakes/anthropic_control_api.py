@@ -1,7 +1,10 @@
 """The fake Anthropic API's control endpoints under ``/_fake/``: the same controls as its methods, as JSON.
 
 - ``POST /_fake/script``: one reply object or a list (``text``, ``tool_uses``, ``stop_reason``, ``delay``,
-  ``scope``);
+  ``scope``, ``thinking``, ``thinking_tokens``, ``progress``, ``thinking_only``, and ``refusal``: a category
+  or ``{"category", "explanation"}``);
+- ``POST /_fake/thinking``: ``{"enforce_prefix_check": bool, "default_display": "omitted" | "summarized" |
+  "updates"}`` (either key), answers both;
 - ``POST /_fake/faults``: ``{"kind", "times", "retry_after", "delay", "scope"}``, or ``{"clear": true}``;
 - ``POST /_fake/clock``: ``{"advance": seconds}`` or ``{"set": time}``; answers ``{"now": time}``;
 - ``GET /_fake/requests``: ``{"requests": [...], "total_usage": {...}}``;
@@ -19,6 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
+from tests.fakes.anthropic_replies import Refusal
+from tests.fakes.anthropic_thinking_rules import DISPLAYS
 from tests.fakes.anthropic_wire import Pacing
 
 if TYPE_CHECKING:
@@ -27,6 +32,12 @@ if TYPE_CHECKING:
 
 def _bad(message: str) -> web.Response:
     return web.json_response({"error": message}, status=400)
+
+
+def _refusal(value: Any) -> Refusal | str | None:
+    if isinstance(value, dict):
+        return Refusal(value.get("category"), value.get("explanation"))
+    return None if value is None else str(value)
 
 
 def add_control_routes(app: web.Application, fake: FakeAnthropic) -> None:
@@ -44,6 +55,11 @@ def add_control_routes(app: web.Application, fake: FakeAnthropic) -> None:
                     stop_reason=reply.get("stop_reason"),
                     delay=float(reply.get("delay", 0.0)),
                     scope=reply.get("scope", "reply"),
+                    thinking=reply.get("thinking"),
+                    thinking_tokens=reply.get("thinking_tokens"),
+                    progress=reply.get("progress"),
+                    refusal=_refusal(reply.get("refusal")),
+                    thinking_only=bool(reply.get("thinking_only", False)),
                 )
         except ValueError as exc:
             return _bad(str(exc))
@@ -99,6 +115,17 @@ def add_control_routes(app: web.Application, fake: FakeAnthropic) -> None:
         fake.compaction_summary_tokens = tokens
         return web.json_response({"summary_tokens": tokens})
 
+    async def thinking(request: web.Request) -> web.Response:
+        payload = await body_of(request)
+        display = payload.get("default_display", fake.default_display)
+        if display not in DISPLAYS:
+            return _bad(f"default_display must be one of {list(DISPLAYS)}")
+        fake.default_display = display
+        fake.enforce_prefix_check = bool(payload.get("enforce_prefix_check", fake.enforce_prefix_check))
+        return web.json_response(
+            {"enforce_prefix_check": fake.enforce_prefix_check, "default_display": fake.default_display}
+        )
+
     async def reset(request: web.Request) -> web.Response:
         fake.reset()
         return web.json_response({"reset": True})
@@ -109,4 +136,5 @@ def add_control_routes(app: web.Application, fake: FakeAnthropic) -> None:
     app.router.add_get("/_fake/requests", requests)
     app.router.add_post("/_fake/pacing", pacing)
     app.router.add_post("/_fake/compaction", compaction)
+    app.router.add_post("/_fake/thinking", thinking)
     app.router.add_post("/_fake/reset", reset)

@@ -95,15 +95,37 @@ class RemoteFakeAnthropic:
         stop_reason: str | None = None,
         delay: float = 0.0,
         scope: str = "reply",
+        thinking: str | None = None,
+        thinking_tokens: int | None = None,
+        progress: str | None = None,
+        refusal: str | dict[str, str | None] | None = None,
+        thinking_only: bool = False,
     ) -> None:
+        """As ``FakeAnthropic.script_reply``; ``refusal`` is a category or ``{"category", "explanation"}``."""
         reply = {
             "text": text,
             "tool_uses": tool_uses,
             "stop_reason": stop_reason,
             "delay": delay,
             "scope": scope,
+            "thinking": thinking,
+            "thinking_tokens": thinking_tokens,
+            "progress": progress,
+            "refusal": refusal,
+            "thinking_only": thinking_only,
         }
         await self._post("script", reply)
+
+    async def set_thinking(
+        self, *, enforce_prefix_check: bool | None = None, default_display: str | None = None
+    ) -> dict[str, Any]:
+        """Turn the prefix check on or off (older accounts) and set what an absent display means."""
+        payload: dict[str, Any] = {}
+        if enforce_prefix_check is not None:
+            payload["enforce_prefix_check"] = enforce_prefix_check
+        if default_display is not None:
+            payload["default_display"] = default_display
+        return dict(await self._post("thinking", payload))
 
     async def script_fault(
         self,

@@ -49,15 +49,44 @@ def new_id(prefix: str) -> str:
     return f"{prefix}_fake{next(_ids):08d}"
 
 
+REFUSAL_CATEGORIES = ("cyber", "bio", "frontier_llm", "reasoning_extraction", "general_harms")
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """A refusal by the API's safety classifiers: HTTP 200, ``stop_reason: "refusal"`` and these
+    ``stop_details`` (``category`` may be None when the refusal maps to no named category)."""
+
+    category: str | None = "general_harms"
+    explanation: str | None = "This request was declined by the model's safety classifiers."
+
+    def __post_init__(self) -> None:
+        if self.category is not None and self.category not in REFUSAL_CATEGORIES:
+            raise ValueError(f"unknown refusal category {self.category!r}; known: {REFUSAL_CATEGORIES}")
+
+    def stop_details(self) -> dict[str, Any]:
+        return {"type": "refusal", "category": self.category, "explanation": self.explanation}
+
+
 @dataclass(slots=True)
 class ScriptedReply:
-    """One queued answer: text and/or tool calls; ``scope`` says which calls may consume it."""
+    """One queued answer: text and/or tool calls; ``scope`` says which calls may consume it.
+
+    On models with preserved thinking also: ``thinking`` (the summarized reasoning text), ``thinking_tokens``
+    (the hidden reasoning's size), ``progress`` (text the model writes before its tool calls, returned as a
+    thinking block) and ``thinking_only`` (the reasoning used the whole ``max_tokens``). On any model,
+    ``refusal`` makes the answer a refusal whose content is ``text`` as partial output (or nothing)."""
 
     text: str | None = None
     tool_uses: list[dict[str, Any]] = field(default_factory=list)
     stop_reason: str | None = None
     delay: float = 0.0
     scope: Scope = "reply"
+    thinking: str | None = None
+    thinking_tokens: int | None = None
+    progress: str | None = None
+    refusal: Refusal | None = None
+    thinking_only: bool = False
 
     def content(self) -> list[dict[str, Any]]:
         blocks: list[dict[str, Any]] = []

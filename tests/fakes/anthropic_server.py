@@ -5,6 +5,21 @@ deterministic echo or structured summary), and reports usage from a prefix-cache
 clock; server-side compaction (beta ``compact-2026-01-12``) as ``anthropic_compaction`` describes. Use it
 in-process (``async with FakeAnthropic() as fake``) or as a process (``python -m
 tests.fakes.anthropic_server --port 0`` prints ``LISTENING <url>``; control under ``/_fake/``).
+
+Models with preserved thinking (the 5.5 family, Fable 5.1) behave as the current API: adaptive thinking by
+default (every answer starts with a signed ``thinking`` block), the 400s of ``anthropic_thinking_rules``,
+signatures bound to the prefix (``anthropic_binding``), progress updates, refusals and thinking-only stops
+(``anthropic_thinking_reply``). Scripting, beyond text and tool calls::
+
+    fake.script_reply("answer", thinking="summarized reasoning", thinking_tokens=40)
+    fake.script_reply(tool_uses=[...], progress="Let me look that up in our history.")
+    fake.script_reply("partial", refusal="cyber")           # or refusal=Refusal(category, explanation)
+    fake.script_reply(thinking_only=True)                  # thinking took the whole max_tokens
+    fake.script_reply("long", thinking_tokens=900)         # max_tokens <= 900: thinking-only, stays queued
+    fake.enforce_prefix_check = False                      # an account created before 2026-08-31
+    fake.default_display = "summarized"                    # what an absent ``display`` means
+
+Each record's ``thinking_checks`` lists the thinking blocks the request sent back and what became of them.
 """
 
 from __future__ import annotations
@@ -13,17 +28,19 @@ import asyncio
 import contextlib
 import json
 import logging
+import secrets
 import socket
 import struct
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from types import TracebackType
 from typing import Any
 
 from aiohttp import web
 
 from agent.usage import Usage
+from tests.fakes.anthropic_binding import check_bindings, sign_content
 from tests.fakes.anthropic_cache import (
     DEFAULT_LOOKBACK,
     CacheUsage,
@@ -47,14 +64,18 @@ from tests.fakes.anthropic_replies import (
     FAULT_KINDS,
     Fault,
     FaultKind,
+    Refusal,
     Scope,
     ScriptedReply,
     SummaryDetector,
     echo_reply,
     is_summary_request,
+    newest_user_text,
     scope_matches,
     summary_reply,
 )
+from tests.fakes.anthropic_thinking_reply import Reply, thinking_reply
+from tests.fakes.anthropic_thinking_rules import Display, ThinkingConfig, thinking_config
 from tests.fakes.anthropic_tokens import ModelSpec, build_models, output_tokens, truncate_to_tokens
 from tests.fakes.anthropic_validation import (
     InvalidRequest,
@@ -68,6 +89,7 @@ from tests.fakes.anthropic_wire import (
     error_response,
     json_response,
     message_payload,
+    model_entry,
     usage_payload,
     write_stream,
 )
@@ -92,6 +114,9 @@ class RecordedRequest:
     status: int | None = None
     compacted: bool = False
     """Whether the API compacted the conversation in this call (server-side compaction)."""
+    thinking_checks: list[dict[str, str]] = field(default_factory=list)
+    """The thinking blocks the request sent back (models with preserved thinking): ``path``, ``outcome``
+    ("kept", "dropped", "allowed": failed but shown, "rejected": the request's 400) and ``reason``."""
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -159,6 +184,12 @@ class FakeAnthropic:
         compare the engines on small windows)."""
         self.compaction_summarizer: Summarizer | None = None
         """Writes server-side compaction summaries instead of the default (gets the effective request)."""
+        self.enforce_prefix_check = True
+        """The prefix check on sent-back thinking blocks is enforced (accounts created since 2026-08-31)."""
+        self.default_display: Display = "omitted"
+        """What an absent ``thinking.display`` means on models with preserved thinking."""
+        self.thinking_secret = secrets.token_bytes(32)
+        """Signs thinking blocks (one account's key: another fake's blocks fail the prefix check)."""
         self.cache = PrefixCache(lookback=cache_lookback)
         self.diagnostics = Diagnostics()
         self.requests: list[RecordedRequest] = []
@@ -228,11 +259,37 @@ class FakeAnthropic:
         stop_reason: str | None = None,
         delay: float = 0.0,
         scope: Scope = "reply",
+        thinking: str | None = None,
+        thinking_tokens: int | None = None,
+        progress: str | None = None,
+        refusal: Refusal | str | None = None,
+        thinking_only: bool = False,
     ) -> None:
-        """Queue one answer for the next matching call (``scope``: "reply", "summary" or "any")."""
-        if not text and not tool_uses:
-            raise ValueError("a scripted reply needs text or tool_uses")
-        self._script.append(ScriptedReply(text, list(tool_uses or []), stop_reason, delay, scope))
+        """Queue one answer for the next matching call (``scope``: "reply", "summary" or "any").
+
+        ``thinking``/``thinking_tokens``/``progress``/``thinking_only`` shape the thinking of models with
+        preserved thinking (``anthropic_thinking_reply``); ``refusal`` (a category or a ``Refusal``) makes
+        the answer a refusal on any model, ``text`` being its partial output."""
+        if isinstance(refusal, str):
+            refusal = Refusal(refusal)
+        if not text and not tool_uses and refusal is None and not thinking_only:
+            raise ValueError("a scripted reply needs text, tool_uses, a refusal or thinking_only")
+        if thinking_tokens is not None and thinking_tokens < 1:
+            raise ValueError("thinking_tokens must be positive")
+        self._script.append(
+            ScriptedReply(
+                text,
+                list(tool_uses or []),
+                stop_reason,
+                delay,
+                scope,
+                thinking=thinking,
+                thinking_tokens=thinking_tokens,
+                progress=progress,
+                refusal=refusal,
+                thinking_only=thinking_only,
+            )
+        )
 
     def script_fault(
         self,
@@ -307,13 +364,32 @@ class FakeAnthropic:
             spec = validate_request(body, self.models, strict=self.strict)
             betas = beta_flags(request.headers.getall("anthropic-beta", []))
             edit = compaction_edit(body, betas, spec, min_trigger=self.compaction_min_trigger)
+            config = thinking_config(body, betas, spec, default_display=self.default_display)
         except InvalidRequest as exc:
             return error_response(exc.status, exc.error_type, exc.message)
+        extra: dict[str, Any] = {}
+        seen: Mapping[str, Any] = body
+        if config is not None:
+            binding = check_bindings(
+                body,
+                spec,
+                self.models,
+                secret=self.thinking_secret,
+                enforce=self.enforce_prefix_check,
+                drop_block=config.drop_block,
+            )
+            record.thinking_checks = binding.checks
+            if binding.error is not None:
+                return error_response(400, binding.error.error_type, binding.error.message)
+            seen = binding.without_dropped(body)
+            extra["stop_details"] = None
+            if config.report:
+                extra["input_transformations"] = binding.transformations
         if int(body["max_tokens"]) == 0:
             kind = record.kind = "warm"
         else:
             kind = record.kind = "summary" if self.summary_detector(body) else "reply"
-        effective = effective_body(body)
+        effective = effective_body(seen)
         blocks = serialize_prefix(effective)
         prompt = sum(block.tokens for block in blocks)
         fault = self._take_fault(kind)
@@ -327,18 +403,25 @@ class FakeAnthropic:
         if edit is not None and prompt > edit.trigger:
             # No prompt + max_tokens check: the reply is sampled from the compacted context, far smaller.
             record.compacted = True
-            content, stop_reason, delay, usage = self._compacted_answer(effective, kind, edit, spec)
+            reply, usage = self._compacted_answer(effective, kind, edit, spec, config)
         else:
             if prompt + int(body["max_tokens"]) > spec.context_window:
                 error = exceeds_context(prompt, int(body["max_tokens"]), spec)
                 return error_response(error.status, error.error_type, error.message)
             cache = self._charge(blocks, spec)
-            content, stop_reason, delay = self._reply_for(effective, kind)
+            reply = self._reply_for(effective, kind, config)
             # a pre-warm generates nothing and is billed no output
-            usage = usage_payload(cache, output_tokens(content) if kind != "warm" else 0)
-        await self._pause(delay + (self.summary_delay if kind == "summary" else self.reply_delay))
+            usage = usage_payload(cache, reply.output_tokens if kind != "warm" else 0)
+        await self._pause(reply.delay + (self.summary_delay if kind == "summary" else self.reply_delay))
         record.usage = usage
-        message = message_payload(model=body["model"], content=content, stop_reason=stop_reason, usage=usage)
+        content = reply.content
+        if config is not None:
+            content = sign_content(self.thinking_secret, spec, body, content)
+        if reply.stop_details is not None:
+            extra["stop_details"] = reply.stop_details
+        message = message_payload(
+            model=body["model"], content=content, stop_reason=reply.stop_reason, usage=usage, extra=extra
+        )
         diagnostics = self.diagnostics.answer(effective, message["id"])
         if "diagnostics" in body:
             message["diagnostics"] = diagnostics
@@ -357,10 +440,15 @@ class FakeAnthropic:
         )
 
     def _compacted_answer(
-        self, effective: Mapping[str, Any], kind: str, edit: CompactEdit, spec: ModelSpec
-    ) -> tuple[list[dict[str, Any]], str, float, dict[str, Any]]:
+        self,
+        effective: Mapping[str, Any],
+        kind: str,
+        edit: CompactEdit,
+        spec: ModelSpec,
+        config: ThinkingConfig | None,
+    ) -> tuple[Reply, dict[str, Any]]:
         """Server-side compaction: the compaction iteration, then (unless paused) the message iteration
-        from the compacted context. Content, stop reason, extra delay and usage, as ``_reply_for``."""
+        from the compacted context. The answer (led by the compaction block) and its usage."""
         run = run_compaction(
             effective,
             edit,
@@ -369,11 +457,13 @@ class FakeAnthropic:
             summary_tokens=self.compaction_summary_tokens,
         )
         if run.continuation is None:
-            return [run.block], "compaction", 0.0, compacted_usage(run.usage, run.output_tokens, None, 0)
+            paused = Reply([run.block], "compaction", 0)
+            return paused, compacted_usage(run.usage, run.output_tokens, None, 0)
         cache = self._charge(serialize_prefix(run.continuation), spec)
-        content, stop_reason, delay = self._reply_for(effective, kind)
-        usage = compacted_usage(run.usage, run.output_tokens, cache, output_tokens(content))
-        return [run.block, *content], stop_reason, delay, usage
+        reply = self._reply_for(effective, kind, config)
+        usage = compacted_usage(run.usage, run.output_tokens, cache, reply.output_tokens)
+        reply.content = [run.block, *reply.content]
+        return reply, usage
 
     def _take_fault(self, kind: str) -> Fault | None:
         for fault in self._faults:
@@ -407,24 +497,42 @@ class FakeAnthropic:
         await self._pause(fault.delay)
         return None
 
-    def _reply_for(self, body: Mapping[str, Any], kind: str) -> tuple[list[dict[str, Any]], str, float]:
-        """Content, stop reason and extra delay: the first matching scripted reply, else the default."""
+    def _reply_for(self, body: Mapping[str, Any], kind: str, config: ThinkingConfig | None) -> Reply:
+        """The answer: the first matching scripted reply, else the default (an echo or a summary)."""
         max_tokens = int(body["max_tokens"])
         if max_tokens == 0:  # a pre-warm: the prompt was charged against the cache, nothing is sampled
-            return [], "max_tokens", 0.0
-        for index, scripted in enumerate(self._script):
-            if scope_matches(scripted.scope, kind):
+            return Reply([], "max_tokens", 0)
+        index, scripted = next(
+            ((i, s) for i, s in enumerate(self._script) if scope_matches(s.scope, kind)), (-1, None)
+        )
+        if scripted is not None and scripted.refusal is not None:
+            del self._script[index]
+            partial = [{"type": "text", "text": scripted.text}] if scripted.text else []
+            details = scripted.refusal.stop_details()
+            return Reply(partial, "refusal", output_tokens(partial), scripted.delay, details)
+        if config is not None:
+            default = "" if scripted is not None else self._default_text(body, kind, max_tokens)
+            question = newest_user_text(body)
+            reply = thinking_reply(
+                scripted, default_text=default, question=question, config=config, max_tokens=max_tokens
+            )
+            if scripted is not None and not reply.keep_script:
                 del self._script[index]
-                content, stop_reason = scripted.content(), scripted.resolved_stop_reason()
-                if output_tokens(content) > max_tokens:
-                    text = scripted.text or ""
-                    return [{"type": "text", "text": truncate_to_tokens(text, max_tokens)}], "max_tokens", 0.0
-                return content, stop_reason, scripted.delay
+            return reply
+        if scripted is not None:
+            del self._script[index]
+            content, stop_reason = scripted.content(), scripted.resolved_stop_reason()
+            if output_tokens(content) > max_tokens:
+                truncated = [{"type": "text", "text": truncate_to_tokens(scripted.text or "", max_tokens)}]
+                return Reply(truncated, "max_tokens", output_tokens(truncated))
+            return Reply(content, stop_reason, output_tokens(content), scripted.delay)
+        content = [{"type": "text", "text": self._default_text(body, kind, max_tokens)}]
+        return Reply(content, "end_turn", output_tokens(content))
+
+    def _default_text(self, body: Mapping[str, Any], kind: str, max_tokens: int) -> str:
         if kind == "summary":
-            text = summary_reply(body, max_tokens=max_tokens)
-        else:
-            text = truncate_to_tokens(echo_reply(body, limit=self.echo_limit), max_tokens)
-        return [{"type": "text", "text": text}], "end_turn", 0.0
+            return summary_reply(body, max_tokens=max_tokens)
+        return truncate_to_tokens(echo_reply(body, limit=self.echo_limit), max_tokens)
 
     async def _pause(self, seconds: float) -> None:
         """Sleep, but wake at once when the server closes so shutdown never waits on a held request."""
@@ -444,13 +552,7 @@ class FakeAnthropic:
         return json_response({"input_tokens": sum(block.tokens for block in serialize_prefix(body))})
 
     def _model_entry(self, name: str) -> dict[str, Any]:
-        spec = self.models[name]
-        return {
-            "type": "model",
-            "id": name,
-            "display_name": spec.display_name,
-            "created_at": "2025-10-01T00:00:00Z",
-        }
+        return model_entry(name, self.models[name])
 
     async def _list_models(self, request: web.Request) -> web.Response:
         if not self._authorized(request):

@@ -36,8 +36,9 @@ IMAGE_TOKENS = 1600
 
 @dataclass(frozen=True, slots=True)
 class ModelSpec:
-    """What the fake knows of a model: its canonical id, window, output cap, minimum cacheable prefix and
-    whether it supports server-side compaction (the ``compact_20260112`` edit)."""
+    """What the fake knows of a model: its canonical id, window, output cap, minimum cacheable prefix,
+    whether it supports server-side compaction (the ``compact_20260112`` edit), and the request rules of
+    the models with preserved thinking (``anthropic_thinking_rules``, ``anthropic_binding``)."""
 
     id: str
     display_name: str
@@ -45,6 +46,46 @@ class ModelSpec:
     max_output: int = 64_000
     min_cacheable: int = 1024
     compaction: bool = False
+    preserved_thinking: bool = False
+    """Adaptive thinking by default, signed blocks bound to their prefix, the 5.5-era 400s."""
+    forced_tool_choice: bool = True
+    """Whether ``tool_choice`` ``any``/``tool`` is accepted."""
+    between_tools: bool = False
+    """Whether ``thinking: {"type": "between_tools"}`` is accepted (Sonnet 5.5's lowest setting)."""
+    system_messages: bool = False
+    """Whether ``role: "system"`` messages are accepted in ``messages`` (right after a user turn)."""
+    reads_thinking_from: frozenset[str] = frozenset()
+    """Other models whose thinking blocks this one reads (its own always)."""
+    portable_thinking: bool = False
+    """Its thinking blocks replay on any model with preserved thinking (Haiku 5.5)."""
+    created_at: str = "2025-10-01T00:00:00Z"
+    line: str | None = None
+
+
+def preserved_thinking_models() -> list[ModelSpec]:
+    """The current family (docs, Nov 2026): 1M context, 128K output, 512-token minimum cacheable prefix,
+    server-side compaction; forced tool choice is refused except on Haiku 5.5; Fable 5.1 reads Opus 5 and
+    Opus 5.5 thinking (not the reverse); Haiku 5.5 thinking replays on the others."""
+    family = {"preserved_thinking": True, "compaction": True, "system_messages": True}
+    return [
+        ModelSpec(
+            "claude-fable-5-1", "Claude Fable 5.1", 1_000_000, 128_000, 512, forced_tool_choice=False,
+            reads_thinking_from=frozenset({"claude-opus-5", "claude-opus-5-5"}),
+            line="fable", **family,
+        ),
+        ModelSpec(
+            "claude-opus-5-5", "Claude Opus 5.5", 1_000_000, 128_000, 512, forced_tool_choice=False,
+            line="opus", **family,
+        ),
+        ModelSpec(
+            "claude-sonnet-5-5", "Claude Sonnet 5.5", 1_000_000, 128_000, 512, forced_tool_choice=False,
+            between_tools=True, created_at="2026-09-28T00:00:00Z", line="sonnet", **family,
+        ),
+        ModelSpec(
+            "claude-haiku-5-5", "Claude Haiku 5.5", 1_000_000, 128_000, 512, portable_thinking=True,
+            created_at="2026-10-07T00:00:00Z", line="haiku", **family,
+        ),
+    ]  # fmt: skip
 
 
 def default_models() -> dict[str, ModelSpec]:
@@ -58,11 +99,16 @@ def default_models() -> dict[str, ModelSpec]:
     opus_41 = ModelSpec("claude-opus-4-1", "Claude Opus 4.1", max_output=32_000, min_cacheable=1024)
     haiku = ModelSpec("claude-haiku-4-5", "Claude Haiku 4.5", min_cacheable=4096)
     current = [
+        *preserved_thinking_models(),
         ModelSpec("claude-opus-5", "Claude Opus 5", 1_000_000, 128_000, 512, compaction=True),
         ModelSpec("claude-sonnet-5", "Claude Sonnet 5", 1_000_000, 128_000, 1024, compaction=True),
-        ModelSpec("claude-fable-5-1", "Claude Fable 5.1", 1_000_000, 128_000, 512),
         ModelSpec(
-            "claude-opus-4-8", "Claude Opus 4.8", max_output=128_000, min_cacheable=1024, compaction=True
+            "claude-opus-4-8",
+            "Claude Opus 4.8",
+            max_output=128_000,
+            min_cacheable=1024,
+            compaction=True,
+            system_messages=True,
         ),
         ModelSpec(
             "claude-opus-4-7", "Claude Opus 4.7", max_output=128_000, min_cacheable=2048, compaction=True

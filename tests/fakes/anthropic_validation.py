@@ -3,6 +3,10 @@
 Server-side compaction's request rules (the edit, the beta header, the models) are in
 ``anthropic_compaction``; here only the ``compaction`` content block's shape.
 
+Mid-conversation system messages (``role: "system"``, a string or text blocks) are accepted by the models
+that have them (``ModelSpec.system_messages``: Opus 4.8 and the 5.5 family) right after a user turn only;
+other models refuse the role. They are skipped when roles are checked to alternate.
+
 Strict mode (the default) also rejects two things the real API quietly tolerates, because they are bugs in
 the caller: consecutive messages with the same role (the real API merges them) and unknown top-level keys.
 """
@@ -91,7 +95,7 @@ def validate_request(
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages:
         raise InvalidRequest("messages: at least one message is required")
-    _check_messages(messages, tool_names, strict=strict)
+    _check_messages(messages, tool_names, strict=strict, system_messages=spec.system_messages)
     _check_cache_markers(body)
     _check_diagnostics(body.get("diagnostics", {}))
     try:
@@ -174,23 +178,56 @@ def _merge_same_roles(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, A
     return merged
 
 
-def _check_messages(messages: list[Any], tool_names: set[str], *, strict: bool) -> None:
+UNEXPECTED_SYSTEM_ROLE = (
+    'Unexpected role "system". The Messages API accepts a top-level system parameter, not "system" as an '
+    "input message role."
+)
+
+
+def _check_system_message(messages: list[Any], i: int, *, supported: bool) -> None:
+    """A mid-conversation system message: supported by the model, right after a user turn, text only."""
+    if not supported:
+        raise InvalidRequest(UNEXPECTED_SYSTEM_ROLE)
+    if i == 0 or not isinstance(messages[i - 1], Mapping) or messages[i - 1].get("role") != "user":
+        raise InvalidRequest(f'messages.{i}: a "system" message must come right after a "user" message')
+    content = messages[i].get("content")
+    if isinstance(content, str):
+        if not content:
+            raise InvalidRequest(f"messages.{i}: all messages must have non-empty content")
+        return
+    if not isinstance(content, list) or not content:
+        raise InvalidRequest(f"messages.{i}.content: Input should be a valid string or a list of text blocks")
+    for j, block in enumerate(content):
+        if not isinstance(block, Mapping) or block.get("type") != "text":
+            raise InvalidRequest(f"messages.{i}.content.{j}.type: Input should be 'text'")
+        _check_text_block(block, f"messages.{i}.content.{j}")
+
+
+def _check_messages(
+    messages: list[Any], tool_names: set[str], *, strict: bool, system_messages: bool = False
+) -> None:
     last = len(messages) - 1
+    previous: str | None = None  # the role of the last user or assistant message
     for i, message in enumerate(messages):
         if not isinstance(message, Mapping):
             raise InvalidRequest(f"messages.{i}: Input should be a valid dictionary")
         role = message.get("role")
+        if role == "system":
+            _check_system_message(messages, i, supported=system_messages)
+            continue
         if role not in ("user", "assistant"):
             raise InvalidRequest(f"messages.{i}.role: Input should be 'user' or 'assistant'")
         if i == 0 and role != "user" and not _opens_with_compaction(message):
             raise InvalidRequest('messages: first message must use the "user" role')
-        if strict and i > 0 and messages[i - 1].get("role") == role:
+        if strict and previous == role:
             raise InvalidRequest(
                 f'messages: roles must alternate between "user" and "assistant", '
                 f'but found multiple "{role}" roles in a row'
             )
+        previous = role
         _check_content(message, i, tool_names, final_assistant=(i == last and role == "assistant"))
-    _check_tool_pairing(messages if strict else _merge_same_roles(messages))
+    turns = [(i, m) for i, m in enumerate(messages) if m.get("role") != "system"]
+    _check_tool_pairing(turns if strict else list(enumerate(_merge_same_roles([m for _, m in turns]))))
 
 
 def _opens_with_compaction(message: Mapping[str, Any]) -> bool:
@@ -258,12 +295,13 @@ def _check_content(
                 raise InvalidRequest(f"{where}.tool_use_id: Field required")
 
 
-def _check_tool_pairing(messages: Sequence[Mapping[str, Any]]) -> None:
-    """Each tool_use is answered first thing in the next user message; each tool_result answers one."""
-    for i, message in enumerate(messages):
+def _check_tool_pairing(turns: Sequence[tuple[int, Mapping[str, Any]]]) -> None:
+    """Each tool_use is answered first thing in the next user message; each tool_result answers one.
+    ``turns`` are the user and assistant messages with their index in the request."""
+    for position, (i, message) in enumerate(turns):
         blocks = _blocks(message)
         if message.get("role") == "user":
-            previous = _blocks(messages[i - 1]) if i > 0 else []
+            previous = _blocks(turns[position - 1][1]) if position > 0 else []
             offered = {b.get("id") for b in previous if b.get("type") == "tool_use"}
             seen_other = False
             for j, block in enumerate(blocks):
@@ -287,7 +325,7 @@ def _check_tool_pairing(messages: Sequence[Mapping[str, Any]]) -> None:
             raise InvalidRequest(f"messages.{i}: `tool_use` ids must be unique")
         if not ids:
             continue
-        following = _blocks(messages[i + 1]) if i + 1 < len(messages) else []
+        following = _blocks(turns[position + 1][1]) if position + 1 < len(turns) else []
         answered = {b.get("tool_use_id") for b in following if b.get("type") == "tool_result"}
         missing = [str(x) for x in ids if x not in answered]
         if missing:

@@ -12,7 +12,7 @@ from aiohttp import web
 
 from tests.fakes.anthropic_cache import CacheUsage
 from tests.fakes.anthropic_replies import new_id
-from tests.fakes.anthropic_tokens import BYTES_PER_TOKEN
+from tests.fakes.anthropic_tokens import BYTES_PER_TOKEN, ModelSpec
 
 SSE_TEXT_CHUNK = 24
 """Characters per text_delta / input_json_delta event, so clients really assemble a stream."""
@@ -90,8 +90,15 @@ def compacted_usage(
 
 
 def message_payload(
-    *, model: str, content: Sequence[Mapping[str, Any]], stop_reason: str, usage: Mapping[str, Any]
+    *,
+    model: str,
+    content: Sequence[Mapping[str, Any]],
+    stop_reason: str,
+    usage: Mapping[str, Any],
+    extra: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
+    """A Messages API response; ``extra`` adds fields some responses carry (``stop_details``,
+    ``input_transformations``)."""
     return {
         "id": new_id("msg"),
         "type": "message",
@@ -101,6 +108,53 @@ def message_payload(
         "stop_reason": stop_reason,
         "stop_sequence": None,
         "usage": dict(usage),
+        **(extra or {}),
+    }
+
+
+def _supported(flag: bool) -> dict[str, bool]:
+    return {"supported": flag}
+
+
+def model_entry(name: str, spec: ModelSpec) -> dict[str, Any]:
+    """A ``/v1/models`` entry: window, output cap and the capabilities the fake models (thinking types,
+    effort, context management)."""
+    modern = spec.preserved_thinking
+    thinking_types = {
+        "adaptive": _supported(True),
+        "between_tools": _supported(spec.between_tools),
+        "disabled": _supported(not modern),
+        "enabled": _supported(not modern),
+    }
+    efforts = {level: _supported(True) for level in ("low", "medium", "high", "max")}
+    return {
+        "type": "model",
+        "id": name,
+        "display_name": spec.display_name,
+        "created_at": spec.created_at,
+        "lifecycle": "active",
+        "line": spec.line,
+        "max_input_tokens": spec.context_window,
+        "max_tokens": spec.max_output,
+        "capabilities": {
+            "batch": _supported(True),
+            "citations": _supported(True),
+            "code_execution": _supported(False),
+            "context_management": {
+                "supported": spec.compaction,
+                "compact_20260112": _supported(spec.compaction),
+            },
+            "effort": {"supported": True, **efforts, "xhigh": _supported(True)},
+            "image_input": _supported(True),
+            "pdf_input": _supported(True),
+            "server_tools": {
+                "supported": False,
+                "code_execution": _supported(False),
+                "web_search": _supported(False),
+            },
+            "structured_outputs": _supported(True),
+            "thinking": {"supported": True, "types": thinking_types},
+        },
     }
 
 
@@ -117,7 +171,13 @@ def stream_events(message: Mapping[str, Any]) -> list[tuple[str, dict[str, Any]]
             "message_start",
             {
                 "type": "message_start",
-                "message": {**message, "content": [], "stop_reason": None, "usage": start_usage},
+                "message": {
+                    **message,
+                    "content": [],
+                    "stop_reason": None,
+                    **({"stop_details": None} if "stop_details" in message else {}),
+                    "usage": start_usage,
+                },
             },
         ),
         ("ping", {"type": "ping"}),
@@ -129,6 +189,12 @@ def stream_events(message: Mapping[str, Any]) -> list[tuple[str, dict[str, Any]]
                 {"type": "input_json_delta", "partial_json": part}
                 for part in _chunks(json.dumps(block["input"]))
             ]
+        elif block["type"] == "thinking":
+            # Empty thinking (display "omitted") streams no thinking_delta, only its signature.
+            opening = {"type": "thinking", "thinking": "", "signature": ""}
+            texts = _chunks(block["thinking"]) if block["thinking"] else []
+            pieces = [{"type": "thinking_delta", "thinking": part} for part in texts]
+            pieces.append({"type": "signature_delta", "signature": block["signature"]})
         elif block["type"] == "compaction":
             # A compaction block is not streamed piecemeal: one delta carries the whole summary.
             opening = {"type": "compaction", "content": None}
@@ -155,7 +221,11 @@ def stream_events(message: Mapping[str, Any]) -> list[tuple[str, dict[str, Any]]
             "message_delta",
             {
                 "type": "message_delta",
-                "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None},
+                "delta": {
+                    "stop_reason": message["stop_reason"],
+                    "stop_sequence": None,
+                    **({"stop_details": message["stop_details"]} if "stop_details" in message else {}),
+                },
                 "usage": delta_usage,
             },
         )
@@ -208,7 +278,8 @@ async def write_stream(
             wait = pacing.first_token_s if first else 0.0
             first = False
             delta = data["delta"]
-            text = delta.get("text") or delta.get("partial_json") or delta.get("content") or ""
+            keys = ("text", "partial_json", "content", "thinking")
+            text = next((delta[key] for key in keys if delta.get(key)), "")
             wait += pacing.token_seconds(str(text))
             if wait > 0:
                 await sleep(wait)

@@ -1,0 +1,77 @@
+"""What a model with preserved thinking answers: its content blocks in order, stop reason and output tokens.
+
+- Adaptive thinking: the answer starts with a ``thinking`` block; its text is empty unless ``display`` is
+  ``"summarized"`` (the scripted ``thinking`` text, else a one-line default). ``between_tools`` has none.
+- Progress: a scripted ``progress`` comes back as a thinking block before the tool calls, empty under
+  ``"omitted"``, its text under ``"summarized"``, ``"updates"`` and ``between_tools``.
+- Thinking counts toward ``max_tokens`` and ``output_tokens`` (``thinking_tokens``, else the scripted
+  text's size, else ``DEFAULT_THINKING_TOKENS``). When it takes the whole ``max_tokens`` (``thinking_only``,
+  or by itself when ``max_tokens`` is not above the thinking's size) the content is the thinking block alone
+  with ``stop_reason: "max_tokens"``; in the second case the scripted reply stays queued so a retry with
+  more room gets it.
+
+Signatures are added afterwards (``anthropic_binding.sign_content``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from tests.fakes.anthropic_replies import ScriptedReply
+from tests.fakes.anthropic_thinking_rules import ThinkingConfig
+from tests.fakes.anthropic_tokens import output_tokens, text_tokens, truncate_to_tokens
+
+DEFAULT_THINKING_TOKENS = 16
+
+
+@dataclass(slots=True)
+class Reply:
+    """An answer before signing: content, stop reason and details, what it bills as output, extra delay,
+    and whether the scripted reply it came from stays queued."""
+
+    content: list[dict[str, Any]]
+    stop_reason: str
+    output_tokens: int
+    delay: float = 0.0
+    stop_details: dict[str, Any] | None = None
+    keep_script: bool = False
+
+
+def _thinking(text: str) -> dict[str, Any]:
+    return {"type": "thinking", "thinking": text, "signature": ""}
+
+
+def thinking_reply(
+    scripted: ScriptedReply | None,
+    *,
+    default_text: str,
+    question: str,
+    config: ThinkingConfig,
+    max_tokens: int,
+) -> Reply:
+    """The answer to one sampled request (``default_text`` when nothing is scripted)."""
+    reply = scripted or ScriptedReply(default_text)
+    adaptive = config.mode == "adaptive"
+    reasoning = reply.thinking or f"The user wrote: {question[:120]}. I will answer them directly."
+    spent = 0
+    head: list[dict[str, Any]] = []
+    if adaptive:
+        spent = reply.thinking_tokens or (text_tokens(reply.thinking) if reply.thinking else 0)
+        spent = spent or DEFAULT_THINKING_TOKENS
+        head.append(_thinking(reasoning if config.display == "summarized" else ""))
+    delay = reply.delay if scripted else 0.0
+    if reply.thinking_only or spent >= max_tokens:
+        keep = scripted is not None and not reply.thinking_only
+        return Reply(head, "max_tokens", max_tokens, delay, keep_script=keep)
+    if reply.progress:
+        shown = config.display in ("summarized", "updates") or not adaptive
+        head.append(_thinking(reply.progress if shown else ""))
+        spent += text_tokens(reply.progress)
+    room = max(max_tokens - spent, 0)
+    visible = reply.content()
+    if output_tokens(visible) > room:
+        text = truncate_to_tokens(reply.text or "", room)
+        tail = [{"type": "text", "text": text}] if text else []
+        return Reply([*head, *tail], "max_tokens", max_tokens, delay)
+    return Reply([*head, *visible], reply.resolved_stop_reason(), spent + output_tokens(visible), delay)
