@@ -124,9 +124,10 @@ class TurnResult(Generic[R]):
 RefLabel = Callable[[Any], object | None]
 
 
-def more_room(request: LLMRequest, model: ModelInfo) -> LLMRequest:
+def more_room(request: LLMRequest, model: ModelInfo, *, room: int) -> LLMRequest:
     """The request again after a reply ran out of room while thinking: four times the output budget
-    (within the model's limit) and one step less effort (from the API's default, high, when unset)."""
+    (within the model's limit and the `room` the prompt leaves in the window) and one step less effort
+    (from the API's default, high, when unset)."""
     effort = (request.output_config or {}).get("effort", "high")
     lower = EFFORTS[max(EFFORTS.index(effort) - 1, 0)] if effort in EFFORTS else "medium"
     config = (
@@ -134,9 +135,8 @@ def more_room(request: LLMRequest, model: ModelInfo) -> LLMRequest:
         if model.preserved_thinking
         else request.output_config
     )
-    return dataclasses.replace(
-        request, max_tokens=min(request.max_tokens * 4, model.max_output), output_config=config
-    )
+    budget = max(request.max_tokens, min(request.max_tokens * 4, model.max_output, room))
+    return dataclasses.replace(request, max_tokens=budget, output_config=config)
 
 
 def _with_margin(estimate: int) -> int:
@@ -291,7 +291,8 @@ class _Turn(Generic[R]):
             response = await ask(self.llm, request, on_text, on_progress)
         if response.stop_reason == "max_tokens" and thinking_only(response.content):
             await self.account(request, response, last_ref, ttl)
-            request = more_room(request, self.config.model)
+            room = self.config.model.context_window - _with_margin(estimate)
+            request = more_room(request, self.config.model, room=room)
             logger.warning(
                 "the reply ran out of room while thinking; asking again with max_tokens %d and effort %s",
                 request.max_tokens,

@@ -21,7 +21,8 @@ from gateway.turn.kit import KitSettings
 logger = logging.getLogger(__name__)
 
 THINKING_ROOM = 16_000
-"""The smallest reply budget on a model that thinks adaptively (its thinking counts toward it)."""
+"""The smallest reply budget on a model that thinks adaptively (its thinking counts toward it), within a
+quarter of the window."""
 
 
 def cache_ttl_of(settings: Settings) -> CacheTTL | None:
@@ -94,7 +95,7 @@ def loop_config(settings: Settings, model: ModelInfo, calibration: Calibration) 
     """The agent loop's limits (the turn's cache plan is set per turn)."""
     budget = settings.agent.max_output_tokens
     if model.preserved_thinking:  # thinking counts toward max_tokens: leave it room besides the reply
-        budget = max(budget, THINKING_ROOM)
+        budget = max(budget, min(THINKING_ROOM, model.context_window // 4))
     return LoopConfig(
         model=model,
         max_tokens=min(budget, model.max_output),

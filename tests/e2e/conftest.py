@@ -87,7 +87,8 @@ WorldFactory = Callable[..., AbstractAsyncContextManager[TelegramWorld]]
 @pytest.fixture
 def telegram_world(tmp_path: Path, db_url: str) -> WorldFactory:
     """`async with telegram_world(context_window=None, **env) as world:` on the test's database;
-    `min_cacheable` lowers the fake API's minimum cacheable prompt (tokens) for the model."""
+    `min_cacheable` lowers the fake API's minimum cacheable prompt (tokens) for the model (`model`, the
+    reply model, claude-sonnet-4-6 unless given)."""
 
     @contextlib.asynccontextmanager
     async def start(
@@ -95,10 +96,11 @@ def telegram_world(tmp_path: Path, db_url: str) -> WorldFactory:
         context_window: int | None = None,
         reply_delay: float = 0.0,
         min_cacheable: int | None = None,
+        model: str = "claude-sonnet-4-6",
         **extra: str,
     ) -> AsyncIterator[TelegramWorld]:
-        windows = {"claude-sonnet-4-6": context_window} if context_window else None
-        floors = {"claude-sonnet-4-6": min_cacheable} if min_cacheable else None
+        windows = {model: context_window} if context_window else None
+        floors = {model: min_cacheable} if min_cacheable else None
         async with (
             FakeAnthropic(context_windows=windows, reply_delay=reply_delay, min_cacheable=floors) as llm,
             FakeTelegram(token=TELEGRAM_TOKEN, username=BOT_USERNAME) as tg,
@@ -110,7 +112,7 @@ def telegram_world(tmp_path: Path, db_url: str) -> WorldFactory:
                 TELEGRAM_BOT_TOKEN=TELEGRAM_TOKEN,
                 TELEGRAM_BASE_URL=tg.base_url,
                 TELEGRAM_BASE_FILE_URL=tg.base_file_url,
-                **extra,
+                **{"MODEL": model, **extra},
             )
             if context_window:
                 env["MODEL_CONTEXT_LENGTH"] = str(context_window)
