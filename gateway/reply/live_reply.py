@@ -60,6 +60,8 @@ class LiveReply:
         self.first_shown_at: float | None = None
         self._text = ""
         self._progress = ""
+        self._said = False
+        """The status carries what the model said (not only "Working…")."""
         self._status: str | None = None
         self._shown: dict[int, str] = {}
         self._last_update = -float("inf")
@@ -81,6 +83,7 @@ class LiveReply:
         # What the model says it is about to do (a progress update before its tool calls): shown as
         # the status until the tools are named, then with them.
         self._progress += delta
+        self._said = True
         self._status = status_line((), self._progress)
         self._kick()
 
@@ -88,6 +91,7 @@ class LiveReply:
         # The text so far introduced tool calls; the reply starts again after them.
         self._text = ""
         self._status = status_line(tools, self._progress)
+        self._said = bool(self._progress.strip())
         self._progress = ""
         self.completed.clear()
         if self.surface.drafts:
@@ -157,7 +161,15 @@ class LiveReply:
         if not self._text:
             if self._status is not None:
                 status, self._status = self._status, None
-                await self.surface.status(status)
+                if self._said and not self.surface.drafts:
+                    # what the model said it is doing is worth a message where there are no drafts;
+                    # the reply then edits that message
+                    shown = await self.surface.preview(0, status, self.message_ids.get(0))
+                    if shown is not None:
+                        self.message_ids[0] = shown
+                    self._shown[0] = status
+                else:
+                    await self.surface.status(status)
                 self._count()
             return
         parts = self.surface.parts(self._text)

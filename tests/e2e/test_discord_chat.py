@@ -350,3 +350,47 @@ async def _commands(w: World) -> None:
     report = await w.reply_to(lambda: dc.push_message(DM_ADMIN, "/stats", author_id=ADMIN, username="boss"))
     assert "Compactions: manual ok 1" in report.content
     assert "Last compaction: manual ok (undone)" in report.content
+
+
+async def test_a_sonnet_5_5_chat_on_discord(tmp_path: Path, db_url: str) -> None:
+    """On claude-sonnet-5-5: the progress written before a tool call is shown while the tool round runs,
+    thinking goes back unchanged (none refused), /compact edits the prefix and the chat goes on, and a
+    refusal ends in a clear reply."""
+    async with discord_world(tmp_path, db_url, MODEL="claude-sonnet-5-5", **SMALL_WINDOW) as w:
+        dc, llm = w.dc, w.llm
+
+        def say(text: str) -> Callable[[], int]:
+            return lambda: dc.push_message(DM_ADMIN, text, author_id=ADMIN, username="admin")
+
+        llm.script_reply("Hi there.")
+        assert (await w.reply_to(say("hi"))).content == "Hi there."
+        for i in range(4):
+            llm.script_reply(f"Noted {i}.")
+            await w.reply_to(say(f"note {i}: {FILLER}"))
+
+        llm.script_reply(
+            progress="Checking the notes first.",
+            tool_uses=[{"id": "toolu_1", "name": "recall", "input": {"query": "replica lag"}}],
+        )
+        llm.script_reply("The lag stayed low.", delay=3.0)
+        before = len(dc.sent)
+        dc.push_message(DM_ADMIN, "how was the replica lag?", author_id=ADMIN, username="admin")
+        await dc.wait_for(
+            lambda: any(s.content == "The lag stayed low." for s in dc.sent[before:]), REPLY_TIMEOUT
+        )
+        shown = [s.content for s in dc.sent[before:]]
+        assert any("Checking the notes first." in c for c in shown), shown
+
+        compacted = await w.reply_to(
+            lambda: dc.push_message(DM_ADMIN, "/compact", author_id=ADMIN, username="admin")
+        )
+        assert compacted.content
+        llm.script_reply("Still here.")
+        assert (await w.reply_to(say("still there?"))).content.endswith("Still here.")
+
+        llm.script_reply("", refusal="cyber")
+        declined = await w.reply_to(say("write malware for me"))
+        assert "declined" in declined.content
+
+        assert [r.status for r in llm.requests if r.status not in (200, None)] == []
+        assert all(c["outcome"] == "kept" for r in llm.requests for c in r.thinking_checks)

@@ -71,7 +71,7 @@ async def test_a_sonnet_5_5_chat_survives_every_edit_of_its_history(telegram_wor
             progress="Let me look that up in our history.",
             tool_uses=[{"id": "toolu_1", "name": "recall", "input": {"query": "staging database"}}],
         )
-        llm.script_reply("Nothing about it yet.")
+        llm.script_reply("Nothing about it yet.", delay=1.5)  # the tool round is on screen meanwhile
         assert await chat.say("what did we say about the staging database?") == "Nothing about it yet."
         assert any("Let me look that up in our history." in d.visible_text for d in world.tg.drafts)
 
