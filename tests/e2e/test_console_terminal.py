@@ -28,7 +28,7 @@ pytestmark = pytest.mark.e2e
 COLS, ROWS = 72, 200
 MODEL = "claude-sonnet-4-6"
 WINDOW = 6000
-LEFT = "\x1b[D"
+LEFT, UP = "\x1b[D", "\x1b[A"
 PARAGRAPH = (
     "Stop the queue first, then restart the worker; afterwards check that every job it held was picked "
     "up again and that the error rate in the dashboard went back to normal within a few minutes."
@@ -129,6 +129,9 @@ async def test_console_chat_in_a_terminal(tmp_path: Path) -> None:
 async def _line_editing(chat: Chat) -> None:
     chat.type("wrld" + LEFT * 3 + "o\r")
     await chat.shows("bot> echo: world")
+    chat.type(UP + "!\r")  # the previous line from history, edited
+    await chat.shows("bot> echo: world!")
+    assert "^[" not in chat.text()
 
 
 async def _working_indicator_and_rendered_stream(chat: Chat, llm: RemoteFakeAnthropic) -> None:
