@@ -153,8 +153,9 @@ class Screen:
     def _answered(self, reply_to: str | None) -> None:
         if reply_to in self._waiting:
             del self._waiting[: self._waiting.index(reply_to) + 1]
-        elif self._waiting:
-            self._waiting.pop(0)
+        elif reply_to is None and self._waiting:
+            self._waiting.pop(0)  # a reply to no message in particular: count it for the oldest
+        # a reply to a message from before a restart leaves the messages typed since waiting
         self._activity(WORKING if self._waiting else None)
 
     def _note_recovered(self, reply_to: str | None) -> None:
