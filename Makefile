@@ -28,7 +28,7 @@ migrate: setup
 run: migrate
 	$(PY) -m gateway run
 
-chat: migrate
+chat: setup
 	$(PY) -m gateway chat
 
 doctor: setup

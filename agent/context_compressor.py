@@ -25,6 +25,7 @@ Choices made where the seeds are silent:
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -451,7 +452,7 @@ class ContextCompressor(ContextEngine):
         if not force:
             self._ineffective(reason, max(tokens, self.state.last_prompt_tokens or 0))
         logger.info("compaction aborted: %s", reason)
-        return self._aborted(msgs, tokens, reason)
+        return dataclasses.replace(self._aborted(msgs, tokens, reason), idle=True)
 
     def _ineffective(self, why: str, size: int) -> None:
         self.state.ineffective_auto_compactions += 1

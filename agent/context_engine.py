@@ -126,6 +126,9 @@ class CompressionResult:
     summary_usage: Usage | None = None
     stubbed_tool_ids: tuple[str, ...] = ()
     """tool_use ids whose results were lost and got a stub result."""
+    idle: bool = False
+    """Nothing to do (outcome `aborted`): nothing between the kept head and tail, or a result that would
+    not be smaller. Not a failure: a manual `/compact` says so in plain words and is not counted."""
 
     @property
     def changed(self) -> bool:

@@ -42,7 +42,7 @@ def _setup_logging(settings: Settings, command: str) -> None:
         # The terminal is the conversation: logs go to a file (named once, here) or stay at warnings.
         print(setup_console_logging(settings), file=sys.stderr)
     else:
-        setup_logging(settings)
+        setup_logging(settings, report=command == "doctor")
 
 
 def _serve_entry(name: str) -> Callable[[Settings], int] | None:

@@ -90,9 +90,9 @@ class CacheHealth:
         if self.thrashing and not was_thrashing:
             self.thrash_events += 1
             logger.warning(
-                "prompt cache thrashing in chat %s: %d calls in a row within the TTL read nothing from "
+                "prompt cache thrashing in %s: %d calls in a row within the TTL read nothing from "
                 "cache although a cacheable prefix was resent (%s)",
-                self.chat_key,
+                _where(self.chat_key),
                 self.warm_miss_streak,
                 _explanation(miss_reason, missed_tokens),
             )
@@ -167,3 +167,8 @@ def _explanation(reason: str | None, missed_tokens: int) -> str:
         return "no reason from the API; is the system prompt or tool list changing?"
     text = _REASONS.get(reason, reason)
     return f"the API's cache diagnostics say {reason}: {text}, about {missed_tokens:,} tokens not read"
+
+
+def _where(chat_key: str) -> str:
+    """The chat for a log line: keys are stored both as "chat 12" and as "12"."""
+    return chat_key if chat_key.startswith("chat ") else f"chat {chat_key}"

@@ -75,8 +75,11 @@ def secrets_of(settings: Settings) -> list[str]:
 FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 
-def setup_logging(settings: Settings) -> None:
-    logging.basicConfig(level=settings.log_level, format=FORMAT, stream=sys.stderr, force=True)
+def setup_logging(settings: Settings, *, report: bool = False) -> None:
+    """Logs to stderr at `log_level`; for a command whose output is a report (`doctor`), only warnings
+    and errors, so log lines do not interleave with it."""
+    level = logging.WARNING if report else settings.log_level
+    logging.basicConfig(level=level, format=FORMAT, stream=sys.stderr, force=True)
     _quiet_and_redact(settings)
 
 

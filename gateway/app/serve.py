@@ -1,7 +1,8 @@
 """The process around a `Gateway`: `run` serves every configured platform, `chat` the local console.
 
-Both refuse to start without an API key or with an unknown context engine, open the store and the
-model clients, serve until SIGINT/SIGTERM (or the console ends), and stop within
+Both refuse to start without an API key or with an unknown context engine, bring an SQLite database to
+the newest schema (a Postgres one that is behind stops the start with the command to run), open the
+store and the model clients, serve until SIGINT/SIGTERM (or the console ends), and stop within
 `shutdown_timeout_s`: the gateway first, then the model clients and the database in its last second.
 """
 
@@ -21,6 +22,7 @@ from gateway.config import Settings
 from gateway.platforms.base import PlatformAdapter
 from gateway.platforms.catalog import build_adapters, status_lines
 from gateway.store import Store
+from gateway.store.migrate import ensure_schema
 
 logger = logging.getLogger(__name__)
 
@@ -64,6 +66,7 @@ async def _serve(
     stop = until or asyncio.Event()
     stop_on_signals(stop, settings.shutdown_timeout_s)
     try:
+        await unless_stopped(ensure_schema(settings.database_url), stop)
         store = await unless_stopped(
             Store.open(
                 settings.database_url,

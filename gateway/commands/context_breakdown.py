@@ -14,6 +14,7 @@ from agent.pins import pins_block
 from agent.summary import is_summary_message
 from agent.tokens import estimate_text
 from agent.types import Message, blocks_of
+from gateway.commands.stats_report import Line
 from gateway.store import StoredMessage
 
 LARGEST = 3
@@ -81,13 +82,26 @@ def _item(row: StoredMessage) -> Item:
     return Item(row.id, kind_of(row), row.author_name, row.token_estimate, excerpt)
 
 
-def format_breakdown(b: Breakdown) -> list[str]:
-    """The `/stats` lines."""
+def format_breakdown(b: Breakdown) -> list[Line]:
+    """The `/stats detail` lines: the next request by part (estimates), and its largest stored items."""
     parts = ", ".join(f"{p.label} {p.tokens:,}" for p in b.parts if p.tokens or p.label.startswith("pins"))
-    lines = [f"Window by part (~{b.total:,} tokens): {parts}"]
+    lines = [
+        Line(
+            "Window by part",
+            f"~{b.total:,} tokens estimated for the next request, system prompt and tools included "
+            f"(the API's own count differs a little): {parts}",
+            detail=True,
+        )
+    ]
     if b.largest:
-        lines.append("Largest items:")
+        lines.append(Line("", "Largest items:", detail=True))
         for item in b.largest:
             who = f" from {item.author}" if item.author and item.kind == "user messages" else ""
-            lines.append(f"  #{item.message_id} {item.kind}{who}: {item.tokens:,} tokens — “{item.excerpt}”")
+            lines.append(
+                Line(
+                    "",
+                    f"  #{item.message_id} {item.kind}{who}: {item.tokens:,} tokens — “{item.excerpt}”",
+                    detail=True,
+                )
+            )
     return lines

@@ -49,6 +49,12 @@ class CompactionReport:
     tokens_after: int
     duration_s: float
     changed: bool
+    idle: bool = False
+    """There was nothing to do (see `CompressionResult.idle`)."""
+
+
+MANUAL = "manual"
+"""The trigger of an admin's `/compact`."""
 
 
 class Compactor:
@@ -80,7 +86,8 @@ class Compactor:
         await self._persist(session, result, refs, trigger=trigger, duration_s=duration, engine=engine)
         report = _report(result, refs, trigger=trigger, duration_s=duration)
         if self.metrics is not None:
-            self.metrics.observe_compaction(trigger, result.outcome.value)
+            idle = result.idle and trigger == MANUAL
+            self.metrics.observe_compaction(trigger, "nothing" if idle else result.outcome.value)
         log = logger.warning if result.outcome is not Outcome.OK else logger.info
         log(
             "compaction session=%s trigger=%s outcome=%s tokens %d->%d messages %d->%d in %.2fs: %s",
@@ -116,6 +123,8 @@ class Compactor:
     ) -> None:
         await self._record_summary_call(session, result)
         messages_before = sum(len(r) for r in refs)
+        if result.idle and trigger == MANUAL:
+            return  # an admin's /compact that found nothing to do is answered, not counted as a failure
         if not result.changed:
             await self.store.record_compaction_attempt(
                 session.id,
@@ -189,6 +198,7 @@ def _report(
         tokens_after=result.tokens_after,
         duration_s=duration_s,
         changed=changed,
+        idle=result.idle,
     )
 
 

@@ -98,6 +98,8 @@ Prepared = PreparedImage | PreparedPdf | PreparedText | Refused
 
 def prepare(data: bytes, *, mime_type: str | None, filename: str | None, limits: MediaLimits) -> Prepared:
     """Route the bytes by what they are and prepare them; never raises for bad input."""
+    if not data:
+        return Refused("the file is empty")
     route = route_for(mime_type, filename, data)
     if route is Route.IMAGE:
         return prepare_image(data, long_edge=limits.image_long_edge)
@@ -125,7 +127,10 @@ def prepare_image(data: bytes, *, long_edge: int = NATIVE_LONG_EDGE) -> Prepared
                 image.draft("RGB", fit_within(width, height, long_edge))
             image.load()
             orientation = image.getexif().get(ExifTags.Base.Orientation, 1)
-    except (UnidentifiedImageError, Image.DecompressionBombError, Image.DecompressionBombWarning):
+    except (Image.DecompressionBombError, Image.DecompressionBombWarning):
+        # Pillow refuses to open it at all: an intact image far past what is accepted.
+        return Refused(f"the image is too large (over {MAX_SOURCE_PIXELS // 1_000_000} megapixels)")
+    except UnidentifiedImageError:
         return Refused("the file is damaged or not an image")
     except (OSError, SyntaxError, ValueError) as exc:  # Pillow's errors for truncated or broken data
         logger.info("image could not be decoded: %s", exc)

@@ -86,7 +86,9 @@ def empty_reply(stop_reason: str | None) -> str:
 
 def human_error(exc: LLMError) -> str:
     """The reply when the model could not answer (the message stays stored and pending)."""
-    if isinstance(exc, LLMRateLimitError | LLMOverloadedError):
+    if isinstance(exc, LLMRateLimitError):
+        return f"The assistant has hit its request limit for the moment (rate limited). {KEPT}"
+    if isinstance(exc, LLMOverloadedError):
         return f"The assistant is overloaded right now. {KEPT}"
     if isinstance(exc, LLMAuthError):
         return (
@@ -105,11 +107,23 @@ def compaction_notice(report: CompactionReport) -> str:
             f"(Context compacted: {report.messages_before}\u2192{report.messages_after} messages, "
             f"{report.tokens_before:,}\u2192{report.tokens_after:,} tokens.)"
         )
+    if report.idle:
+        return f"(Context not compacted: {NOTHING_YET}.)"
     return f"(Context compaction {report.outcome.value}: {report.reason})"
 
 
-def compaction_result(report: CompactionReport) -> str:
-    """The answer to `/compact`."""
+NOTHING_YET = "nothing to shorten yet"
+KEPT_VERBATIM = (
+    "the first exchange and the newest messages (at least the last {n}, more when they are short) are "
+    "always kept word for word, so the thread of the conversation is never lost"
+)
+
+
+def compaction_result(report: CompactionReport, protect_last_n: int) -> str:
+    """The answer to `/compact`: what it did, or in plain words why there was nothing to do."""
+    short = report.messages_before <= protect_last_n + 2
+    if report.idle or (not report.changed and (short or report.outcome is Outcome.OK)):
+        return nothing_to_compact(report, protect_last_n)
     head = f"Compaction {report.outcome.value}"
     if report.outcome is not Outcome.OK:
         head += f" ({report.reason})"
@@ -119,12 +133,13 @@ def compaction_result(report: CompactionReport) -> str:
     )
 
 
-def too_short_to_compact(report: CompactionReport, protect_last_n: int) -> str:
-    """The answer to `/compact` on a conversation with nothing between its kept head and tail."""
+def nothing_to_compact(report: CompactionReport, protect_last_n: int) -> str:
+    """Every "nothing to do" answer to `/compact` (too short, nothing between what is kept, a summary that
+    would not be smaller), in the same words: what is kept and why."""
     return (
-        f"Nothing to compact yet: this conversation has {report.messages_before} messages "
-        f"(~{report.tokens_before:,} tokens), and the first exchange and the last {protect_last_n} "
-        "messages are always kept word for word. Compaction starts to help once it grows; to keep fewer "
-        "messages verbatim, lower compression.protect_last_n, or start over with /new (the old "
-        "conversation stays searchable)."
+        f"Nothing to compact yet: this conversation has {report.messages_before:,} messages "
+        f"(~{report.tokens_before:,} tokens); {KEPT_VERBATIM.format(n=protect_last_n)}, and there is "
+        "nothing between them that a summary would make smaller. Compaction starts to help once the "
+        "conversation grows; to keep fewer messages verbatim, lower compression.protect_last_n, or start "
+        "over with /new (the old conversation stays searchable)."
     )

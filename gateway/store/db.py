@@ -119,5 +119,13 @@ def translate_errors(operation: str) -> Iterator[None]:
     except _TRANSLATED as exc:
         if is_unavailable(exc):
             logger.warning("database unavailable during %s: %s", operation, type(exc).__name__)
-            raise DatabaseUnavailableError(f"database unavailable during {operation}: {exc}") from exc
-        raise StoreError(f"database error during {operation}: {exc}") from exc
+            raise DatabaseUnavailableError(
+                f"database unavailable during {operation}: {_driver_message(exc)}"
+            ) from exc
+        raise StoreError(f"database error during {operation}: {_driver_message(exc)}") from exc
+
+
+def _driver_message(exc: BaseException) -> str:
+    """The database's own words, without the SQL statement and parameters SQLAlchemy appends."""
+    orig = getattr(exc, "orig", None)
+    return f"{type(orig).__name__}: {orig}" if isinstance(orig, BaseException) else str(exc)

@@ -1,9 +1,11 @@
 """A local terminal chat: one private chat, the local user is admin. Try the product with only an API key.
 
-Each line on stdin is one message (`/cmd args` lines are commands); replies go to stdout, rendered for
-the terminal (`terminal_render`: bold, indented code, wrapped prose on a TTY). Lines up to 8 MiB are
-accepted so a pasted log arrives whole. `/file PATH [question]` sends a local file (an image, a PDF or
-a text file) with an optional question, as a photo or document would arrive from a platform. Logs go
+On a terminal, lines are read at a `you> ` prompt with line editing and history (`prompt_input`);
+from a pipe, each line on stdin is one message. `/cmd args` lines are commands. Replies are printed as
+they stream, rendered for the terminal (`screen`, `stream_render`: bold, indented code, prose wrapped
+to the width on a TTY). Lines up to 8 MiB are accepted so a pasted log arrives whole.
+`/file PATH [question]` sends a local file (an image, a PDF or a text file) with an optional question,
+as a photo or document would arrive from a platform; a file that is missing or empty is not sent. Logs go
 to a file (`console.log_file`) so they do not interleave with the conversation.
 """
 
@@ -16,7 +18,6 @@ import itertools
 import logging
 import mimetypes
 import shlex
-import shutil
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
@@ -37,7 +38,8 @@ from gateway.platforms.base import (
     SentMessage,
 )
 from gateway.platforms.console import CONSOLE_USER_ID
-from gateway.platforms.console.terminal_render import Style, render_reply
+from gateway.platforms.console.prompt_input import PromptInput
+from gateway.platforms.console.screen import ConsoleLive, Screen, message_id
 
 logger = logging.getLogger(__name__)
 
@@ -95,27 +97,8 @@ class _Typing:
         return None
 
 
-class _ConsoleLive:
-    """`LiveSurface` for the terminal: deltas are printed at once (nothing to throttle)."""
-
-    drafts = True
-    throttled = False
-
-    def __init__(self, adapter: ConsoleAdapter) -> None:
-        self._adapter = adapter
-
-    def parts(self, text: str) -> list[str]:
-        return self._adapter.parts(text)
-
-    async def preview(self, index: int, text: str, message_id: str | None) -> None:
-        self._adapter._print_live(text)
-
-    async def complete(self, index: int, text: str, message_id: str | None) -> str:
-        self._adapter._print_live(text)
-        return "console-live"
-
-    async def status(self, text: str) -> None:
-        self._adapter._print_status(text)
+def _interactive() -> bool:
+    return sys.stdin.isatty() and sys.stdout.isatty()
 
 
 class ConsoleAdapter:
@@ -136,23 +119,40 @@ class ConsoleAdapter:
         user_name: str = "you",
     ) -> None:
         self._reader = stdin
-        self._out = stdout or sys.stdout
         self._user_name = user_name
         self._task: asyncio.Task[None] | None = None
         self._ids = itertools.count(1)
         self.finished = asyncio.Event()
-        self._printed: str | None = None
-        """The reply printed so far while it is written (None: no reply in progress)."""
+        self._prompt: PromptInput | None = None
+        if stdin is None and stdout is None and _interactive():
+            self._prompt = PromptInput()
+            self.screen = Screen(tty=True, activity=self._prompt.activity)
+        else:
+            out = stdout or sys.stdout
+            isatty = getattr(out, "isatty", None)
+            self.screen = Screen(out=out, tty=bool(callable(isatty) and isatty()))
 
     async def start(self, handler: MessageHandler, commands: list[CommandSpec]) -> None:
+        names = ", ".join(["/" + c.name for c in commands] + ["/file PATH [question]"])
+        self.screen.line(
+            f"Console chat ready. Type a message and press Enter; commands: {names}. Ctrl-D quits."
+        )
+        if self._prompt is not None:
+            self._task = asyncio.create_task(self._prompt_loop(handler, self._prompt), name="console-prompt")
+            return
         if self._reader is None:
             loop = asyncio.get_running_loop()
             reader = asyncio.StreamReader(limit=LINE_LIMIT)
             await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
             self._reader = reader
-        names = ", ".join(["/" + c.name for c in commands] + ["/file PATH [question]"])
-        self._print(f"Console chat ready. Type a message and press Enter; commands: {names}. Ctrl-D quits.")
         self._task = asyncio.create_task(self._read_loop(handler), name="console-reader")
+
+    async def _prompt_loop(self, handler: MessageHandler, prompt: PromptInput) -> None:
+        try:
+            async for text in prompt.lines():
+                await self._line(handler, text)
+        finally:
+            self.finished.set()
 
     async def _read_loop(self, handler: MessageHandler) -> None:
         assert self._reader is not None
@@ -161,38 +161,54 @@ class ConsoleAdapter:
                 try:
                     raw = await self._reader.readline()
                 except ValueError:  # a line above the limit: drain it and tell the user
-                    self._print(
+                    self.screen.line(
                         f"(That line is longer than {LINE_LIMIT // (1024 * 1024)} MiB and was not sent.)"
                     )
                     continue
                 if not raw:
                     break
-                text = raw.decode("utf-8", "replace").rstrip("\n")
-                if not text.strip():
-                    continue
-                file_command = parse_file_command(text)
-                if file_command is not None:
-                    await handler(await self._file_message(*file_command))
-                    continue
-                await handler(self._incoming(text))
+                await self._line(handler, raw.decode("utf-8", "replace").rstrip("\n"))
         finally:
             self.finished.set()
 
+    async def _line(self, handler: MessageHandler, text: str) -> None:
+        if not text.strip():
+            return
+        file_command = parse_file_command(text)
+        if file_command is None:
+            message = self._incoming(text)
+        else:
+            found = await self._file_message(*file_command)
+            if isinstance(found, str):
+                self.screen.line(found)
+                return
+            message = found
+        self.screen.sent(message.platform_message_id)
+        await handler(message)
+
     def _incoming(self, text: str) -> IncomingMessage:
         command = parse_command(text)
+        now = datetime.now(UTC)
         return IncomingMessage(
             chat=CHAT,
             author=Author(user_id=CONSOLE_USER_ID, display_name=self._user_name),
             text=text,
-            platform_message_id=f"console-{datetime.now(UTC).timestamp():.6f}-{next(self._ids)}",
-            sent_at=datetime.now(UTC),
+            platform_message_id=message_id(now, next(self._ids)),
+            sent_at=now,
             is_command=command is not None,
             command=command[0] if command else None,
             command_args=command[1] if command else "",
         )
 
-    async def _file_message(self, path_text: str, question: str) -> IncomingMessage:
+    async def _file_message(self, path_text: str, question: str) -> IncomingMessage | str:
+        """The message carrying the file, or why nothing is sent (no such file, an empty one)."""
+        if not path_text:
+            return "(Name a file: /file PATH [question]. Nothing was sent.)"
         path, size = await asyncio.to_thread(_locate, path_text)
+        if size is None:
+            return f"(There is no file {path} that I can read. Nothing was sent.)"
+        if size == 0:
+            return f"({path} is empty. Nothing was sent.)"
         attachment = Attachment(
             kind="document",
             filename=path.name,
@@ -210,58 +226,22 @@ class ConsoleAdapter:
                 await self._task
 
     async def send(self, message: OutgoingMessage) -> SentMessage:
-        printed, self._printed = self._printed, None
-        if printed is not None and message.text.startswith(printed):
-            self._print(message.text[len(printed) :])  # the rest of a reply printed as it was written
-        else:
-            if printed is not None:
-                self._print("")
-            self._print(render_reply(message.text, self._style()))
+        self.screen.show(message)
         return SentMessage(platform_message_ids=(f"console-out-{next(self._ids)}",))
 
-    # Streaming: the reply is printed as it arrives; `send` then prints what is missing.
+    # Streaming: the reply is printed as it is written (`screen`); `send` prints what is missing.
 
     def parts(self, text: str) -> list[str]:
         return [text] if text.strip() else []
 
-    def live(self, chat: ChatRef, *, reply_to: str | None) -> _ConsoleLive:
-        return _ConsoleLive(self)
+    def live(self, chat: ChatRef, *, reply_to: str | None) -> ConsoleLive:
+        return self.screen.live(reply_to)
 
     async def edit(self, chat: ChatRef, message_id: str, text: str) -> None:
-        self._print(f"bot> {text}")
-
-    def _print_live(self, text: str) -> None:
-        """Print `text` as the reply so far: only what is new, or anew if it changed."""
-        printed = self._printed
-        if printed is not None and text.startswith(printed):
-            self._out.write(text[len(printed) :])
-        else:
-            self._out.write(("\n" if printed is not None else "") + "bot> " + text)
-        self._out.flush()
-        self._printed = text
-
-    def _print_status(self, text: str) -> None:
-        if self._printed is not None:
-            self._out.write("\n")
-        self._printed = None
-        self._print(f"({text})")
+        self.screen.show(OutgoingMessage(chat=chat, text=text))
 
     def typing(self, chat: ChatRef) -> _Typing:
         return _Typing()
 
     async def react(self, chat: ChatRef, platform_message_id: str, emoji: str) -> None:
         return None  # the terminal shows the reply itself; there is nothing to react on
-
-    def _style(self) -> Style:
-        """Colour and wrapping on a terminal; the text as written when output goes to a pipe or file."""
-        isatty = getattr(self._out, "isatty", None)
-        if not (callable(isatty) and isatty()):
-            return Style(color=False, width=None)
-        return Style(color=True, width=shutil.get_terminal_size().columns)
-
-    def _print(self, text: str) -> None:
-        if self._printed is not None and text:
-            self._out.write("\n")
-            self._printed = None
-        self._out.write(text + "\n")
-        self._out.flush()

@@ -45,23 +45,38 @@ def _render_lines(text: str, style: Style) -> list[str]:
     out: list[str] = []
     in_code = False
     for raw in text.splitlines():
-        if _FENCE.match(raw):
-            in_code = not in_code
-            continue
-        if in_code:
-            out.append(_paint("  " + raw, DIM, style))
-            continue
-        out.extend(_prose_line(raw, style))
+        rows, in_code = line_rows(raw, style, in_code=in_code)
+        out.extend(rows)
     return out
+
+
+def line_rows(raw: str, style: Style, *, in_code: bool) -> tuple[list[str], bool]:
+    """One source line as terminal rows, and whether a code block is open after it (a fence line
+    opens or closes one and shows nothing)."""
+    if _FENCE.match(raw):
+        return [], not in_code
+    if in_code:
+        return [_paint("  " + raw, DIM, style)], True
+    return _prose_line(raw, style), False
+
+
+def opens_fence(partial: str) -> bool:
+    """Whether an unfinished line may still turn out to be a code fence."""
+    return partial.lstrip()[:1] in ("`", "~")
 
 
 def _prose_line(raw: str, style: Style) -> list[str]:
     heading = _HEADING.match(raw)
     if heading:
-        return [_paint(_inline(heading.group(2), style, bold=False), BOLD, style)]
+        title = _inline(heading.group(2), style, bold=False)
+        return [_paint(row, BOLD, style) for row in _wrap(title, style)]
     bullet = _BULLET.match(raw)
     lead, body = (bullet.group(1) + "• ", bullet.group(2)) if bullet else ("", raw)
-    rendered = _inline(body, style)
+    return _wrap(_inline(body, style), style, lead=lead)
+
+
+def _wrap(rendered: str, style: Style, *, lead: str = "") -> list[str]:
+    """Prose rows under the reply's indent; a word is never broken (a longer one gets its own row)."""
     if style.width is None or not rendered.strip():
         return [lead + rendered]
     width = max(20, style.width - len(INDENT))

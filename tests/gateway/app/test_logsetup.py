@@ -5,6 +5,8 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
+import pytest
+
 from gateway.app.logsetup import REDACTED, RedactingFilter
 
 TOKEN = "123456789:AAbbCCddEEffGGhhIIjjKKllMMnnOOppQQr"
@@ -66,3 +68,22 @@ def test_console_logs_go_to_a_file_named_once(tmp_path: Path) -> None:
         assert logging.getLogger().level == logging.WARNING
     finally:
         logging.basicConfig(level=logging.WARNING, force=True)
+
+
+def test_doctor_report_is_not_interleaved_with_info_log_lines(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from gateway.__main__ import main
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("DATABASE_URL", f"sqlite+aiosqlite:///{tmp_path / 'doctor.db'}")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:9")
+    monkeypatch.setenv("LOG_LEVEL", "INFO")
+    try:
+        main(["doctor"])
+    finally:
+        logging.basicConfig(level=logging.WARNING, force=True)
+    captured = capsys.readouterr()
+    assert "Checks" in captured.out
+    assert " INFO " not in captured.out + captured.err, captured.err

@@ -71,7 +71,7 @@ async def test_compact_with_focus_reports_numbers_and_undo_restores(bot: Bot, fa
 async def test_stats_shows_bar_counts_cache_and_compactions(bot: Bot) -> None:
     await chatter(bot, n=3)
     await bot.adapter.say("/compact", user=ADMIN)
-    text = await only(bot, "/stats", user=ADMIN)
+    text = await only(bot, "/stats detail", user=ADMIN)
     assert "Context: [" in text
     assert "%" in text
     assert "Messages: " in text
@@ -183,7 +183,7 @@ async def test_stats_shows_money_spent_on_cache_writes_never_read(bot: Bot, fake
         for call_id, at in zip(ids, (now - timedelta(minutes=9), now - timedelta(minutes=2)), strict=True):
             await conn.execute(update(llm_calls).where(llm_calls.c.id == call_id).values(created_at=at))
     written = [r.usage["cache_creation_input_tokens"] for r in fake.requests if r.kind == "reply"]
-    text = await only(bot, "/stats", user=ADMIN)
+    text = await only(bot, "/stats detail", user=ADMIN)
     assert f"on writes never read ({written[0]:,} tokens)" in text
     assert "Cache waste: $" in text
     assert "reply hit ratio" in text
@@ -214,7 +214,7 @@ async def test_compact_works_with_a_plugin_engine(fake: FakeAnthropic, sqlite_ur
 async def test_stats_shows_what_fills_the_window(bot: Bot) -> None:
     await only(bot, "/pin Deploys happen on Tuesdays", user=ADMIN)
     await chatter(bot, n=3)
-    stats = await only(bot, "/stats", user=ADMIN)
+    stats = await only(bot, "/stats detail", user=ADMIN)
     line = next(x for x in stats.splitlines() if x.startswith("Window by part"))
     assert re.search(r"system prompt [\d,]+", line), line
     assert re.search(r"tool definitions [\d,]+", line), line
@@ -229,5 +229,46 @@ async def test_compact_on_a_short_conversation_says_why_and_what_to_do(bot: Bot)
     await bot.adapter.say("just one question", user=ADMIN)
     text = await only(bot, "/compact", user=ADMIN)
     assert text.startswith("Nothing to compact yet: this conversation has 2 messages"), text
-    assert "last 2 messages are always kept word for word" in text
+    assert "at least the last 2, more when they are short) are always kept word for word" in text
     assert "compression.protect_last_n" in text
+
+
+async def test_stats_has_one_headline_for_the_context_and_explains_the_rest_in_detail(bot: Bot) -> None:
+    await chatter(bot, n=2)
+    short = await only(bot, "/stats", user=ADMIN)
+    session = await bot.store.active_session(await bot.chat_pk("telegram", ADMIN.user_id))
+    kit = bot.gateway.kit  # the thresholds' count: the last reported size + calibrated estimates since
+    tokens, since = session.context_tokens(kit.scale), kit.scaled(session.tokens_since_call)
+    headline = f"({tokens:,} of 5,120 tokens)"
+    assert headline in short, short
+    assert "Prompt:" not in short
+    assert "Window by part" not in short
+    assert "Cache (recent)" not in short
+    assert "Prompt cache: " in short
+    assert "over 2 calls" in short
+    assert short.endswith(
+        "/stats detail shows how the context size is counted, what fills it, and the cache's numbers"
+    )
+    detail = await only(bot, "/stats detail", user=ADMIN)
+    assert detail.startswith("Stats for this chat (detail)\n")
+    assert headline in detail
+    assert (
+        f"Context size: {tokens:,} tokens = {session.last_prompt_tokens:,} counted by the API "
+        f"for the last request + ~{since:,} estimated for what was added since"
+    ) in detail
+    assert "Window by part: ~" in detail
+    assert await only(bot, "/stats everything", user=ADMIN) == "Usage: /stats, /stats detail or /stats all"
+
+
+async def test_a_manual_compact_with_nothing_to_do_says_so_in_plain_words_and_is_not_counted(
+    bot: Bot,
+) -> None:
+    await chatter(bot, n=2)
+    first = await only(bot, "/compact", user=ADMIN)
+    assert first.startswith("Nothing to compact yet: this conversation has 4 messages"), first
+    second = await only(bot, "/compact keep the facts", user=ADMIN)
+    assert second == first
+    assert "between head and tail" not in second
+    assert "aborted" not in second
+    stats = await only(bot, "/stats", user=ADMIN)
+    assert "Compactions: none yet" in stats, stats

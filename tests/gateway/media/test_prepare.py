@@ -158,3 +158,26 @@ def test_routes_trust_the_bytes_over_the_declared_type() -> None:
         b"PK\x03\x04\x00\x00\x00", mime_type="application/zip", filename="a.zip", limits=LIMITS
     )
     assert unsupported == Refused("this type of file is not supported")
+
+
+def _png_header(width: int, height: int) -> bytes:
+    """A PNG whose header declares `width` x `height` (Pillow reads the size before any pixel)."""
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IEND", b"")
+
+
+def test_an_empty_file_is_refused_as_empty() -> None:
+    assert prepare(b"", mime_type="image/png", filename="x.png", limits=LIMITS) == Refused(
+        "the file is empty"
+    )
+
+
+def test_an_enormous_image_is_refused_as_too_large_not_as_damaged() -> None:
+    result = prepare(_png_header(40_000, 40_000), mime_type="image/png", filename="big.png", limits=LIMITS)
+    assert result == Refused("the image is too large (over 64 megapixels)")

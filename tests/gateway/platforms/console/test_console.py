@@ -53,8 +53,40 @@ async def test_file_command_sends_the_file_with_the_question(tmp_path: Path) -> 
     assert await attachment.fetch() == b"ERROR disk full\n"
 
 
-async def test_a_missing_file_is_reported_by_its_fetch(tmp_path: Path) -> None:
-    [message] = await run_lines([f"/file {tmp_path / 'nope.png'}"])
+async def run_lines_out(lines: list[str]) -> tuple[list[IncomingMessage], str]:
+    reader = asyncio.StreamReader()
+    reader.feed_data("".join(line + "\n" for line in lines).encode())
+    reader.feed_eof()
+    got: list[IncomingMessage] = []
+    out = io.StringIO()
+
+    async def handler(message: IncomingMessage) -> None:
+        got.append(message)
+
+    adapter = ConsoleAdapter(stdin=reader, stdout=out)
+    await adapter.start(handler, [])
+    await asyncio.wait_for(adapter.finished.wait(), 5)
+    await adapter.stop()
+    return got, out.getvalue()
+
+
+async def test_a_missing_or_empty_file_is_not_sent_and_the_console_says_why(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.png"
+    empty.write_bytes(b"")
+    got, out = await run_lines_out(
+        [f"/file {tmp_path / 'nope.png'} what is this?", f"/file {empty}", "/file"]
+    )
+    assert got == []
+    assert f"(There is no file {tmp_path / 'nope.png'} that I can read. Nothing was sent.)" in out
+    assert f"({empty} is empty. Nothing was sent.)" in out
+    assert "(Name a file: /file PATH [question]. Nothing was sent.)" in out
+
+
+async def test_a_file_that_vanishes_before_it_is_read_is_reported_by_its_fetch(tmp_path: Path) -> None:
+    path = tmp_path / "gone.txt"
+    path.write_text("soon gone")
+    [message] = await run_lines([f"/file {path}"])
+    path.unlink()
     fetch = message.attachments[0].fetch
     assert fetch is not None
     with pytest.raises(MediaFetchError) as caught:

@@ -1,0 +1,55 @@
+"""The terminal chat's input line (prompt_toolkit): a `you> ` prompt with line editing and history, and
+a status line above it while the bot works ("working… 12 s").
+
+While the prompt is up, everything written to `sys.stdout` is printed above it (`patch_stdout`), so a
+reply arriving while the user types never garbles the line being typed.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Callable
+
+from prompt_toolkit import PromptSession
+from prompt_toolkit.formatted_text import FormattedText
+from prompt_toolkit.history import InMemoryHistory
+from prompt_toolkit.patch_stdout import patch_stdout
+
+PROMPT = "you> "
+SHOW_SECONDS_AFTER_S = 2.0
+REFRESH_S = 0.5
+
+
+class PromptInput:
+    """Reads lines at the prompt; `activity` sets (or clears, with None) the status line above it."""
+
+    def __init__(self, *, clock: Callable[[], float] = time.monotonic) -> None:
+        self._session: PromptSession[str] = PromptSession(history=InMemoryHistory())
+        self._clock = clock
+        self._activity: str | None = None
+        self._since = 0.0
+
+    def activity(self, text: str | None) -> None:
+        if text is not None and self._activity is None:
+            self._since = self._clock()
+        self._activity = text
+        app = self._session.app
+        if app.is_running:
+            app.invalidate()
+
+    def message(self) -> FormattedText:
+        """The prompt, with the status line above it while something is under way."""
+        if self._activity is None:
+            return FormattedText([("", PROMPT)])
+        elapsed = self._clock() - self._since
+        seconds = f" {elapsed:.0f} s" if elapsed >= SHOW_SECONDS_AFTER_S else ""
+        return FormattedText([("fg:ansicyan", f"{self._activity}{seconds}"), ("", "\n" + PROMPT)])
+
+    async def lines(self) -> AsyncIterator[str]:
+        """Each line entered; ends on Ctrl-D or Ctrl-C."""
+        with patch_stdout(raw=True):
+            while True:
+                try:
+                    yield await self._session.prompt_async(self.message, refresh_interval=REFRESH_S)
+                except (EOFError, KeyboardInterrupt):
+                    return
