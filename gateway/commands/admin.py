@@ -12,6 +12,7 @@ from agent.tokens import estimate_system
 from gateway.commands import menu as commands
 from gateway.commands.context_breakdown import breakdown, format_breakdown
 from gateway.commands.menu import CommandContext, Handler
+from gateway.commands.voice_report import voice_line
 from gateway.commands.waste_report import waste_line
 from gateway.compaction.compactor import Compactor
 from gateway.errors import NothingToUndoError
@@ -161,6 +162,8 @@ class AdminHandlers:
             counts = await self.store.delivery_counts()
             text = format_global_stats(await self.store.global_stats(top=5))
             text = f"{text}\n{delivery_line(counts)}" if counts else text
+            voice = voice_line(await self.store.transcription_counts())
+            text = f"{text}\n{voice}" if voice else text
             return f"{text}\n{waste_line(await self.store.cache_waste())}"
         if ctx.args.strip():
             return "Usage: /stats or /stats all"
@@ -176,6 +179,8 @@ class AdminHandlers:
             window_lines=await self._window_lines(session, ctx.chat_pk),
             deliveries=await self.store.delivery_counts(ctx.chat_pk),
         )
+        voice = voice_line(await self.store.transcription_counts(ctx.chat_pk))
+        text = f"{text}\n{voice}" if voice else text
         return f"{text}\n{waste_line(await self.store.cache_waste(ctx.chat_pk))}"
 
     async def _window_lines(self, session: SessionRecord, chat_pk: int) -> list[str]:

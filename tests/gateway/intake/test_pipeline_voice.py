@@ -16,7 +16,7 @@ from gateway.platforms.base import Attachment
 from tests.fakes.anthropic_server import FakeAnthropic
 from tests.fakes.transcription_server import FakeTranscription
 from tests.support.gateway_bot import Bot, running_bot
-from tests.support.memory_adapter import BOB, group_chat
+from tests.support.memory_adapter import ADMIN, BOB, group_chat
 
 GROUP = group_chat("-100", "Team")
 SOUND = b"OggS" + bytes(range(200))
@@ -201,3 +201,16 @@ async def test_recall_finds_what_was_said_in_a_voice_note_weeks_ago(bot: Bot, st
     found = await bot.store.search_history(chat_pk, RecallQuery(text="router password"))
     assert found.hits, "the transcript is in the full-text index"
     assert "tangerine seventeen" in found.hits[0].main.text
+
+
+async def test_stats_counts_what_was_heard_and_what_failed(bot: Bot, stt: FakeTranscription) -> None:
+    stt.fail(401)
+    await bot.adapter.say("", user=ADMIN, **heard())
+    await bot.adapter.say("", user=ADMIN, **heard(data=SOUND + b"ok"))
+    [stats] = await bot.adapter.say("/stats", user=ADMIN)
+    assert (
+        "Voice notes: 1 transcribed, 1 failed (key refused 1); "
+        "last failure: the transcription service refused the bot's API key"
+    ) in stats.text.splitlines()
+    [everything] = await bot.adapter.say("/stats all", user=ADMIN)
+    assert "Voice notes: 1 transcribed, 1 failed" in everything.text
