@@ -4,8 +4,7 @@ scenarios that hear, one with transcription off."""
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -17,13 +16,6 @@ ALICE, BOB = 42, 43
 PRIVATE, GROUP, ROUND, BROKEN, OFF = 3001, -300300, 3003, 3004, 3005
 GROUP_KW: dict[str, Any] = {"chat_type": "supergroup", "chat_title": "Ops"}
 SOUND = b"OggS" + bytes(range(256)) * 4
-
-
-async def until(done: Callable[[], bool], timeout: float = 10.0) -> None:
-    """Poll `done` (the fake endpoint has no event to wait on)."""
-    async with asyncio.timeout(timeout):
-        while not done():
-            await asyncio.sleep(0.05)
 
 
 @pytest.fixture
@@ -73,7 +65,7 @@ async def _group_voice_note_is_context_for_a_mention(world: TelegramWorld, stt: 
     stt.say(chatter, "the staging database moves to rack nine tonight")
     calls = len(world.replies())
     world.tg.push_voice(GROUP, data=chatter, user_id=BOB, first_name="Bob", **GROUP_KW)
-    await until(lambda: any(r.audio == chatter for r in stt.answered))
+    await stt.wait_for(lambda: any(r.audio == chatter for r in stt.answered))
     world.tg.push_message(GROUP, f"@{BOT_USERNAME} where does staging move?", user_id=ALICE, **GROUP_KW)
     await world.wait_replies(GROUP, 1)
     assert len(world.replies()) == calls + 1  # the voice note alone started no turn

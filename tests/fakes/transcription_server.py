@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from types import TracebackType
@@ -54,6 +55,7 @@ class FakeTranscription:
         self._failures: list[int] = []
         self._said: dict[bytes, str] = {}
         self._queued: list[str] = []
+        self._answered = asyncio.Event()
         self.base_url = ""
 
     @property
@@ -76,6 +78,13 @@ class FakeTranscription:
     @property
     def answered(self) -> list[Recorded]:
         return [r for r in self.requests if r.status == 200]
+
+    async def wait_for(self, done: Callable[[], bool], timeout: float = 10.0) -> None:
+        """Until `done()` holds, checked after each answer."""
+        async with asyncio.timeout(timeout):
+            while not done():
+                self._answered.clear()
+                await self._answered.wait()
 
     async def start(self) -> str:
         app = web.Application(client_max_size=MAX_BYTES * 2)
@@ -110,6 +119,7 @@ class FakeTranscription:
 
         def answer(status: int, payload: Any) -> web.Response:
             record.status = status
+            self._answered.set()
             return web.json_response(payload, status=status)
 
         if self.api_key is not None and auth != f"Bearer {self.api_key}":
@@ -161,6 +171,7 @@ class FakeTranscription:
             text = self._queued.pop(0) if self._queued else f"(fake transcript of {len(record.audio)} bytes)"
         if response_format == "text":
             record.status = 200
+            self._answered.set()
             return web.Response(text=text + "\n", content_type="text/plain")
         payload: dict[str, Any] = {"text": text}
         if response_format == "verbose_json":
