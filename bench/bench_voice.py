@@ -40,7 +40,7 @@ def _request_at(llm: FakeAnthropic, marker: str) -> float | None:
 
 async def _connected(tg: FakeTelegram, gw: GatewayProcess) -> None:
     deadline = time.monotonic() + 60
-    while not tg.called("getUpdates"):  # noqa: ASYNC110 - the fake has no event for its first poll
+    while not tg.called("getUpdates"):
         if time.monotonic() > deadline:
             raise AssertionError(f"the gateway did not connect:\n{gw.log_text()[-3000:]}")
         await asyncio.sleep(0.1)
@@ -80,7 +80,7 @@ async def measure(tmp: Path) -> dict[str, list[float]]:
             tg.push_voice(WARM_CHAT, data=sound, seconds=1, user_id=USER)
             tg.push_message(WARM_CHAT, f"warm up w{warm}x", user_id=USER)
             deadline = time.monotonic() + 30
-            while _request_at(llm, f"w{warm}x") is None:  # noqa: ASYNC110 - polling the fake's log
+            while _request_at(llm, f"w{warm}x") is None:
                 if time.monotonic() > deadline:
                     raise AssertionError(f"the warm-up was not answered:\n{gw.log_text()[-3000:]}")
                 await asyncio.sleep(0.05)
@@ -101,7 +101,7 @@ async def measure(tmp: Path) -> dict[str, list[float]]:
                 tg.push_voice(chat, data=sound, seconds=5, user_id=USER + 1, first_name="Bob", **group)
                 tg.push_message(chat, f"@bench_bot what did Bob say? g{i}x", user_id=USER, **group)
             deadline = time.monotonic() + 60
-            while any(_request_at(llm, m) is None for m in asked):  # noqa: ASYNC110 - polling the fake's log
+            while any(_request_at(llm, m) is None for m in asked):
                 if time.monotonic() > deadline:
                     raise AssertionError(f"not every request arrived:\n{gw.log_text()[-3000:]}")
                 await asyncio.sleep(0.05)
