@@ -28,6 +28,7 @@ from bench import (
     bench_recall,
     bench_summary_mode,
     bench_throughput,
+    bench_voice,
 )
 from bench.databases import DEFAULT_POSTGRES_URL
 from bench.traces import TraceSizes
@@ -46,6 +47,7 @@ async def _async_part(pg_url: str) -> None:
         ("recall", lambda: bench_recall.run(pg_url=pg_url)),
         ("media", lambda: bench_media.run(pg_url=pg_url)),
         ("latency", bench_latency.run),
+        ("voice", bench_voice.run),
         ("fidelity", lambda: bench_fidelity.run(dbs=["sqlite", "postgres"], pg_url=pg_url)),
     ]
     for name, stage in stages:

@@ -153,6 +153,32 @@ class EmbeddingsSettings(_Section):
         return self
 
 
+class TranscriptionSettings(_Section):
+    """Voice notes heard through a speech-to-text endpoint (off by default: the bot says it cannot listen)."""
+
+    provider: Literal["off", "openai"] = Field(
+        "off", description="openai: any POST {base_url}/audio/transcriptions endpoint (OpenAI, Groq, whisper)"
+    )
+    base_url: AnyHttpUrl | None = Field(None, description="API root, e.g. https://api.openai.com/v1")
+    api_key: SecretStr | None = Field(None, description="sent as a bearer token; optional for local servers")
+    model: str | None = Field(None, min_length=1, description="e.g. whisper-1, whisper-large-v3")
+    language: str | None = Field(
+        None, min_length=2, max_length=8, description="ISO-639-1 hint (e.g. en); empty: detected"
+    )
+    prompt: str | None = Field(None, max_length=1000, description="vocabulary hint sent with every note")
+    max_duration_s: int = Field(600, ge=1, le=36_000, description="longer voice notes are not sent")
+    max_file_mb: int = Field(25, ge=1, le=500, description="larger audio files are not sent (OpenAI: 25 MB)")
+    timeout_s: float = Field(60.0, gt=0, le=600, description="one transcription request")
+
+    @model_validator(mode="after")
+    def _complete(self) -> TranscriptionSettings:
+        if self.provider == "openai" and (self.base_url is None or self.model is None):
+            raise ValueError(
+                "transcription.provider openai needs transcription.base_url and transcription.model"
+            )
+        return self
+
+
 class LimitsSettings(_Section):
     user_messages_per_minute: int = Field(20, ge=1)
     chat_daily_budget_usd: float = Field(5.0, ge=0.0, description="0 disables the budget")
@@ -293,6 +319,7 @@ class Settings(BaseSettings):
     reply: ReplySettings = ReplySettings()
     console: ConsoleSettings = ConsoleSettings()
     embeddings: EmbeddingsSettings = EmbeddingsSettings()
+    transcription: TranscriptionSettings = TranscriptionSettings()
 
     @field_validator(
         "telegram_admin_ids",

@@ -13,7 +13,9 @@ GatewayError
 │   └── PlatformConfigError       the platform refused the token or a permission: fix the configuration
 ├── MediaFetchError               an attachment could not be downloaded (too big, gone, unreachable)
 ├── ChatLockTimeout               another turn holds the chat for too long
-└── EmbeddingsError               the embeddings endpoint failed; carries status and retry_after
+├── EmbeddingsError               the embeddings endpoint failed; carries status and retry_after
+└── TranscriptionError            a voice note was not transcribed; carries `cause` (for counting) and
+                                  `reason` (worded for the sender)
 """
 
 from __future__ import annotations
@@ -88,3 +90,17 @@ class EmbeddingsError(GatewayError):
         """The request itself was refused (4xx other than auth and rate limits): retrying cannot help."""
         status = self.status
         return status is not None and 400 <= status < 500 and status not in (401, 403, 408, 429)
+
+
+class TranscriptionError(GatewayError):
+    """A voice note could not be transcribed.
+
+    `cause` is one short word for metrics and `/stats` (`unreachable`, `timeout`, `auth`, `too_long`,
+    `too_large`, `rejected`, `failed`, `malformed`, `download`); `reason` is worded for the sender.
+    """
+
+    def __init__(self, reason: str, *, cause: str, status: int | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.cause = cause
+        self.status = status

@@ -123,6 +123,20 @@ class Metrics:
         )
         for outcome in ("sent", "retried", "failed"):
             self.reply_parts.labels(outcome=outcome)
+        self.transcriptions = Counter(
+            "gateway_transcriptions",
+            "Voice notes sent for transcription by outcome (ok, or the cause of the failure: timeout, "
+            "unreachable, auth, too_long, too_large, rejected, failed, malformed, download)",
+            ["outcome"],
+            registry=r,
+        )
+        self.transcriptions.labels(outcome="ok")
+        self.transcription_seconds = Histogram(
+            "gateway_transcription_seconds",
+            "Wall time of one transcription request",
+            buckets=LATENCY_BUCKETS,
+            registry=r,
+        )
         self.arrivals = _Arrivals()
         self._prompt_tokens = (0, 0)
         """(cache-read, all prompt) tokens since start, for the hit ratio."""
@@ -177,6 +191,12 @@ class Metrics:
 
     def observe_delivery(self, outcome: str) -> None:
         self.reply_parts.labels(outcome=outcome).inc()
+
+    def observe_transcription(self, outcome: str, seconds: float | None) -> None:
+        """One voice note: "ok" or the failure's cause; `seconds` when a request was made."""
+        self.transcriptions.labels(outcome=outcome).inc()
+        if seconds is not None:
+            self.transcription_seconds.observe(seconds)
 
     def observe_job(self, job: str, result: str) -> None:
         self.job_runs.labels(job=job, result=result).inc()

@@ -33,6 +33,7 @@ TABLES = {
     "message_media",
     "pins",
     "deliveries",
+    "transcriptions",
 }
 
 

@@ -5,7 +5,9 @@ endpoint answer. Secrets are reported as set / not set, never shown.
 from __future__ import annotations
 
 import asyncio
+import io
 import logging
+import wave
 from dataclasses import dataclass
 from typing import TextIO
 
@@ -14,10 +16,11 @@ from pydantic import SecretStr
 from sqlalchemy.engine import make_url
 
 from gateway.config import Settings
-from gateway.errors import StoreError
+from gateway.errors import StoreError, TranscriptionError
 from gateway.platforms.catalog import status_lines
 from gateway.store import Store
 from gateway.store.migrate import current_revision_async, head_revision
+from gateway.transcription.setup import transcriber_from
 
 logger = logging.getLogger(__name__)
 
@@ -71,6 +74,7 @@ def configuration_lines(settings: Settings) -> list[str]:
             f"enabled={settings.prompt_caching.enabled} cache_ttl={settings.prompt_caching.cache_ttl}",
         ),
         ("CONTEXT ENGINE", settings.context.engine),
+        ("TRANSCRIPTION", _transcription_line(settings)),
         ("LOG_LEVEL", settings.log_level),
     ]
     width = max(len(key) for key, _ in rows)
@@ -130,11 +134,52 @@ def check_platforms(settings: Settings) -> Check:
     )
 
 
-async def run_checks(settings: Settings, *, request_timeout: float = 5.0) -> list[Check]:
-    database, api = await asyncio.gather(
-        check_database(settings), check_anthropic(settings, request_timeout=request_timeout)
+def _transcription_line(settings: Settings) -> str:
+    t = settings.transcription
+    if t.provider == "off":
+        return "off (voice notes get a short reply saying the bot cannot listen)"
+    return (
+        f"{t.provider} model={t.model} base_url={t.base_url} api_key={_secret(t.api_key)} "
+        f"max_duration_s={t.max_duration_s} max_file_mb={t.max_file_mb} timeout_s={t.timeout_s:g}"
     )
-    return [database, api, check_platforms(settings)]
+
+
+def silence_wav(seconds: float = 0.5, rate: int = 16_000) -> bytes:
+    """A short silent 16-bit mono WAV: the smallest real audio every endpoint accepts."""
+    out = io.BytesIO()
+    with wave.open(out, "wb") as wav:
+        wav.setnchannels(1)
+        wav.setsampwidth(2)
+        wav.setframerate(rate)
+        wav.writeframes(bytes(2 * int(rate * seconds)))
+    return out.getvalue()
+
+
+async def check_transcription(settings: Settings, *, request_timeout: float = 10.0) -> Check:
+    """Transcribe half a second of silence: proves the endpoint answers, takes the key and knows the
+    model (a real request, billed as half a second by hosted services)."""
+    transcriber = transcriber_from(settings.transcription)
+    if transcriber is None:
+        return Check("transcription", True, "off: no endpoint to check", required=False)
+    url = transcriber.client.url
+    try:
+        await transcriber.client.transcribe(
+            silence_wav(), mime_type="audio/wav", filename="doctor.wav", timeout_s=request_timeout
+        )
+    except TranscriptionError as exc:
+        return Check("transcription", False, f"{url}: {exc.reason} ({exc.cause})")
+    finally:
+        await transcriber.close()
+    return Check("transcription", True, f"{url} answers; model {transcriber.model} transcribed a test clip")
+
+
+async def run_checks(settings: Settings, *, request_timeout: float = 5.0) -> list[Check]:
+    database, api, heard = await asyncio.gather(
+        check_database(settings),
+        check_anthropic(settings, request_timeout=request_timeout),
+        check_transcription(settings, request_timeout=max(request_timeout, settings.transcription.timeout_s)),
+    )
+    return [database, api, check_platforms(settings), heard]
 
 
 def doctor(settings: Settings, *, out: TextIO, request_timeout: float = 5.0) -> int:

@@ -37,6 +37,7 @@ from gateway.intake.admission import Admission, RateLimiter
 from gateway.intake.auth import Authorizer
 from gateway.intake.pipeline import Pipeline
 from gateway.intake.spool import Spool
+from gateway.intake.voice import VoiceNotes
 from gateway.jobs.cache_keeper import SCAN_EVERY as KEEPALIVE_SCAN_EVERY
 from gateway.jobs.cache_keeper import CacheKeeper
 from gateway.jobs.maintenance import standard_jobs
@@ -53,6 +54,7 @@ from gateway.reply.outbox import Outbox
 from gateway.store import ChatLocks, PinLimits, Store
 from gateway.store.job_lock import JobLocks
 from gateway.store.media_store import MediaStore
+from gateway.transcription.setup import Transcriber, transcriber_from
 from gateway.turn.kit import SessionKit
 from gateway.turn.runner import TurnRunner, TurnSettings
 from gateway.turn.tasks import ChatTasks
@@ -94,6 +96,7 @@ class Gateway:
         self.spool = Spool(settings.spool_dir)
         self.metrics = Metrics()
         self.embeddings: Embeddings | None = embeddings_from(settings.embeddings, store)
+        self.transcriber: Transcriber | None = transcriber_from(settings.transcription)
         store.on_stored = self._on_stored
         self.metrics.track_spool(lambda: self.spool.depth)
         self.scheduler: JobScheduler | None = None
@@ -185,6 +188,12 @@ class Gateway:
             ),
             max_bytes=settings.media.max_file_mb * MB,
             presence=self.media_presence,
+            keep_audio=self.transcriber is not None,
+        )
+        voice = (
+            VoiceNotes(self.transcriber, log=self.store, observe=self.metrics.observe_transcription)
+            if self.transcriber is not None
+            else None
         )
         return Pipeline(
             store=self.store,
@@ -200,6 +209,7 @@ class Gateway:
             ),
             spool=self.spool,
             media=self.media,
+            voice=voice,
             react=self.react,
             ack_reaction=settings.reply.ack_reaction,
             reply_quote_chars=settings.reply.quote_max_chars,
@@ -258,6 +268,8 @@ class Gateway:
         if self.embeddings is not None:
             self.embeddings.worker.start()
             logger.info("%s", self.embeddings.status)
+        if self.transcriber is not None:
+            logger.info("%s", self.transcriber.status)
         # Everything imported and built so far lives as long as the process: keep it out of the garbage
         # collector's full passes, which otherwise show up as the slowest per-message latencies.
         gc.collect()
@@ -346,5 +358,7 @@ class Gateway:
                 await self._spool_task
         if self.embeddings is not None:
             await self.embeddings.close()
+        if self.transcriber is not None:
+            await self.transcriber.close()
         if self.metrics_server is not None:
             await self.metrics_server.stop()

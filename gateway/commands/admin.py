@@ -21,6 +21,7 @@ from gateway.commands.stats_report import (
     delivery_line,
     global_report,
 )
+from gateway.commands.voice_report import voice_lines
 from gateway.commands.waste_report import waste_line
 from gateway.compaction.compactor import MANUAL, Compactor
 from gateway.errors import NothingToUndoError
@@ -68,6 +69,7 @@ class AdminHandlers:
                 report.extend([delivery_line(counts)])
             report.extend([waste_line(await self.store.cache_waste(), detail=False)])
             report.extend(outcomes_lines(await self.store.call_outcomes()))
+            report.extend(voice_lines(await self.store.transcription_counts()))
             return report.render()
         if args not in ("", "detail"):
             return "Usage: /stats, /stats detail or /stats all"
@@ -87,6 +89,7 @@ class AdminHandlers:
             deliveries=await self.store.delivery_counts(ctx.chat_pk),
         )
         report.extend([waste_line(await self.store.cache_waste(ctx.chat_pk))])
+        report.extend(voice_lines(await self.store.transcription_counts(ctx.chat_pk)))
         report.extend(outcomes_lines(await self.store.call_outcomes(ctx.chat_pk)))
         return report.render(detail=args == "detail")
 

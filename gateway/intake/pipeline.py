@@ -23,6 +23,7 @@ from gateway.intake.dispatch import CommandDispatch, CommandHandler
 from gateway.intake.rendering import clean_name, render_incoming
 from gateway.intake.reply_context import DEFAULT_QUOTE_CHARS, reply_context
 from gateway.intake.spool import Spool
+from gateway.intake.voice import VoiceNotes
 from gateway.media.intake import Intake, MediaIntake
 from gateway.media.notes import Problem, problem_reply
 from gateway.platforms.base import ChatKind, ChatRef, IncomingMessage, OutgoingMessage
@@ -67,6 +68,7 @@ class Pipeline:
         admission: Admission,
         spool: Spool | None = None,
         media: MediaIntake | None = None,
+        voice: VoiceNotes | None = None,
         react: ReactFn | None = None,
         ack_reaction: str | None = None,
         reply_quote_chars: int = DEFAULT_QUOTE_CHARS,
@@ -79,6 +81,7 @@ class Pipeline:
         self.admission = admission
         self.spool = spool
         self.media = media
+        self.voice = voice
         self.react = react
         self.ack_reaction = ack_reaction
         self.reply_quote_chars = reply_quote_chars
@@ -123,6 +126,8 @@ class Pipeline:
     async def _keep(self, msg: IncomingMessage) -> None:
         """Store a conversation message, or spool it to disk when it cannot be stored now."""
         if msg.attachments and self.media is not None:
+            if self.voice is not None:
+                msg = self.voice.screen(msg)  # voice notes over a limit are never downloaded
             # Downloaded before anything touches the database, so a spooled message keeps its files.
             msg = await self.media.fetch(msg)
         if self.spool is None:
@@ -191,7 +196,12 @@ class Pipeline:
         if not (msg.attachments and self.media is not None):
             return None, Intake()
         chat = await self._chat_row(msg)
-        return chat, await self.media.take(msg, chat.id)
+        intake = await self.media.take(msg, chat.id)
+        if intake.audio and self.voice is not None:
+            # Heard before the message is stored: a voice note that asks something is answered from
+            # its words, and one that is group chatter is stored as what was said, like text.
+            await self.voice.hear(msg, chat.id, intake)
+        return chat, intake
 
     @staticmethod
     def _addressed(msg: IncomingMessage) -> bool:

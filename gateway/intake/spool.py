@@ -106,6 +106,7 @@ def _encode_attachment(attachment: Attachment) -> dict[str, Any]:
         "width": attachment.width,
         "height": attachment.height,
         "label": attachment.label,
+        "duration_s": attachment.duration_s,
         "data": base64.b64encode(attachment.data).decode("ascii") if attachment.data is not None else None,
         "error": attachment.error,
     }
@@ -127,6 +128,7 @@ def _decode_attachment(record: Any) -> Attachment:
         width=record.get("width"),
         height=record.get("height"),
         label=record.get("label"),
+        duration_s=record.get("duration_s"),
         data=raw,
         error=record.get("error"),
     )

@@ -1,5 +1,8 @@
 """From a message's attachments to stored media and session content, for the pipeline.
 
+Voice notes, audio files and video notes are fetched and stored only when the intake keeps audio
+(transcription is on); their words are added by the pipeline's voice step, from `Intake.audio`.
+
 Two steps, because the first needs no database: `fetch_attachments` downloads what can be read (only
 for authorized senders, never past the size limit, errors kept on the attachment), so a message
 spooled during a database outage already holds its bytes; `MediaIntake.take` prepares them (Pillow,
@@ -19,7 +22,7 @@ from agent.types import Block
 from gateway.errors import MediaFetchError
 from gateway.media import notes
 from gateway.media.kinds import Route, declared_route
-from gateway.media.notes import Problem
+from gateway.media.notes import AUDIO_KINDS, Problem
 from gateway.media.prepare import (
     MB,
     MediaLimits,
@@ -39,6 +42,16 @@ READABLE_KINDS = frozenset({"photo", "sticker", "document"})
 """Kinds whose bytes are fetched; everything else is named as unsupported without downloading."""
 
 
+@dataclass(frozen=True, slots=True)
+class AudioItem:
+    """A voice note (or audio file, or video note) to transcribe; its bytes are in `attachment.data`
+    unless `attachment.error` says why not."""
+
+    attachment: Attachment
+    media_id: int | None
+    """The stored audio (kept by reference, so a better transcription can be made of it later)."""
+
+
 @dataclass(slots=True)
 class Intake:
     """What a message's attachments became."""
@@ -53,10 +66,16 @@ class Intake:
     """Characters of text files included (large ones are counted off the event loop)."""
     answerable: bool = False
     """Something the model can look at or read came with the message (worth a reply on its own)."""
+    audio: list[AudioItem] = field(default_factory=list)
+    """Sound to transcribe (only when the intake keeps audio); labels come from the voice step."""
 
 
-def wants_bytes(attachment: Attachment) -> bool:
-    if attachment.kind not in READABLE_KINDS or attachment.fetch is None:
+def wants_bytes(attachment: Attachment, *, audio: bool = False) -> bool:
+    if attachment.fetch is None:
+        return False
+    if attachment.kind in AUDIO_KINDS:
+        return audio
+    if attachment.kind not in READABLE_KINDS:
         return False
     if attachment.kind != "document":
         return True
@@ -66,16 +85,21 @@ def wants_bytes(attachment: Attachment) -> bool:
     return declared is not Route.UNSUPPORTED or not mime or mime == "application/octet-stream"
 
 
-async def fetch_attachments(msg: IncomingMessage, *, max_bytes: int) -> IncomingMessage:
-    """The message with the bytes of every readable attachment downloaded (or the reason why not)."""
+async def fetch_attachments(msg: IncomingMessage, *, max_bytes: int, audio: bool = False) -> IncomingMessage:
+    """The message with the bytes of every readable attachment downloaded (or the reason why not);
+    `audio`: voice notes, audio files and video notes too."""
     if not msg.attachments:
         return msg
-    fetched = await asyncio.gather(*(_fetch_one(a, max_bytes) for a in msg.attachments))
+    fetched = await asyncio.gather(*(_fetch_one(a, max_bytes, audio) for a in msg.attachments))
     return dataclasses.replace(msg, attachments=tuple(fetched))
 
 
-async def _fetch_one(attachment: Attachment, max_bytes: int) -> Attachment:
-    if attachment.data is not None or attachment.error is not None or not wants_bytes(attachment):
+async def _fetch_one(attachment: Attachment, max_bytes: int, audio: bool) -> Attachment:
+    if (
+        attachment.data is not None
+        or attachment.error is not None
+        or not wants_bytes(attachment, audio=audio)
+    ):
         return attachment
     assert attachment.fetch is not None
     if attachment.size is not None and attachment.size > max_bytes:
@@ -106,14 +130,17 @@ class MediaIntake:
         limits: MediaLimits,
         max_bytes: int = 20 * MB,
         presence: MediaPresence | None = None,
+        keep_audio: bool = False,
     ) -> None:
         self.store = store
         self.limits = limits
         self.max_bytes = max_bytes
         self.presence = presence
+        self.keep_audio = keep_audio
+        """Fetch and store voice notes, audio files and video notes (transcription is on)."""
 
     async def fetch(self, msg: IncomingMessage) -> IncomingMessage:
-        return await fetch_attachments(msg, max_bytes=self.max_bytes)
+        return await fetch_attachments(msg, max_bytes=self.max_bytes, audio=self.keep_audio)
 
     async def take(self, msg: IncomingMessage, chat_pk: int) -> Intake:
         """Prepare and store the (already fetched) attachments of `msg` for chat `chat_pk`."""
@@ -122,7 +149,7 @@ class MediaIntake:
         for attachment in msg.attachments:
             await self._take_one(attachment, chat_pk, result, ids)
         result.media_ids = tuple(ids)
-        if ids and self.presence is not None:
+        if result.blocks and self.presence is not None:
             self.presence.note(chat_pk)
         return result
 
@@ -131,6 +158,9 @@ class MediaIntake:
             # An animated sticker without a still thumbnail: its emoji says what it meant.
             out.labels.append(f"[sticker {att.label}]" if att.label else "[sticker]")
             out.answerable = True
+            return
+        if att.kind in AUDIO_KINDS and self.keep_audio:
+            await self._keep_audio(att, chat_pk, out, ids)
             return
         if att.kind not in READABLE_KINDS:
             out.labels.append(notes.unreadable_label(att.kind, att.filename, None, att.label))
@@ -204,3 +234,21 @@ class MediaIntake:
             )
             out.labels.append(notes.pdf_label(info.id, att.filename, prepared.pages))
             out.answerable = True
+
+    async def _keep_audio(self, att: Attachment, chat_pk: int, out: Intake, ids: list[int]) -> None:
+        """Store the sound once per chat (age-limited like other media) and queue it for transcription."""
+        if att.data is None:
+            out.audio.append(AudioItem(att, None))
+            return
+        info = await self.store.put(
+            chat_pk,
+            NewMedia(
+                kind="audio",
+                media_type=(att.mime_type or "application/octet-stream")[:64],
+                data=att.data,
+                tokens=0,  # never sent to the model: its transcript is
+                filename=att.filename,
+            ),
+        )
+        ids.append(info.id)
+        out.audio.append(AudioItem(att, info.id))

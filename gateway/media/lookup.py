@@ -15,8 +15,8 @@ class ChatMediaLookup:
 
     async def find(self, media_id: int) -> MediaView | None:
         info = await self._store.info(self._chat_pk, media_id)
-        if info is None:
-            return None
+        if info is None or info.kind == "audio":
+            return None  # sound is never shown to the model; its transcript is in the conversation
         await self._store.touch([info.id])
         return MediaView(
             media_id=info.id,

@@ -45,7 +45,9 @@ class Author:
     """Telegram anonymous group admin / message sent on behalf of a chat: no verifiable user."""
 
 
-MediaKind = Literal["photo", "sticker", "voice", "audio", "video", "document", "animation", "other"]
+MediaKind = Literal[
+    "photo", "sticker", "voice", "audio", "video_note", "video", "document", "animation", "other"
+]
 
 Fetch = Callable[[], Awaitable[bytes]]
 """Downloads an attachment's bytes; raises `gateway.errors.MediaFetchError` when it cannot."""
@@ -69,6 +71,8 @@ class Attachment:
     height: int | None = None
     label: str | None = None
     """What stands for the file when it cannot be shown (a sticker's emoji, a voice note's length)."""
+    duration_s: float | None = None
+    """Length of a voice note, audio file or video note, as the platform declares it."""
     fetch: Fetch | None = field(default=None, compare=False, repr=False)
     data: bytes | None = field(default=None, repr=False)
     error: str | None = None

@@ -36,7 +36,7 @@ DELETE_BATCH = 500
 @dataclass(frozen=True, slots=True)
 class NewMedia:
     kind: str
-    """"image" or "document"."""
+    """"image", "document" or "audio" (a voice note: never sent to the model, its transcript is)."""
     media_type: str
     data: bytes
     tokens: int

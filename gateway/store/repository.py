@@ -57,6 +57,7 @@ from gateway.store.rows import (
     to_session,
 )
 from gateway.store.search.recall_store import RecallMethods
+from gateway.store.transcripts import TranscriptMethods
 
 __all__ = [
     "AppendResult",
@@ -80,7 +81,15 @@ def utc_now() -> datetime:
     return datetime.now(UTC)
 
 
-class Store(PinMethods, UsageMethods, CompactionMethods, RecallMethods, DeliveryMethods, ReportingMethods):
+class Store(
+    PinMethods,
+    UsageMethods,
+    CompactionMethods,
+    RecallMethods,
+    DeliveryMethods,
+    ReportingMethods,
+    TranscriptMethods,
+):
     """Async access to chats, sessions, messages, compactions and LLM usage."""
 
     def __init__(self, engine: AsyncEngine, *, clock: Clock = utc_now) -> None:

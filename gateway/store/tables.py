@@ -366,3 +366,28 @@ class Delivery(Base):
     error: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime]
     updated_at: Mapped[datetime]
+
+
+class Transcription(Base):
+    """One attempt to transcribe a voice note, audio file or video note: what was used and how it went.
+
+    `/stats` counts them; `media_id` points at the stored sound (NULL once retention deleted it, or when
+    it was never downloaded), and `model` says which model heard it, so a better one can redo it.
+    """
+
+    __tablename__ = "transcriptions"
+    __table_args__ = (Index("ix_transcriptions_chat_created", "chat_pk", "created_at"),)
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    chat_pk: Mapped[int] = mapped_column(ForeignKey("chats.id", ondelete="CASCADE"))
+    media_id: Mapped[int | None] = mapped_column(
+        BigId, ForeignKey("media.id", ondelete="SET NULL"), index=True
+    )
+    outcome: Mapped[str] = mapped_column(String(16))
+    """"ok", or the failure's cause (`TranscriptionError.cause`: timeout, auth, too_long...)."""
+    reason: Mapped[str | None] = mapped_column(Text)
+    model: Mapped[str] = mapped_column(String(128))
+    duration_s: Mapped[float | None] = mapped_column(Double)
+    latency_ms: Mapped[int] = mapped_column(Integer)
+    chars: Mapped[int] = mapped_column(Integer)
+    created_at: Mapped[datetime]

@@ -166,7 +166,11 @@ def attachment(
     cdn: str = "https://cdn.invalid",
     width: int | None = None,
     height: int | None = None,
+    duration_secs: float | None = None,
+    waveform: str | None = None,
 ) -> Json:
+    """An attachment; a voice message's carries `duration_secs` and a base64 `waveform` (and its
+    message the IS_VOICE_MESSAGE flag, `VOICE_MESSAGE_FLAG`)."""
     att_id = snowflake()
     url = f"{cdn}/attachments/{att_id}/{filename}"
     data: Json = {
@@ -179,7 +183,17 @@ def attachment(
     }
     if width is not None and height is not None:
         data["width"], data["height"] = width, height
+    if duration_secs is not None:
+        data["duration_secs"] = duration_secs
+    if waveform is not None:
+        data["waveform"] = waveform
     return data
+
+
+VOICE_MESSAGE_FLAG = 1 << 13
+"""Message flag IS_VOICE_MESSAGE (8192): the message is a voice message (one audio attachment, no text)."""
+WAVEFORM = "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"
+"""A flat waveform, base64 (Discord sends up to 256 one-byte samples)."""
 
 
 def message(
@@ -196,6 +210,7 @@ def message(
     reference: Json | None = None,
     referenced_message: Json | None = None,
     edited: bool = False,
+    flags: int = 0,
 ) -> Json:
     data: Json = {
         "id": str(message_id),
@@ -212,7 +227,7 @@ def message(
         "embeds": [],
         "pinned": False,
         "type": 19 if reference is not None else 0,
-        "flags": 0,
+        "flags": flags,
     }
     if guild_id is not None:
         data["guild_id"] = str(guild_id)

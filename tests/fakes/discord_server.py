@@ -204,6 +204,7 @@ class FakeDiscord(DiscordRest):
             attachments=attachments,
             reference=reference,
             referenced_message=referenced,
+            flags=p.VOICE_MESSAGE_FLAG if any("waveform" in a for a in attachments or ()) else 0,
         )
         self.messages[int(msg["id"])] = msg
         self.gateway.dispatch("MESSAGE_CREATE", msg)
@@ -213,6 +214,20 @@ class FakeDiscord(DiscordRest):
         """An attachment payload whose URL this server answers with `data` (as Discord's CDN does)."""
         payload = p.attachment(
             filename, content_type, size=len(data), cdn=f"http://127.0.0.1:{self.port}", **dims
+        )
+        self.files[payload["id"]] = data
+        return payload
+
+    def voice_attachment(self, data: bytes, *, seconds: float = 3.0) -> Json:
+        """A voice message's attachment as the Discord client records it (`voice-message.ogg`, Opus in
+        Ogg, with its length and waveform); `push_message` sets the message's IS_VOICE_MESSAGE flag."""
+        payload = p.attachment(
+            "voice-message.ogg",
+            "audio/ogg",
+            size=len(data),
+            cdn=f"http://127.0.0.1:{self.port}",
+            duration_secs=seconds,
+            waveform=p.WAVEFORM,
         )
         self.files[payload["id"]] = data
         return payload

@@ -1,5 +1,5 @@
 """Files in the fake Bot API: `getFile`, downloads at `/file/bot<token>/<file_path>`, and builders for
-photo, document, sticker, voice and album updates carrying real bytes.
+photo, document, sticker, voice, audio, video note and album updates carrying real bytes.
 
 As in the real API: `getFile` answers a File object with a relative `file_path`; files above 20 MB are
 refused with "Bad Request: file is too big"; an unknown id gets "Bad Request: invalid file_id". A photo
@@ -194,17 +194,60 @@ class TelegramFiles:
         return self.push_message(chat_id, sticker=sticker, **kw)
 
     def push_voice(
-        self, chat_id: int, *, seconds: int = 3, caption: str | None = None, **kw: Any
+        self,
+        chat_id: int,
+        *,
+        seconds: int = 3,
+        data: bytes | None = None,
+        caption: str | None = None,
+        **kw: Any,
     ) -> dict[str, Any]:
-        stored = self.add_file(b"OggS" + bytes(200), folder="voice", name="voice.oga")
+        """A voice note as Telegram sends it: Opus in Ogg, stored as `voice/file_N.oga`."""
+        sound = data if data is not None else b"OggS" + bytes(200)
+        stored = self.add_file(sound, folder="voice", name="voice.oga")
         voice = {
             "file_id": stored.file_id,
             "file_unique_id": stored.unique_id,
             "duration": seconds,
             "mime_type": "audio/ogg",
-            "file_size": 204,
+            "file_size": len(sound),
         }
         return self.push_message(chat_id, voice=voice, caption=caption, **kw)
+
+    def push_audio(
+        self,
+        chat_id: int,
+        data: bytes,
+        *,
+        seconds: int = 30,
+        file_name: str = "memo.mp3",
+        mime_type: str = "audio/mpeg",
+        caption: str | None = None,
+        **kw: Any,
+    ) -> dict[str, Any]:
+        """An audio file (sent as music, not recorded in the app), stored under `music/`."""
+        stored = self.add_file(data, folder="music", name=file_name)
+        audio = {
+            "file_id": stored.file_id,
+            "file_unique_id": stored.unique_id,
+            "duration": seconds,
+            "file_name": file_name,
+            "mime_type": mime_type,
+            "file_size": len(data),
+        }
+        return self.push_message(chat_id, audio=audio, caption=caption, **kw)
+
+    def push_video_note(self, chat_id: int, data: bytes, *, seconds: int = 5, **kw: Any) -> dict[str, Any]:
+        """A round video message: MP4, square (`length` is its side), no caption, no MIME type."""
+        stored = self.add_file(data, folder="video_notes", name="video_note.mp4")
+        video_note = {
+            "file_id": stored.file_id,
+            "file_unique_id": stored.unique_id,
+            "length": 384,
+            "duration": seconds,
+            "file_size": len(data),
+        }
+        return self.push_message(chat_id, video_note=video_note, **kw)
 
     def push_album(
         self,

@@ -38,6 +38,7 @@ _MEDIA_DEFAULTS: dict[str, Any] = {
     },
     "voice": {"file_id": "vo", "file_unique_id": "u-vo", "duration": 3, "mime_type": "audio/ogg"},
     "audio": {"file_id": "au", "file_unique_id": "u-au", "duration": 180, "title": "Song"},
+    "video_note": {"file_id": "vn", "file_unique_id": "u-vn", "length": 384, "duration": 5},
     "video": {"file_id": "vi", "file_unique_id": "u-vi", "width": 640, "height": 360, "duration": 5},
     "document": {
         "file_id": "do",
@@ -113,6 +114,7 @@ class UpdateBuilder:
         voice: bool | dict[str, Any] = False,
         audio: bool | dict[str, Any] = False,
         video: bool | dict[str, Any] = False,
+        video_note: bool | dict[str, Any] = False,
         document: bool | dict[str, Any] = False,
         animation: bool | dict[str, Any] = False,
         caption: str | None = None,
@@ -145,7 +147,7 @@ class UpdateBuilder:
             if is_topic_message:
                 message["is_topic_message"] = True
         media = {"photo": photo, "sticker": sticker, "voice": voice, "audio": audio, "video": video}
-        media |= {"document": document, "animation": animation}
+        media |= {"document": document, "animation": animation, "video_note": video_note}
         has_media = False
         for kind, value in media.items():
             if value:

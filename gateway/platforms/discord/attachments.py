@@ -1,8 +1,10 @@
 """Discord attachments as gateway `Attachment`s, downloaded through discord.py (`Attachment.read()`).
 
-Images, PDFs and text files are read by the gateway; audio (voice messages included) and video are
-described but never downloaded. Sticker images (PNG, APNG, GIF) are read like images; Lottie stickers
-are named by their name. discord.py errors become `MediaFetchError` with a reason for the sender.
+Images, PDFs and text files are read by the gateway; voice messages (attachments with a duration and
+a waveform, `is_voice_message()`) and audio files come with their length and a download, which the
+gateway uses only when it transcribes them; video is described but never downloaded. Sticker images
+(PNG, APNG, GIF) are read like images; Lottie stickers are named by their name. discord.py errors
+become `MediaFetchError` with a reason for the sender.
 """
 
 from __future__ import annotations
@@ -26,12 +28,14 @@ def _reader(item: discord.Attachment | discord.StickerItem) -> Fetch:
     return fetch
 
 
-def kind_of(content_type: str | None) -> MediaKind:
+def kind_of(content_type: str | None, *, voice_message: bool = False) -> MediaKind:
     mime = (content_type or "").lower()
+    if voice_message:
+        return "voice"
     if mime.startswith("image/"):
         return "photo"
     if mime.startswith("audio/"):
-        return "voice"
+        return "audio"
     if mime.startswith("video/"):
         return "video"
     return "document"
@@ -40,8 +44,8 @@ def kind_of(content_type: str | None) -> MediaKind:
 def attachments_of(message: discord.Message) -> tuple[Attachment, ...]:
     found: list[Attachment] = []
     for item in message.attachments:
-        kind = kind_of(item.content_type)
-        readable = kind in ("photo", "document")
+        kind = kind_of(item.content_type, voice_message=item.is_voice_message())
+        readable = kind in ("photo", "document", "voice", "audio")
         found.append(
             Attachment(
                 kind=kind,
@@ -50,6 +54,7 @@ def attachments_of(message: discord.Message) -> tuple[Attachment, ...]:
                 size=item.size,
                 width=item.width,
                 height=item.height,
+                duration_s=item.duration,
                 fetch=_reader(item) if readable else None,
             )
         )

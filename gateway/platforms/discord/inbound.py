@@ -15,7 +15,7 @@ from typing import Any
 import discord
 
 from gateway.platforms.base import Author, ChatKind, ChatRef, IncomingMessage, MediaKind
-from gateway.platforms.discord.attachments import attachments_of
+from gateway.platforms.discord.attachments import attachments_of, kind_of
 from gateway.platforms.discord.references import reply_of
 
 PLATFORM = "discord"
@@ -111,15 +111,9 @@ def _replies_to(
 
 def _media_kinds(message: discord.Message) -> tuple[MediaKind, ...]:
     kinds: list[MediaKind] = []
-    for attachment in message.attachments:
-        content_type = attachment.content_type or ""
-        if content_type.startswith("image/"):
-            kinds.append("photo")
-        elif content_type.startswith("audio/"):
-            kinds.append("voice")
-        elif content_type.startswith("video/"):
-            kinds.append("video")
-        else:
-            kinds.append("document")
+    kinds.extend(
+        kind_of(attachment.content_type, voice_message=attachment.is_voice_message())
+        for attachment in message.attachments
+    )
     kinds.extend("sticker" for _ in message.stickers)
     return tuple(kinds)

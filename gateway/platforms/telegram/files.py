@@ -3,7 +3,8 @@
 - Photos: the largest size within the download limit. Documents: as sent (the gateway decides from
   the bytes whether they are an image, a PDF or text). Static stickers are images; animated and video
   stickers use their still thumbnail when they have one, else their emoji stands for them. Voice notes,
-  audio, video and animations are described but never downloaded (the gateway cannot read them).
+  audio files and video notes come with their length and a download, which the gateway uses only when
+  it transcribes them. Videos and animations are described but never downloaded.
 - Downloads: `bot.get_file(file_id)` then `download_as_bytearray()`; the library builds the URL from
   `base_file_url`. Telegram errors become `MediaFetchError` with a reason worded for the sender.
 - Albums: the photos of one `media_group_id` arrive as separate updates; `AlbumCollector` joins them
@@ -17,7 +18,7 @@ import dataclasses
 import logging
 from collections.abc import Sequence
 
-from telegram import Bot, Message, PhotoSize, Update
+from telegram import Audio, Bot, Message, PhotoSize, Update, VideoNote, Voice
 from telegram.error import BadRequest, TelegramError
 
 from gateway.errors import MediaFetchError
@@ -47,6 +48,13 @@ def fetcher(bot: Bot, file_id: str) -> Fetch:
             raise MediaFetchError("it could not be downloaded from Telegram just now") from exc
 
     return fetch
+
+
+def seconds_of(medium: Voice | Audio | VideoNote) -> float | None:
+    """The declared length in seconds, read from the wire form (the `duration` attribute warns that it
+    will turn into a timedelta in a later python-telegram-bot)."""
+    value = medium.to_dict().get("duration")
+    return float(value) if isinstance(value, int | float) else None
 
 
 def best_photo(sizes: Sequence[PhotoSize], max_bytes: int) -> PhotoSize | None:
@@ -99,10 +107,42 @@ def attachments_of(
                 fetch=fetcher(bot, source.file_id) if source is not None else None,
             )
         )
-    if message.voice is not None:
-        found.append(Attachment(kind="voice", mime_type=message.voice.mime_type))
-    if message.audio is not None:
-        found.append(Attachment(kind="audio", filename=message.audio.file_name or message.audio.title))
+    voice = message.voice
+    if voice is not None:
+        found.append(
+            Attachment(
+                kind="voice",
+                mime_type=voice.mime_type or "audio/ogg",
+                size=voice.file_size,
+                duration_s=seconds_of(voice),
+                fetch=fetcher(bot, voice.file_id),
+            )
+        )
+    audio = message.audio
+    if audio is not None:
+        found.append(
+            Attachment(
+                kind="audio",
+                filename=audio.file_name or audio.title,
+                mime_type=audio.mime_type,
+                size=audio.file_size,
+                duration_s=seconds_of(audio),
+                fetch=fetcher(bot, audio.file_id),
+            )
+        )
+    video_note = message.video_note
+    if video_note is not None:
+        # A round video message: its sound is transcribed (the endpoint takes MP4 as it is).
+        found.append(
+            Attachment(
+                kind="video_note",
+                filename="video_note.mp4",
+                mime_type="video/mp4",
+                size=video_note.file_size,
+                duration_s=seconds_of(video_note),
+                fetch=fetcher(bot, video_note.file_id),
+            )
+        )
     if message.video is not None:
         found.append(Attachment(kind="video", filename=message.video.file_name))
     if message.animation is not None:

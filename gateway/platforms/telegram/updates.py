@@ -26,7 +26,16 @@ from telegram import (
 from gateway.platforms.base import Author, ChatKind, ChatRef, IncomingMessage, MediaKind, ReplyTo
 
 PLATFORM = "telegram"
-_MEDIA_ATTRS: tuple[MediaKind, ...] = ("photo", "sticker", "voice", "audio", "video", "document", "animation")
+_MEDIA_ATTRS: tuple[MediaKind, ...] = (
+    "photo",
+    "sticker",
+    "voice",
+    "audio",
+    "video_note",
+    "video",
+    "document",
+    "animation",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,7 +197,7 @@ def _has_other(message: Message) -> bool:
     """Content we do not model (polls, locations, contacts...), so the gateway can say it is unsupported."""
     return any(
         getattr(message, attr) is not None
-        for attr in ("poll", "location", "contact", "venue", "video_note", "dice", "game", "story")
+        for attr in ("poll", "location", "contact", "venue", "dice", "game", "story")
     )
 
 

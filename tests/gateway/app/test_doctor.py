@@ -10,10 +10,11 @@ from collections.abc import AsyncIterator
 import pytest
 
 from gateway.__main__ import main
-from gateway.app.doctor import check_anthropic, check_database, doctor
-from gateway.config import Settings
+from gateway.app.doctor import check_anthropic, check_database, check_transcription, doctor
+from gateway.config import Settings, TranscriptionSettings
 from gateway.store.migrate import head_revision
 from tests.fakes.anthropic_server import FakeAnthropic
+from tests.fakes.transcription_server import FakeTranscription
 
 SECRET = "sk-ant-doctor-secret"
 
@@ -109,3 +110,33 @@ def test_database_failure_exits_1(
     monkeypatch.setenv("DATABASE_URL", "postgresql+asyncpg://postgres@127.0.0.1:9/none")
     assert main(["db", "upgrade"]) == 1
     assert "database unavailable" in capsys.readouterr().err
+
+
+async def test_transcription_is_reported_and_its_endpoint_checked(
+    sqlite_url: str, fake_api: FakeAnthropic
+) -> None:
+    async with FakeTranscription(api_key="stt-doctor-secret") as stt:
+        base = settings_for(sqlite_url, fake_api)
+        heard = {"provider": "openai", "base_url": stt.url, "model": "whisper-1"}
+        good = base.model_copy(
+            update={"transcription": TranscriptionSettings(**heard, api_key="stt-doctor-secret")}
+        )
+        out = io.StringIO()
+        code = await asyncio.to_thread(doctor, good, out=out)
+        report = out.getvalue()
+        assert code == 0, report
+        assert "stt-doctor-secret" not in report
+        assert "TRANSCRIPTION" in report
+        assert "[  ok] transcription:" in report
+        [probe] = stt.answered
+        assert probe.filename == "doctor.wav"
+        assert probe.audio.startswith(b"RIFF")
+
+        wrong = base.model_copy(update={"transcription": TranscriptionSettings(**heard, api_key="nope")})
+        check = await check_transcription(wrong)
+        assert not check.ok
+        assert "refused the bot's API key" in check.detail
+
+    off = await check_transcription(settings_for(sqlite_url, fake_api))
+    assert off.ok
+    assert not off.required

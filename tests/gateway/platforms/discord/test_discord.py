@@ -403,16 +403,33 @@ async def test_attachments_become_media_kinds_and_edits_are_flagged(
     ]
     mid = dc.push_message(DM, "look", author_id=ANN, username="ann", attachments=files)
     msg = await inbox.message(mid)
-    assert msg.media == ("photo", "voice", "document")
+    assert msg.media == ("photo", "audio", "document")
     # The text reaches the model once: as the message's text, not again as a caption per attachment
     # (each attachment is stood for by the label the media intake gives it).
-    assert [a.kind for a in msg.attachments] == ["photo", "voice", "document"]
+    assert [a.kind for a in msg.attachments] == ["photo", "audio", "document"]
     assert render_incoming(
-        msg, ["[photo m1]", "[sent a voice message]", "[PDF m2: report.pdf, 1 page]"]
-    ).text == ("[photo m1]\n[sent a voice message]\n[PDF m2: report.pdf, 1 page]\nlook")
+        msg, ["[photo m1]", "[sent an audio file]", "[PDF m2: report.pdf, 1 page]"]
+    ).text == ("[photo m1]\n[sent an audio file]\n[PDF m2: report.pdf, 1 page]\nlook")
     dc.push_edit(mid, "look again")
     edited = await inbox.wait_for(lambda m: m.is_edit and m.platform_message_id == str(mid))
     assert edited[0].text == "look again"
+
+
+async def test_a_voice_message_is_a_voice_note_with_its_length_and_a_download(
+    dc: FakeDiscord, bot: tuple[DiscordAdapter, Inbox]
+) -> None:
+    _, inbox = bot
+    sound = b"OggS" + bytes(300)
+    mid = dc.push_message(
+        DM, "", author_id=ANN, username="ann", attachments=[dc.voice_attachment(sound, seconds=4.5)]
+    )
+    msg = await inbox.message(mid)
+    assert dc.messages[mid]["flags"] == 8192
+    assert msg.media == ("voice",)
+    [voice] = msg.attachments
+    assert (voice.kind, voice.duration_s, voice.mime_type) == ("voice", 4.5, "audio/ogg")
+    assert voice.fetch is not None
+    assert await voice.fetch() == sound
 
 
 async def test_resume_after_forced_disconnect_replays_missed_messages(

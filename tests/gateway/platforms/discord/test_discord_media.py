@@ -49,9 +49,9 @@ async def test_image_pdf_and_text_attachments_download_through_the_library(
         ("photo", "screen.png", len(png)),
         ("document", "terms.pdf", len(pdf)),
         ("document", "app.log", 11),
-        ("voice", "memo.ogg", 5),
+        ("audio", "memo.ogg", 5),
     ]
-    image, document, log, voice = message.attachments
+    image, document, log, audio = message.attachments
     assert (image.width, image.height) == (300, 200)
     assert image.fetch is not None
     assert await image.fetch() == png
@@ -59,8 +59,11 @@ async def test_image_pdf_and_text_attachments_download_through_the_library(
     assert await document.fetch() == pdf
     assert log.fetch is not None
     assert await log.fetch() == b"ERROR boom\n"
-    assert voice.fetch is None
+    # An audio file comes with a download, which the gateway uses only when transcription is on.
+    assert audio.fetch is not None
+    assert audio.duration_s is None  # not a voice message: Discord sends no duration for it
     assert sorted(dc.downloads) == ["app.log", "screen.png", "terms.pdf"]
+    assert await audio.fetch() == b"OggS\x00"
 
 
 async def test_a_deleted_attachment_becomes_a_fetch_error(

@@ -86,7 +86,7 @@ async def test_documents_keep_their_name_type_and_size(tg: FakeTelegram, inbox: 
     assert await csv.fetch() == b"a,b\n1,2\n"
 
 
-async def test_stickers_are_images_and_voice_notes_are_never_downloaded(
+async def test_stickers_are_images_and_voice_notes_come_with_their_length_and_a_download(
     tg: FakeTelegram, inbox: Inbox
 ) -> None:
     tg.push_sticker(7, image_bytes(512, 512, "WEBP"), emoji="🔥", user_id=7)
@@ -98,8 +98,16 @@ async def test_stickers_are_images_and_voice_notes_are_never_downloaded(
     assert animated.attachments[0].fetch is not None  # its still thumbnail
     assert (await animated.attachments[0].fetch())[:4] == b"RIFF"
     [note] = voice.attachments
-    assert (note.kind, note.fetch, voice.caption) == ("voice", None, "listen")
+    assert (note.kind, note.duration_s, note.mime_type, voice.caption) == (
+        "voice",
+        3.0,
+        "audio/ogg",
+        "listen",
+    )
+    # Described, not downloaded: the gateway fetches it only when transcription is on.
     assert not any(path.startswith("voice/") for path in tg.downloads)
+    assert note.fetch is not None
+    assert (await note.fetch())[:4] == b"OggS"
 
 
 async def test_an_album_arrives_as_one_message_with_every_photo(tg: FakeTelegram, inbox: Inbox) -> None:
