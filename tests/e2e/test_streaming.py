@@ -4,6 +4,7 @@ flood control during streaming, replies longer than a message, and a crash in th
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import itertools
 from collections.abc import AsyncIterator
@@ -122,9 +123,14 @@ async def test_reply_longer_than_the_limit_streams_into_two_messages(tmp_path: P
         assert "value_199" in second.visible_text
         for part in (first, second):  # every message renders its code block on its own
             assert part.text.count("<pre>") == part.text.count("</pre>") == 1
-        rows = await query(
-            sqlite_url, "SELECT part, state, platform_message_id FROM deliveries ORDER BY part"
-        )
+        # the streamed preview can show the whole text before the turn records and sends its parts
+        for _ in range(100):
+            rows = await query(
+                sqlite_url, "SELECT part, state, platform_message_id FROM deliveries ORDER BY part"
+            )
+            if len(rows) == 2 and all(r[1] == "sent" for r in rows):
+                break
+            await asyncio.sleep(0.1)
         assert [(r[0], r[1]) for r in rows] == [(0, "sent"), (1, "sent")]
         assert {int(r[2]) for r in rows} == set(finals)
 
