@@ -109,3 +109,21 @@ def test_database_failure_exits_1(
     monkeypatch.setenv("DATABASE_URL", "postgresql+asyncpg://postgres@127.0.0.1:9/none")
     assert main(["db", "upgrade"]) == 1
     assert "database unavailable" in capsys.readouterr().err
+
+
+@pytest.mark.postgres
+async def test_fleet_line_names_the_poller_and_each_shard_owner(pg_url: str) -> None:
+    from gateway.app.doctor import check_fleet
+    from gateway.store.leases import PostgresLeases
+
+    settings = Settings(database_url=pg_url, discord={"shard_count": 2})
+    worker = PostgresLeases(pg_url, worker="hostA:41")
+    try:
+        await worker.try_take("telegram:polling")
+        await worker.try_take("discord:shard:2:1")
+        check = await check_fleet(settings)
+    finally:
+        await worker.close()
+    assert check.detail == (
+        "1 worker(s) running; telegram polling: hostA:41; discord shards: 0=nobody, 1=hostA:41"
+    )
