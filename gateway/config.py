@@ -21,6 +21,7 @@ from pydantic import (
     Field,
     SecretStr,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -255,6 +256,38 @@ class ObservabilitySettings(_Section):
     metrics_host: str = "127.0.0.1"
 
 
+class FleetSettings(_Section):
+    """Several workers on one Postgres: who polls Telegram, who connects which Discord shard."""
+
+    worker_name: str | None = Field(None, min_length=1, description="default: <host>:<pid>")
+    lease_check_s: float = Field(5.0, gt=0.0, le=60.0, description="heartbeat of a worker's leases")
+    standby_retry_s: float = Field(
+        5.0, gt=0.0, le=60.0, description="a standby tries to take the Telegram polling lease this often"
+    )
+    rebalance_s: float = Field(
+        10.0,
+        gt=0.0,
+        le=60.0,
+        description="workers look for free Discord shards and their fair share this often",
+    )
+
+
+class DiscordSettings(_Section):
+    shard_count: int | Literal["auto"] = Field(
+        1, description="Discord shards (required from 2,500 guilds); auto: the count Discord recommends"
+    )
+    identify_interval_s: float = Field(
+        5.0, ge=0.0, le=60.0, description="IDENTIFY rate window per concurrency bucket (Discord: 5 s)"
+    )
+
+    @field_validator("shard_count")
+    @classmethod
+    def _positive(cls, value: int | str) -> int | str:
+        if isinstance(value, int) and value < 1:
+            raise ValueError("must be at least 1, or auto")
+        return value
+
+
 class Settings(BaseSettings):
     """Everything configurable, validated once at start-up."""
 
@@ -284,7 +317,7 @@ class Settings(BaseSettings):
     telegram_webhook_url: AnyHttpUrl | None = None
     telegram_webhook_listen: str = "0.0.0.0"  # noqa: S104 - a webhook must be reachable from outside
     telegram_webhook_port: int = Field(8443, ge=1, le=65535)
-    telegram_webhook_secret: SecretStr | None = None
+    telegram_webhook_secret: SecretStr | None = Field(None, validate_default=True)
 
     discord_bot_token: SecretStr | None = None
     discord_api_base_url: AnyHttpUrl = AnyHttpUrl("https://discord.com/api/v10")
@@ -320,6 +353,18 @@ class Settings(BaseSettings):
     console: ConsoleSettings = ConsoleSettings()
     embeddings: EmbeddingsSettings = EmbeddingsSettings()
     transcription: TranscriptionSettings = TranscriptionSettings()
+    fleet: FleetSettings = FleetSettings()
+    discord: DiscordSettings = DiscordSettings()
+
+    @field_validator("telegram_webhook_secret")
+    @classmethod
+    def _webhook_needs_secret(cls, value: SecretStr | None, info: ValidationInfo) -> SecretStr | None:
+        # Without it anyone who finds the URL can post updates as any user.
+        if info.data.get("telegram_webhook_url") is not None and (
+            value is None or not value.get_secret_value().strip()
+        ):
+            raise ValueError("must be set when TELEGRAM_WEBHOOK_URL is set (any 1-256 of A-Z a-z 0-9 _ -)")
+        return value
 
     @field_validator(
         "telegram_admin_ids",

@@ -10,12 +10,14 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 
 from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client.registry import Collector
 
 from agent.caching.waste import CacheWaste
 from agent.llm import LLMClient, LLMRequest, LLMResponse, ask
@@ -201,6 +203,10 @@ class Metrics:
     def observe_job(self, job: str, result: str) -> None:
         self.job_runs.labels(job=job, result=result).inc()
 
+    def track_leases(self, held: Callable[[], frozenset[str]]) -> None:
+        """`gateway_fleet_lease_held{lease}`: 1 for each lease this worker holds (who polls, which shards)."""
+        self.registry.register(_LeaseCollector(held))
+
     def track_spool(self, depth: Callable[[], int]) -> None:
         """Report the spool's depth at every scrape."""
         self.spool_depth.set_function(lambda: float(depth()))
@@ -210,6 +216,23 @@ class Metrics:
 
 
 Ping = Callable[[], Awaitable[None]]
+
+
+class _LeaseCollector(Collector):
+    """The fleet leases this worker holds, read when scraped."""
+
+    def __init__(self, held: Callable[[], frozenset[str]]) -> None:
+        self._held = held
+
+    def collect(self) -> Iterator[Metric]:
+        family = GaugeMetricFamily(
+            "gateway_fleet_lease_held",
+            "1 for each fleet lease this worker holds (telegram:polling, discord:shard:<count>:<id>)",
+            labels=["lease"],
+        )
+        for name in sorted(self._held()):
+            family.add_metric([name], 1.0)
+        yield family
 
 
 class TimedLLM:

@@ -19,6 +19,7 @@ from gateway.config import Settings
 from gateway.errors import StoreError, TranscriptionError
 from gateway.platforms.catalog import status_lines
 from gateway.store import Store
+from gateway.store.leases import PostgresLeases
 from gateway.store.migrate import current_revision_async, head_revision
 from gateway.transcription.setup import transcriber_from
 
@@ -173,13 +174,40 @@ async def check_transcription(settings: Settings, *, request_timeout: float = 10
     return Check("transcription", True, f"{url} answers; model {transcriber.model} transcribed a test clip")
 
 
+async def check_fleet(settings: Settings) -> Check:
+    """Who polls Telegram and who connects each Discord shard, read from the fleet's leases."""
+    if not settings.is_postgres:
+        return Check("fleet", True, "one worker (SQLite): it polls and connects every shard", required=False)
+    shards = settings.discord.shard_count
+    count = shards if isinstance(shards, int) else 0
+    names = ["telegram:polling", *(f"discord:shard:{count}:{i}" for i in range(count))]
+    observer = PostgresLeases(settings.database_url, worker="doctor", member=False)
+    try:
+        workers = await observer.live_workers()
+        holders = await observer.holders(names)
+    except StoreError as exc:
+        return Check("fleet", False, f"leases not readable ({exc})", required=False)
+    finally:
+        await observer.close()
+    parts = [f"{workers} worker(s) running", f"telegram polling: {holders.get(names[0], 'nobody')}"]
+    if count:
+        owners = ", ".join(f"{i}={holders.get(n, 'nobody')}" for i, n in enumerate(names[1:]))
+        parts.append(f"discord shards: {owners}")
+    elif shards == "auto":
+        parts.append("discord shards: auto (count known to the running workers)")
+    return Check("fleet", True, "; ".join(parts), required=False)
+
+
 async def run_checks(settings: Settings, *, request_timeout: float = 5.0) -> list[Check]:
     database, api, heard = await asyncio.gather(
         check_database(settings),
         check_anthropic(settings, request_timeout=request_timeout),
         check_transcription(settings, request_timeout=max(request_timeout, settings.transcription.timeout_s)),
     )
-    return [database, api, check_platforms(settings), heard]
+    checks = [database, api, check_platforms(settings), heard]
+    if database.ok:
+        checks.append(await check_fleet(settings))
+    return checks
 
 
 def doctor(settings: Settings, *, out: TextIO, request_timeout: float = 5.0) -> int:

@@ -21,7 +21,9 @@ from gateway.app.wiring import context_engine
 from gateway.config import Settings
 from gateway.platforms.base import PlatformAdapter
 from gateway.platforms.catalog import build_adapters, status_lines
+from gateway.platforms.fleet import Fleet, SoleWorker
 from gateway.store import Store
+from gateway.store.leases import PostgresLeases
 from gateway.store.migrate import ensure_schema
 
 logger = logging.getLogger(__name__)
@@ -60,8 +62,22 @@ def _wall_clock() -> datetime:
     return datetime.now(UTC)
 
 
+def _fleet(settings: Settings) -> SoleWorker | PostgresLeases:
+    """The leases this worker shares with the others on the same Postgres; alone on SQLite."""
+    name = settings.fleet.worker_name
+    return (
+        PostgresLeases(settings.database_url, worker=name)
+        if settings.is_postgres
+        else SoleWorker(worker=name)
+    )
+
+
 async def _serve(
-    settings: Settings, adapters: Sequence[PlatformAdapter], *, until: asyncio.Event | None = None
+    settings: Settings,
+    adapters: Sequence[PlatformAdapter],
+    *,
+    until: asyncio.Event | None = None,
+    fleet: Fleet | None = None,
 ) -> int:
     stop = until or asyncio.Event()
     stop_on_signals(stop, settings.shutdown_timeout_s)
@@ -81,6 +97,8 @@ async def _serve(
     llm = _make_llm(settings)
     summary_llm = _make_summary_llm(settings, llm)
     gateway = Gateway(settings, adapters, store=store, llm=llm, summary_llm=summary_llm, clock=_wall_clock)
+    if fleet is not None:
+        gateway.metrics.track_leases(lambda: fleet.held)
     try:
         # A stop requested while starting (connecting, syncing, recovering) cancels the start.
         await unless_stopped(gateway.start(), stop)
@@ -97,9 +115,12 @@ async def _serve(
         except TimeoutError:
             logger.error("stopping took longer than %.0fs; exiting anyway", budget)
         clients = [llm] if summary_llm is llm else [llm, summary_llm]
+        closing = [*(c.close() for c in clients), store.close()]
+        if isinstance(fleet, PostgresLeases):
+            closing.append(fleet.close())  # hands the leases over at once rather than at exit
         try:
             async with asyncio.timeout(_CLOSE_TIMEOUT_S):
-                await asyncio.gather(*(c.close() for c in clients), store.close())
+                await asyncio.gather(*closing)
         except TimeoutError:
             logger.warning("closing the model clients and the database took too long; exiting anyway")
     return 0
@@ -110,13 +131,14 @@ def run(settings: Settings) -> int:
         print(NO_KEY_HELP, file=sys.stderr)
         return 2
     context_engine(settings)  # an unknown engine stops here, before any connection is made
-    adapters = build_adapters(settings)
+    fleet = _fleet(settings)
+    adapters = build_adapters(settings, fleet)
     if not adapters:
         print(NO_PLATFORM_HELP, file=sys.stderr)
         for line in status_lines(settings):
             print("  " + line, file=sys.stderr)
         return 2
-    return asyncio.run(_serve(settings, adapters))
+    return asyncio.run(_serve(settings, adapters, fleet=fleet))
 
 
 def chat(settings: Settings) -> int:

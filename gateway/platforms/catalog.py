@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from gateway.config import Settings
 from gateway.platforms.base import PlatformAdapter
+from gateway.platforms.fleet import Fleet, FleetTimings, SoleWorker
 
 
 @dataclass(frozen=True, slots=True)
@@ -18,11 +19,18 @@ class PlatformEntry:
     name: str
     token_key: str
     configured: Callable[[Settings], bool]
-    build: Callable[[Settings], PlatformAdapter]
+    build: Callable[[Settings, Fleet], PlatformAdapter]
     describe: Callable[[Settings], str]
 
 
-def _telegram(settings: Settings) -> PlatformAdapter:
+def fleet_timings(settings: Settings) -> FleetTimings:
+    fleet = settings.fleet
+    return FleetTimings(
+        check_s=fleet.lease_check_s, standby_s=fleet.standby_retry_s, rebalance_s=fleet.rebalance_s
+    )
+
+
+def _telegram(settings: Settings, fleet: Fleet) -> PlatformAdapter:
     from gateway.platforms.telegram.bot import TelegramAdapter
 
     assert settings.telegram_bot_token is not None
@@ -37,10 +45,12 @@ def _telegram(settings: Settings) -> PlatformAdapter:
         webhook_secret=(
             settings.telegram_webhook_secret.get_secret_value() if settings.telegram_webhook_secret else None
         ),
+        fleet=fleet,
+        fleet_timings=fleet_timings(settings),
     )
 
 
-def _discord(settings: Settings) -> PlatformAdapter:
+def _discord(settings: Settings, fleet: Fleet) -> PlatformAdapter:
     from gateway.platforms.discord.connection import DiscordAdapter
 
     assert settings.discord_bot_token is not None
@@ -48,6 +58,10 @@ def _discord(settings: Settings) -> PlatformAdapter:
         token=settings.discord_bot_token.get_secret_value(),
         api_base_url=str(settings.discord_api_base_url).rstrip("/"),
         gateway_url=str(settings.discord_gateway_url) if settings.discord_gateway_url else None,
+        shard_count=settings.discord.shard_count,
+        identify_interval_s=settings.discord.identify_interval_s,
+        fleet=fleet,
+        fleet_timings=fleet_timings(settings),
     )
 
 
@@ -66,7 +80,7 @@ PLATFORMS: tuple[PlatformEntry, ...] = (
         token_key="DISCORD_BOT_TOKEN",  # noqa: S106 - the name of the setting, not a secret
         configured=lambda s: s.discord_bot_token is not None,
         build=_discord,
-        describe=lambda s: "gateway websocket, message-content intent",
+        describe=lambda s: f"gateway websocket, message-content intent, {s.discord.shard_count} shard(s)",
     ),
 )
 
@@ -81,5 +95,7 @@ def status_lines(settings: Settings) -> list[str]:
     return lines
 
 
-def build_adapters(settings: Settings) -> list[PlatformAdapter]:
-    return [entry.build(settings) for entry in PLATFORMS if entry.configured(settings)]
+def build_adapters(settings: Settings, fleet: Fleet | None = None) -> list[PlatformAdapter]:
+    """The configured adapters; `fleet` shares leases with the other workers (default: none)."""
+    shared = fleet if fleet is not None else SoleWorker()
+    return [entry.build(settings, shared) for entry in PLATFORMS if entry.configured(settings)]

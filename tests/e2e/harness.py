@@ -132,6 +132,7 @@ def _is_gateway_setting(name: str) -> bool:
         "OBSERVABILITY__",
         "EMBEDDINGS__",
         "STREAMING__",
+        "FLEET__",
     )
     return upper.startswith(prefixes) or upper in {
         "DATABASE_URL",

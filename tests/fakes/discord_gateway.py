@@ -1,5 +1,9 @@
 """The websocket half of the fake Discord: HELLO, IDENTIFY -> READY + GUILD_CREATE, heartbeats, RESUME.
 
+Shards as Discord has them: an IDENTIFY with `shard: [id, count]` opens a session of that shard, which
+receives only the events of guilds with `(guild_id >> 22) % count == id` (DMs on shard 0); a session
+without `shard` receives everything. Each session resumes on its own.
+
 Every session keeps a log of its dispatches with their sequence numbers, so a client that RESUMEs
 after a forced disconnect receives what it missed (and, on request, some of what it already had).
 Frames are uncompressed JSON text, which discord.py accepts although it asks for zlib.
@@ -34,6 +38,14 @@ class _Session:
     log: list[Json] = field(default_factory=list)
     conn: _Conn | None = None
     replay_extra: int = 0
+    shard: tuple[int, int] | None = None
+
+    def receives(self, guild_id: int | None) -> bool:
+        """Whether this session's shard carries events of `guild_id` (None: a DM)."""
+        if self.shard is None:
+            return True
+        shard_id, count = self.shard
+        return shard_of(guild_id, count) == shard_id
 
     def frame(self, event: str, data: Json) -> Json:
         """Number and log a dispatch; it is sent only if a connection is attached."""
@@ -43,6 +55,16 @@ class _Session:
         if self.conn is not None:
             self.conn.queue.put_nowait(frame)
         return frame
+
+
+def shard_of(guild_id: int | None, count: int) -> int:
+    """Discord's rule: `(guild_id >> 22) % shard_count`; DMs arrive on shard 0."""
+    return 0 if guild_id is None else (guild_id >> 22) % count
+
+
+def _guild_of(event: str, data: Json) -> int | None:
+    raw = data.get("id") if event == "GUILD_CREATE" else data.get("guild_id")
+    return int(raw) if raw is not None else None
 
 
 @dataclass(eq=False)
@@ -55,7 +77,13 @@ class _Conn:
 class FakeGateway:
     """Serves /gateway. `ready` builds READY's payload for a session id; `guilds` the GUILD_CREATEs."""
 
-    def __init__(self, *, token: str, ready: Callable[[str], Json], guilds: Callable[[], list[Json]]) -> None:
+    def __init__(
+        self,
+        *,
+        token: str,
+        ready: Callable[[str, tuple[int, int] | None], Json],
+        guilds: Callable[[tuple[int, int] | None], list[Json]],
+    ) -> None:
         self._token = token
         self._ready = ready
         self._guilds = guilds
@@ -75,10 +103,19 @@ class FakeGateway:
     def has_sessions(self) -> bool:
         return bool(self._sessions)
 
+    def connected_shards(self) -> list[int | None]:
+        """The shard of every session with a live connection (None: an unsharded session)."""
+        return sorted(
+            (c.session.shard[0] if c.session.shard else None for c in self._conns if c.session is not None),
+            key=lambda s: -1 if s is None else s,
+        )
+
     def dispatch(self, event: str, data: Json) -> None:
-        """Send an event to every session; detached sessions keep it for their RESUME."""
+        """Send an event to the sessions of its shard; detached sessions keep it for their RESUME."""
+        guild_id = _guild_of(event, data)
         for session in self._sessions.values():
-            session.frame(event, data)
+            if session.receives(guild_id):
+                session.frame(event, data)
 
     def disconnect(self, code: int, *, replay_last: int = 0) -> None:
         for conn in list(self._conns):
@@ -147,11 +184,16 @@ class FakeGateway:
             return
         if self.withhold_ready:
             return
-        session = _Session(id=secrets.token_hex(16), conn=conn)
+        shard = data.get("shard")
+        session = _Session(
+            id=secrets.token_hex(16),
+            conn=conn,
+            shard=(int(shard[0]), int(shard[1])) if isinstance(shard, list) and len(shard) == 2 else None,
+        )
         conn.session = session
         self._sessions[session.id] = session
-        session.frame("READY", self._ready(session.id))
-        for guild in self._guilds():
+        session.frame("READY", self._ready(session.id, session.shard))
+        for guild in self._guilds(session.shard):
             session.frame("GUILD_CREATE", guild)
 
     def _resume(self, conn: _Conn, data: Json) -> None:

@@ -35,6 +35,8 @@ class DiscordRest:
         app_id: int
         bot_user: Json
         echo_sent: bool
+        recommended_shards: int
+        max_concurrency: int
         channels: dict[int, Channel]
         messages: dict[int, Json]
         sent: list[SentMessage]
@@ -93,8 +95,15 @@ class DiscordRest:
             case ("GET", "gateway"):
                 return json_response({"url": self.gateway_url})
             case ("GET", "gateway", "bot"):
-                limit = {"total": 1000, "remaining": 1000, "reset_after": 0, "max_concurrency": 1}
-                return json_response({"url": self.gateway_url, "shards": 1, "session_start_limit": limit})
+                limit = {
+                    "total": 1000,
+                    "remaining": 1000 - len(self.gateway.identifies),
+                    "reset_after": 86_400_000,
+                    "max_concurrency": self.max_concurrency,
+                }
+                return json_response(
+                    {"url": self.gateway_url, "shards": self.recommended_shards, "session_start_limit": limit}
+                )
             case ("GET", "channels", cid):
                 ch = self.channels.get(int(cid))
                 return (

@@ -23,7 +23,7 @@ from typing import Any
 from aiohttp import web
 
 from tests.fakes import discord_payloads as p
-from tests.fakes.discord_gateway import FakeGateway
+from tests.fakes.discord_gateway import FakeGateway, shard_of
 from tests.fakes.discord_http import FaultSpec
 from tests.fakes.discord_payloads import Channel, Guild, Json
 from tests.fakes.discord_records import InteractionRecord, SentMessage
@@ -48,6 +48,10 @@ class FakeDiscord(DiscordRest):
         self.bot_user = p.user(bot_user_id, bot_username, bot=True)
         self.echo_sent = echo_sent
         """Dispatch MESSAGE_CREATE for the bot's own messages, as Discord does."""
+        self.recommended_shards = 1
+        """`shards` in GET /gateway/bot."""
+        self.max_concurrency = 1
+        """`session_start_limit.max_concurrency` in GET /gateway/bot (IDENTIFYs per 5 s bucket)."""
 
         self.guilds: dict[int, Guild] = {}
         self.channels: dict[int, Channel] = {}
@@ -115,20 +119,27 @@ class FakeDiscord(DiscordRest):
         """Sequence numbers sent again after a RESUME."""
         return self.gateway.replayed
 
-    def _ready_payload(self, session_id: str) -> Json:
+    def _ready_payload(self, session_id: str, shard: tuple[int, int] | None = None) -> Json:
         return {
             "v": 10,
             "user": self.bot_user,
             "session_id": session_id,
             "resume_gateway_url": self.gateway_url,
-            "guilds": [{"id": str(gid), "unavailable": True} for gid in self.guilds],
+            "guilds": [{"id": str(gid), "unavailable": True} for gid in self._on_shard(self.guilds, shard)],
+            **({"shard": list(shard)} if shard else {}),
             "application": {"id": str(self.app_id), "flags": p.GATEWAY_MESSAGE_CONTENT_FLAG},
             "private_channels": [],
             "relationships": [],
         }
 
-    def _guild_payloads(self) -> list[Json]:
-        return [p.guild_create(g, self.bot_user) for g in self.guilds.values()]
+    def _guild_payloads(self, shard: tuple[int, int] | None = None) -> list[Json]:
+        return [p.guild_create(self.guilds[g], self.bot_user) for g in self._on_shard(self.guilds, shard)]
+
+    @staticmethod
+    def _on_shard(guild_ids: Iterable[int], shard: tuple[int, int] | None) -> list[int]:
+        if shard is None:
+            return list(guild_ids)
+        return [g for g in guild_ids if shard_of(g, shard[1]) == shard[0]]
 
     # ---- control: world state --------------------------------------------------------------------
 

@@ -63,6 +63,11 @@ class FakeTelegram(TelegramFiles, UpdateBuilder):
         """setMessageReaction calls that succeeded: chat_id, message_id, reaction (list of ReactionType)."""
         self.requests: list[tuple[str, dict[str, Any]]] = []
         self.webhook: dict[str, Any] = {}
+        self.conflicts = 0
+        """Waiting getUpdates calls ended with 409 by a newer one (two pollers, or a dead poller's)."""
+        self._poll_generation = 0
+        self._waiting_polls = 0
+        self._last_set_webhook: float | None = None
         self._commands: dict[str, list[dict[str, str]]] = {}
         self._updates: list[dict[str, Any]] = []
         self._faults: dict[str, deque[Fault]] = {}
@@ -216,6 +221,11 @@ class FakeTelegram(TelegramFiles, UpdateBuilder):
             raise ApiError(
                 409, "Conflict: can't use getUpdates method while webhook is active; use deleteWebhook first"
             )
+        # Telegram allows one getUpdates consumer per bot: a new call ends a waiting one with 409.
+        self._poll_generation += 1
+        generation = self._poll_generation
+        if self._waiting_polls:
+            self._wake()
         offset = params.get_int("offset") or 0
         limit = params.get_int("limit") or 100
         timeout = params.get_int("timeout") or 0
@@ -223,19 +233,35 @@ class FakeTelegram(TelegramFiles, UpdateBuilder):
             self._updates = [u for u in self._updates if u["update_id"] >= offset]
 
         def ready() -> bool:
-            return self._closing or any(u["update_id"] >= offset for u in self._updates)
+            superseded = generation != self._poll_generation
+            return superseded or self._closing or any(u["update_id"] >= offset for u in self._updates)
 
         if timeout > 0 and not ready():
+            self._waiting_polls += 1
             try:
                 await self.wait_for(ready, timeout)
             except TimeoutError:
                 return []
+            finally:
+                self._waiting_polls -= 1
+            if generation != self._poll_generation:
+                self.conflicts += 1
+                raise ApiError(
+                    409,
+                    "Conflict: terminated by other getUpdates request; make sure that only one bot "
+                    "instance is running",
+                )
         return [u for u in self._updates if u["update_id"] >= offset][:limit]
 
     async def _m_setwebhook(self, params: Params) -> bool:
         url = params.get_str("url") or ""
         if url and not url.startswith(("https://", "http://")):
             raise ApiError(400, "Bad Request: bad webhook: An HTTPS URL must be provided for webhook")
+        now = time.monotonic()
+        if self._last_set_webhook is not None and now - self._last_set_webhook < 1.0:
+            # The Bot API refuses a second setWebhook within a second.
+            raise ApiError(429, "Too Many Requests: retry after 1", {"retry_after": 1})
+        self._last_set_webhook = now
         self.webhook = {"url": url, "secret_token": params.get_str("secret_token")}
         if params.get_json("drop_pending_updates"):
             self._updates.clear()

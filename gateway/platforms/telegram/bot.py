@@ -1,9 +1,10 @@
 """The Telegram adapter: python-telegram-bot in, `IncomingMessage` out; replies as Telegram HTML.
 
 Long polling by default (`polling`), a webhook server when `webhook_url` is set (`webhook`). Either
-way an update is acknowledged to Telegram only once the gateway has stored its message. Each chat's
-updates reach the gateway one at a time in arrival order, different chats concurrently (`lanes`); the
-photos of an album together. The adapter builds the one `TelegramSender` (`bot_api`) that every
+way an update is acknowledged to Telegram only once the gateway has stored its message. With several
+workers (`fleet_roles`) one polls while the others stand by, and one at a time changes the webhook.
+Each chat's updates reach the gateway one at a time in arrival order, different chats concurrently
+(`lanes`); the photos of an album together. The adapter builds the one `TelegramSender` (`bot_api`) that every
 outgoing call goes through, and hands it to the replies being written (`drafts`).
 """
 
@@ -33,10 +34,12 @@ from gateway.platforms.base import (
 from gateway.platforms.base import (
     MessageHandler as GatewayHandler,
 )
+from gateway.platforms.fleet import Fleet, FleetTimings, SoleWorker
 from gateway.platforms.lanes import ChatLanes, hand_over
 from gateway.platforms.telegram.bot_api import MAX_UTF16, TelegramSender, reply_parts
 from gateway.platforms.telegram.drafts import TelegramLive
 from gateway.platforms.telegram.files import BOT_API_DOWNLOAD_LIMIT, AlbumCollector, with_attachments
+from gateway.platforms.telegram.fleet_roles import PollingLease, ensure_webhook
 from gateway.platforms.telegram.polling import LongPoller
 from gateway.platforms.telegram.updates import BotIdentity, convert_update
 from gateway.platforms.telegram.webhook import WebhookServer
@@ -74,8 +77,13 @@ class TelegramAdapter:
         drain_timeout: float = 2.0,
         webhook_store_limit_s: float = WEBHOOK_STORE_LIMIT_S,
         max_file_bytes: int = BOT_API_DOWNLOAD_LIMIT,
+        fleet: Fleet | None = None,
+        fleet_timings: FleetTimings | None = None,
     ) -> None:
         self._token = token
+        self._fleet: Fleet = fleet if fleet is not None else SoleWorker()
+        self._fleet_timings = fleet_timings or FleetTimings()
+        self._polling_lease: PollingLease | None = None
         self._base_url = base_url
         self._base_file_url = base_file_url or _file_url(base_url)
         self._webhook_url = webhook_url
@@ -124,15 +132,10 @@ class TelegramAdapter:
             if self._webhook_url:
                 await self._start_webhook(api, self._webhook_url)
             else:
-                await api.delete_webhook(drop_pending_updates=False)
-                self._poller = LongPoller(
-                    api,
-                    self._dispatch,
-                    timeout=self._poll_timeout,
-                    allowed_updates=ALLOWED_UPDATES,
-                    redact=self._redact,
+                self._polling_lease = PollingLease(
+                    self._fleet, self._fleet_timings, begin=self._begin_polling, end=self._end_polling
                 )
-                self._poller.start()
+                await self._polling_lease.start()
         except InvalidToken:
             await self._quiet_stop()
             # PTB's message quotes the token itself; keep it out of logs and tracebacks.
@@ -148,7 +151,7 @@ class TelegramAdapter:
         except BaseException:  # cancelled while starting (a stop was requested)
             await self._quiet_stop()
             raise
-        mode = f"webhook {self._webhook_url}" if self._webhook_url else "long polling"
+        mode = f"webhook {self._webhook_url}" if self._webhook_url else self._polling_mode()
         logger.info(
             "telegram: connected as @%s (%s), %d commands registered", self._bot.username, mode, len(commands)
         )
@@ -164,13 +167,44 @@ class TelegramAdapter:
             shutdown_timeout=self._drain_timeout,
         )
         await self._webhook.start()
-        await api.set_webhook(url=url, allowed_updates=ALLOWED_UPDATES, secret_token=self._webhook_secret)
+        await ensure_webhook(
+            api, self._fleet, url=url, secret=self._webhook_secret, allowed_updates=ALLOWED_UPDATES
+        )
+
+    def _polling_mode(self) -> str:
+        if self._polling_lease is not None and not self._polling_lease.polling:
+            return "long polling, standing by"
+        return "long polling"
+
+    async def _begin_polling(self) -> None:
+        """This worker holds the polling lease: take over from a webhook or a dead poller."""
+        api = self._require_bot()
+        await api.delete_webhook(drop_pending_updates=False)
+        self._poller = LongPoller(
+            api,
+            self._dispatch,
+            timeout=self._poll_timeout,
+            allowed_updates=ALLOWED_UPDATES,
+            redact=self._redact,
+        )
+        self._poller.start()
+
+    async def _end_polling(self) -> None:
+        """Another worker took the lease: stop fetching (what was fetched is still stored)."""
+        poller, self._poller = self._poller, None
+        if poller is not None:
+            await poller.stop()
+            await poller.confirm()
 
     async def stop(self) -> None:
         """Stop receiving, give updates being stored up to `drain_timeout`, confirm them, shut down.
 
-        Updates whose storing was cut off stay unconfirmed, so Telegram delivers them again.
+        Updates whose storing was cut off stay unconfirmed, so Telegram delivers them again. The
+        polling lease is released last, once nothing this worker fetched is left unconfirmed.
         """
+        lease = self._polling_lease
+        if lease is not None:
+            await lease.stop()
         if self._poller is not None:
             await self._poller.stop()
         if self._webhook is not None:
@@ -185,6 +219,9 @@ class TelegramAdapter:
         if self._poller is not None:
             await self._poller.confirm()
             self._poller = None
+        if lease is not None:
+            await lease.release()
+            self._polling_lease = None
         api, self._api = self._api, None
         if api is not None:
             await api.shutdown()

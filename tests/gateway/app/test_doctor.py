@@ -140,3 +140,21 @@ async def test_transcription_is_reported_and_its_endpoint_checked(
     off = await check_transcription(settings_for(sqlite_url, fake_api))
     assert off.ok
     assert not off.required
+
+
+@pytest.mark.postgres
+async def test_fleet_line_names_the_poller_and_each_shard_owner(pg_url: str) -> None:
+    from gateway.app.doctor import check_fleet
+    from gateway.store.leases import PostgresLeases
+
+    settings = Settings(database_url=pg_url, discord={"shard_count": 2})
+    worker = PostgresLeases(pg_url, worker="hostA:41")
+    try:
+        await worker.try_take("telegram:polling")
+        await worker.try_take("discord:shard:2:1")
+        check = await check_fleet(settings)
+    finally:
+        await worker.close()
+    assert check.detail == (
+        "1 worker(s) running; telegram polling: hostA:41; discord shards: 0=nobody, 1=hostA:41"
+    )

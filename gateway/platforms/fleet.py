@@ -1,0 +1,88 @@
+"""What an adapter needs from the fleet: named leases shared by every worker on one database.
+
+The store implements it (`gateway.store.leases`: advisory locks on Postgres, this process alone on
+SQLite); the app hands it to the adapters, which use it for what only one worker may do at a time:
+changing the Telegram webhook, polling Telegram, connecting a Discord shard. `FleetTimings` are how
+often a holder checks its leases and a standby or a shard keeper looks for free ones.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import dataclass
+from typing import Protocol
+
+
+class Fleet(Protocol):
+    """Named leases; a worker that dies loses its leases at once (see `gateway.store.leases`)."""
+
+    worker: str
+
+    @property
+    def held(self) -> frozenset[str]: ...
+
+    async def try_take(self, name: str) -> bool:
+        """True when this worker holds `name` now (taken, or already held)."""
+        ...
+
+    async def release(self, name: str) -> None: ...
+
+    async def check(self) -> set[str]:
+        """Heartbeat: the held leases another worker took meanwhile (raises `StoreError` while the
+        database cannot be reached)."""
+        ...
+
+    async def holders(self, names: list[str]) -> dict[str, str]:
+        """The worker holding each of `names`, where one does."""
+        ...
+
+    async def live_workers(self) -> int: ...
+
+    def exclusive(self, name: str) -> AbstractAsyncContextManager[None]:
+        """Hold `name` for a block, waiting while another worker holds it."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class FleetTimings:
+    check_s: float = 5.0
+    """How often a lease holder checks its lease connection (the heartbeat)."""
+    standby_s: float = 5.0
+    """How often a standby tries to take a lease nobody holds (Telegram polling)."""
+    rebalance_s: float = 10.0
+    """How often the Discord shard keeper looks for free shards and its fair share."""
+
+
+class SoleWorker:
+    """The fleet of one (SQLite: one worker per database file): every lease is granted at once."""
+
+    def __init__(self, *, worker: str | None = None) -> None:
+        self.worker = worker or f"{socket.gethostname()}:{os.getpid()}"
+        self._held: set[str] = set()
+
+    @property
+    def held(self) -> frozenset[str]:
+        return frozenset(self._held)
+
+    async def try_take(self, name: str) -> bool:
+        self._held.add(name)
+        return True
+
+    async def release(self, name: str) -> None:
+        self._held.discard(name)
+
+    async def check(self) -> set[str]:
+        return set()
+
+    async def holders(self, names: list[str]) -> dict[str, str]:
+        return {n: self.worker for n in names if n in self._held}
+
+    async def live_workers(self) -> int:
+        return 1
+
+    @asynccontextmanager
+    async def exclusive(self, name: str) -> AsyncIterator[None]:
+        yield

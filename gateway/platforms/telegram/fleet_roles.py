@@ -1,0 +1,149 @@
+"""Telegram with several workers: the webhook set once, and one poller with standbys.
+
+Webhook: the Bot API refuses a second `setWebhook` within a second (429 "retry after 1"), so workers
+starting together would fail each other. One worker at a time (the `telegram:webhook` lease) reads
+`getWebhookInfo`; a webhook already pointing at our URL is left as it is, otherwise it is set, and a
+flood wait is waited out.
+
+Polling: Telegram answers a second `getUpdates` consumer with 409 Conflict, so only the holder of the
+`telegram:polling` lease polls. The others stand by and try to take it every `standby_s`; a holder
+checks its lease every `check_s` and stops polling if another worker took it. Every worker still runs
+turns for any chat: updates are stored first and the turns follow from the store.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+
+from telegram import Bot
+from telegram.error import RetryAfter
+
+from gateway.errors import StoreError
+from gateway.platforms.fleet import Fleet, FleetTimings
+from gateway.platforms.telegram.polling import retry_after_seconds
+
+logger = logging.getLogger(__name__)
+
+WEBHOOK_LEASE = "telegram:webhook"
+POLLING_LEASE = "telegram:polling"
+SET_WEBHOOK_ATTEMPTS = 5
+MAX_FLOOD_WAIT_S = 30.0
+
+
+async def ensure_webhook(
+    api: Bot, fleet: Fleet, *, url: str, secret: str | None, allowed_updates: Sequence[str]
+) -> bool:
+    """Point Telegram at `url` unless it already is; True when `setWebhook` was called.
+
+    Raises `RetryAfter` when flood control outlasts `SET_WEBHOOK_ATTEMPTS` waits.
+    """
+    async with fleet.exclusive(WEBHOOK_LEASE):
+        info = await api.get_webhook_info()
+        if info.url == url:
+            logger.info("telegram: the webhook already points at this URL; left as it is")
+            return False
+        for attempt in range(1, SET_WEBHOOK_ATTEMPTS + 1):
+            try:
+                await api.set_webhook(url=url, allowed_updates=list(allowed_updates), secret_token=secret)
+                return True
+            except RetryAfter as exc:
+                wait = min(retry_after_seconds(exc), MAX_FLOOD_WAIT_S)
+                if attempt == SET_WEBHOOK_ATTEMPTS:
+                    raise
+                logger.warning("telegram: setWebhook flood control; waiting %.0fs", wait)
+                await asyncio.sleep(wait)
+    return True  # pragma: no cover - the loop returns or raises
+
+
+class PollingLease:
+    """Keeps this worker polling while it holds `telegram:polling`, standing by otherwise.
+
+    `begin` starts polling (called once the lease is taken), `end` stops it (the lease was lost).
+    """
+
+    def __init__(
+        self,
+        fleet: Fleet,
+        timings: FleetTimings,
+        *,
+        begin: Callable[[], Awaitable[None]],
+        end: Callable[[], Awaitable[None]],
+    ) -> None:
+        self._fleet = fleet
+        self._timings = timings
+        self._begin = begin
+        self._end = end
+        self._task: asyncio.Task[None] | None = None
+        self.polling = False
+
+    async def start(self) -> None:
+        """Take the lease now if it is free (and start polling); keep watching in the background.
+
+        A failure to start polling here is the start-up's failure; later ones are logged and retried.
+        """
+        await self._try_take(starting=True)
+        if not self.polling:
+            holder = await self._holder()
+            logger.info("telegram: standing by; %s polls", holder or "another worker")
+        self._task = asyncio.create_task(self._watch(), name="telegram:polling-lease")
+
+    async def stop(self) -> None:
+        """Stop watching; the caller stops polling and then calls `release`."""
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    async def release(self) -> None:
+        if self.polling:
+            self.polling = False
+            with contextlib.suppress(StoreError):
+                await self._fleet.release(POLLING_LEASE)
+
+    async def _watch(self) -> None:
+        while True:
+            await asyncio.sleep(self._timings.check_s if self.polling else self._timings.standby_s)
+            if self.polling:
+                await self._check()
+            else:
+                await self._try_take()
+
+    async def _try_take(self, *, starting: bool = False) -> None:
+        try:
+            taken = await self._fleet.try_take(POLLING_LEASE)
+        except StoreError as exc:
+            logger.warning("telegram: could not reach the database to take the polling lease (%s)", exc)
+            return
+        if not taken:
+            return
+        logger.info("telegram: this worker (%s) polls", self._fleet.worker)
+        self.polling = True
+        try:
+            await self._begin()
+        except Exception as exc:
+            await self.release()
+            if starting:
+                raise
+            logger.error("telegram: could not take over polling (%s); standing by", type(exc).__name__)
+
+    async def _check(self) -> None:
+        try:
+            lost = await self._fleet.check()
+        except StoreError as exc:
+            # Nobody can take the lease while the database is away: keep polling.
+            logger.warning("telegram: polling lease not checked (%s); still polling", exc)
+            return
+        if POLLING_LEASE in lost:
+            logger.warning("telegram: another worker took the polling lease; standing by")
+            self.polling = False
+            await self._end()
+
+    async def _holder(self) -> str | None:
+        try:
+            return (await self._fleet.holders([POLLING_LEASE])).get(POLLING_LEASE)
+        except StoreError:
+            return None
