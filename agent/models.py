@@ -1,10 +1,12 @@
 """The Claude model table: context window, output limit, minimum cacheable prefix and prices; call cost.
 
-Figures as published by Anthropic (table date 2026-11). `context_window` is the standard window we plan
-compression for; models that offer 1M tokens charge a premium above 200K, so a larger window must be
-asked for explicitly (`MODEL_CONTEXT_LENGTH`, passed in as `context_override`). Unknown models get
-conservative defaults: the smallest window and output limit, the highest minimum cacheable length and
-the most expensive prices in the table, so neither the context nor the cost is ever under-estimated.
+Figures as published by Anthropic (models overview, each model's overview and what's-new page, the
+pricing page, the compaction and prefix-check pages; table date 2026-11). `context_window` is the window
+the model takes at its standard price: 1M tokens at one rate on the 5.x generation, 200K on the 4.x
+models (their 1M beta is billed higher above 200K and is not used here). What compaction plans for is the
+planned window (`context.planned_window`, passed in as `context_override`), at most this. Unknown models
+get conservative defaults: the smallest window and output limit, the highest minimum cacheable length
+and the most expensive prices in the table, so neither the context nor the cost is ever under-estimated.
 """
 
 from __future__ import annotations
@@ -68,6 +70,13 @@ class ModelInfo:
     """Prompts longer than this (input, cache writes and reads together) are billed at
     `long_prompt_factor` times every price of the call; None: one price at any length."""
     long_prompt_factor: float = 1.0
+    preserved_thinking: bool = False
+    """Thinking blocks are bound to the model and to everything before them (the prefix check): an
+    edit of the system prompt, the tools or an earlier message invalidates the blocks after it."""
+    mid_conversation_system: bool = False
+    """Accepts `role: "system"` messages after a user turn (instructions added without a rewrite)."""
+    adaptive_thinking_default: bool = False
+    """Thinks adaptively when no `thinking` is sent (and counts it toward `max_tokens`)."""
 
     @property
     def cache_write_5m_per_mtok(self) -> float:
@@ -98,11 +107,61 @@ MODELS: Final[Mapping[str, ModelInfo]] = {
     for m in (
         # Minimum cacheable prefix per model, as documented (2026-11): below it the API caches nothing,
         # so the cache plan never marks a shorter prompt and the cost model never counts a write.
-        # The current generation: cache reads at 0.05x (Opus 5.5, Sonnet 5.5) and 0.025x (Fable 5.1).
-        ModelInfo("claude-opus-5-5", 1_000 * _K, 128 * _K, 512, 4.0, 20.0, cache=CachePrices(read=0.05)),
-        ModelInfo("claude-sonnet-5-5", 1_000 * _K, 128 * _K, 512, 2.0, 10.0, cache=CachePrices(read=0.05)),
-        ModelInfo("claude-fable-5-1", 1_000 * _K, 128 * _K, 512, 10.0, 50.0, cache=CachePrices(read=0.025)),
-        # $0.10 / $0.50 up to 100K prompt tokens, $0.50 / $2.50 above
+        # The current generation, 1M tokens at one price: cache reads at 0.05x (Opus 5.5, Sonnet 5.5,
+        # cut from 0.1x on 2026-10-07), 0.025x (Fable 5.1 and 5.2), 0.1x (Haiku 5.5).
+        ModelInfo(
+            "claude-opus-5-5",
+            1_000 * _K,
+            128 * _K,
+            512,
+            4.0,
+            20.0,
+            cache=CachePrices(read=0.05),
+            server_compaction=True,
+            mid_conversation_system=True,
+            preserved_thinking=True,
+            adaptive_thinking_default=True,
+        ),
+        ModelInfo(
+            "claude-sonnet-5-5",
+            1_000 * _K,
+            128 * _K,
+            512,
+            2.0,
+            10.0,
+            cache=CachePrices(read=0.05),
+            server_compaction=True,
+            mid_conversation_system=True,
+            preserved_thinking=True,
+            adaptive_thinking_default=True,
+        ),
+        # Released 2026-11-09; not (yet) among the compaction page's supported models.
+        ModelInfo(
+            "claude-fable-5-2",
+            1_000 * _K,
+            128 * _K,
+            512,
+            8.0,
+            40.0,
+            cache=CachePrices(read=0.025),
+            preserved_thinking=True,
+            adaptive_thinking_default=True,
+        ),
+        ModelInfo(
+            "claude-fable-5-1",
+            1_000 * _K,
+            128 * _K,
+            512,
+            10.0,
+            50.0,
+            cache=CachePrices(read=0.025),
+            server_compaction=True,
+            preserved_thinking=True,
+            adaptive_thinking_default=True,
+        ),
+        # $0.10 / $0.50 for prompts up to 100K tokens; a longer prompt (input, cache writes and reads
+        # together) pays five times every price of the call, output included. Its minimum cacheable
+        # prefix is not stated in the docs: taken as its generation's 512.
         ModelInfo(
             "claude-haiku-5-5",
             1_000 * _K,
@@ -112,11 +171,52 @@ MODELS: Final[Mapping[str, ModelInfo]] = {
             0.5,
             long_prompt_above=100 * _K,
             long_prompt_factor=5.0,
+            server_compaction=True,
+            mid_conversation_system=True,
+            preserved_thinking=True,
+            adaptive_thinking_default=True,
         ),
         # Legacy since the 5.5 models, still served.
-        ModelInfo("claude-opus-5", 1_000 * _K, 128 * _K, 512, 5.0, 25.0, server_compaction=True),
-        ModelInfo("claude-sonnet-5", 1_000 * _K, 128 * _K, 1024, 2.0, 10.0, server_compaction=True),
-        ModelInfo("claude-opus-4-8", 200 * _K, 128 * _K, 1024, 5.0, 25.0, server_compaction=True),
+        ModelInfo(
+            "claude-fable-5",
+            1_000 * _K,
+            128 * _K,
+            512,
+            10.0,
+            50.0,
+            server_compaction=True,
+            adaptive_thinking_default=True,
+        ),
+        ModelInfo(
+            "claude-opus-5",
+            1_000 * _K,
+            128 * _K,
+            512,
+            5.0,
+            25.0,
+            server_compaction=True,
+            adaptive_thinking_default=True,
+        ),
+        ModelInfo(
+            "claude-sonnet-5",
+            1_000 * _K,
+            128 * _K,
+            1024,
+            2.0,
+            10.0,
+            server_compaction=True,
+            adaptive_thinking_default=True,
+        ),
+        ModelInfo(
+            "claude-opus-4-8",
+            200 * _K,
+            128 * _K,
+            1024,
+            5.0,
+            25.0,
+            server_compaction=True,
+            mid_conversation_system=True,
+        ),
         ModelInfo("claude-opus-4-7", 200 * _K, 128 * _K, 2048, 5.0, 25.0, server_compaction=True),
         ModelInfo("claude-opus-4-6", 200 * _K, 128 * _K, 4096, 5.0, 25.0, server_compaction=True),
         ModelInfo("claude-opus-4-5", 200 * _K, 64 * _K, 4096, 5.0, 25.0),

@@ -58,9 +58,14 @@ def default_models() -> dict[str, ModelSpec]:
     opus_41 = ModelSpec("claude-opus-4-1", "Claude Opus 4.1", max_output=32_000, min_cacheable=1024)
     haiku = ModelSpec("claude-haiku-4-5", "Claude Haiku 4.5", min_cacheable=4096)
     current = [
+        ModelSpec("claude-opus-5-5", "Claude Opus 5.5", 1_000_000, 128_000, 512, compaction=True),
+        ModelSpec("claude-sonnet-5-5", "Claude Sonnet 5.5", 1_000_000, 128_000, 512, compaction=True),
+        ModelSpec("claude-haiku-5-5", "Claude Haiku 5.5", 1_000_000, 128_000, 512, compaction=True),
+        ModelSpec("claude-fable-5-2", "Claude Fable 5.2", 1_000_000, 128_000, 512),
+        ModelSpec("claude-fable-5", "Claude Fable 5", 1_000_000, 128_000, 512, compaction=True),
         ModelSpec("claude-opus-5", "Claude Opus 5", 1_000_000, 128_000, 512, compaction=True),
         ModelSpec("claude-sonnet-5", "Claude Sonnet 5", 1_000_000, 128_000, 1024, compaction=True),
-        ModelSpec("claude-fable-5-1", "Claude Fable 5.1", 1_000_000, 128_000, 512),
+        ModelSpec("claude-fable-5-1", "Claude Fable 5.1", 1_000_000, 128_000, 512, compaction=True),
         ModelSpec(
             "claude-opus-4-8", "Claude Opus 4.8", max_output=128_000, min_cacheable=1024, compaction=True
         ),
