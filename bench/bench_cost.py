@@ -43,7 +43,6 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any
 
-from agent.caching import keepalive
 from bench.cost_chats import ChatCost, chat_days, per_chat
 from bench.databases import DEFAULT_POSTGRES_URL, fresh_database
 from bench.engines import server_engine
@@ -68,8 +67,6 @@ class Policy:
     jobs: bool
     server_engine: bool = False
     """`context.engine: server` (`server-scaled` below the API's floor: `bench.engines.server_engine`)."""
-    ends: bool = True
-    """False: the keep-alive judges refreshes as before conversation ends were weighed (`before`)."""
 
 
 POLICIES = (
@@ -81,8 +78,6 @@ POLICIES = (
     Policy("server", {}, jobs=True, server_engine=True),
 )
 NAMES = tuple(p.name for p in POLICIES)
-BEFORE = Policy("before", {}, jobs=True, ends=False)
-"""The default before its keep-alive weighed conversation ends (`--keepalive` compares the two)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,8 +155,6 @@ def measure(job: Job) -> Measured:
     """Replay `job` and bill it (run in a worker process: each replay has its own database, fake API
     and simulated clock, so replays are independent and their results do not depend on the order)."""
     events = generate(job.family, sizes=job.sizes, seed=job.seed)
-    if not job.policy.ends:  # this worker process replays one job: the judgement as it was before
-        keepalive.ended_share = lambda *_, **__: 0.0  # type: ignore[attr-defined]
     result = asyncio.run(_replay(job, events))
     measured = Measured(
         job=job,
@@ -384,12 +377,14 @@ def main() -> None:
         "--seeds", default=None, help="comma-separated trace seeds: fixed TTLs and the default on each"
     )
     parser.add_argument(
-        "--keepalive", action="store_true", help="the keep-alive before/after, per family and worst chats"
+        "--keepalive", action="store_true", help="fixed TTLs and the default per family, and the worst chats"
     )
     parser.add_argument(
         "--planned", action="store_true", help="planned windows 200K/500K/1M on Sonnet 5.5, and Sonnet 4.6"
     )
-    parser.add_argument("--families", default=None, help="with --planned: comma-separated families")
+    parser.add_argument(
+        "--families", default=None, help="with --planned or --keepalive: comma-separated families"
+    )
     parser.add_argument(
         "--workers", type=int, default=default_workers(), help="replays run at once (default: one per core)"
     )
@@ -400,7 +395,12 @@ def main() -> None:
         from bench import cost_modes  # it builds on this module
 
         if args.keepalive:
-            asyncio.run(cost_modes.run_keepalive(sizes=sizes, db=db, pg_url=pg_url, workers=workers))
+            families = args.families.split(",") if args.families else FAMILIES
+            asyncio.run(
+                cost_modes.run_keepalive(
+                    sizes=sizes, db=db, pg_url=pg_url, workers=workers, families=families
+                )
+            )
             return
         chosen = args.families.split(",") if args.families else (*FAMILIES, *LONG_FAMILIES)
         asyncio.run(

@@ -1,5 +1,5 @@
-"""Two more views of the cost benchmark (`bench.bench_cost`): the keep-alive before and after it weighed
-conversation ends, per family and per chat (`--keepalive`); and the planned window on 1M models with the
+"""Two more views of the cost benchmark (`bench.bench_cost`): the keep-alive against fixed TTLs per
+family and per chat, the worst chats shown (`--keepalive`); and the planned window on 1M models with the
 reply model against its predecessor (`--planned`).
 """
 
@@ -7,12 +7,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from bench.bench_cost import BEFORE, Job, Measured, _policy, default_workers, measure_all
+from bench.bench_cost import Job, Measured, _policy, default_workers, measure_all
 from bench.cost_chats import ChatCost
 from bench.databases import DEFAULT_POSTGRES_URL
 from bench.traces import FAMILIES, LONG_FAMILIES, TraceSizes
 
-KEEPALIVE_POLICIES = ("5m", "1h", "before", "default")
+KEEPALIVE_POLICIES = ("5m", "1h", "default")
 WORST = 3
 """Chats shown per family: the default's worst against the oracle of its own requests."""
 
@@ -23,21 +23,20 @@ async def run_keepalive(
     db: str = "postgres",
     pg_url: str = DEFAULT_POSTGRES_URL,
     workers: int | None = None,
+    families: Sequence[str] = FAMILIES,
 ) -> dict[str, dict[str, Measured]]:
-    """Per family: fixed 5m, fixed 1h, the default before and after, each over the oracle of the
-    default's own requests; then each family's worst chats under every policy."""
+    """Per family: fixed 5m, fixed 1h and the default, each over the oracle of the default's own
+    requests, with the default's keep-alive refreshes; then each family's worst chats under each."""
     sizes = sizes or TraceSizes()
     jobs = [
-        Job(
-            family, BEFORE if name == "before" else _policy(name), sizes, db, pg_url, bounds=name == "default"
-        )
-        for family in FAMILIES
+        Job(family, _policy(name), sizes, db, pg_url, bounds=name == "default")
+        for family in families
         for name in KEEPALIVE_POLICIES
     ]
     results: dict[str, dict[str, Measured]] = {}
     for m in await measure_all(jobs, workers=workers or default_workers()):
         results.setdefault(m.job.family, {})[m.job.policy.name] = m
-    print("keep-alive before/after (USD input; ratios to the oracle of the default's own requests)")
+    print("keep-alive (USD input; ratios to the oracle of the default's own requests)")
     print(
         f"{'family':9s} "
         + " ".join(f"{n:>9s} {n + '/or':>9s}" for n in KEEPALIVE_POLICIES)
@@ -46,7 +45,7 @@ async def run_keepalive(
     for family, row in results.items():
         oracle = row["default"].oracle
         cells = " ".join(f"{row[n].usd:9.4f} {row[n].usd / oracle:9.3f}" for n in KEEPALIVE_POLICIES)
-        print(f"{family:9s} {cells} {row['before'].refreshes:>4d}/{row['default'].refreshes:<4d}")
+        print(f"{family:9s} {cells} {row['default'].refreshes:9d}")
     print(
         f"worst chats (default/oracle per chat; the same chat under the other policies), {WORST} per family"
     )

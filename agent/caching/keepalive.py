@@ -27,15 +27,6 @@ How much evidence a longer silence needs depends on the chat's kind: a group is 
 conversation among people who stay, so one such silence it came back from is enough; a one-to-one
 chat's long silences are often the end of a conversation (the person got their answer), so it must
 have come back from two.
-
-A one-to-one conversation also ends: the person got the answer and left, and the next request, if any,
-opens a new conversation hours later. The silence forecast's prior is then a mixture of a conversation
-that goes on and one that ended (`forecast.ENDS`, learned per chat by `forecast.ended_share`), so the
-chance of a request in the next minutes falls steeply with the silence: a conversation of a few quick
-messages is kept warm through its pauses and let go within a few refreshes of its end, instead of being
-refreshed until the within-conversation prior runs out (most of an hour). The refresh's price is the
-model's own read price (`CachePrices.read`: 0.05x on Sonnet and Opus 5.5, 0.025x on Fable), so a cheaper
-read keeps an entry through longer odds.
 """
 
 from __future__ import annotations
@@ -45,7 +36,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Final
 
-from agent.caching.forecast import PRIOR_SPAN, ChatKind, ended_share, forecast
+from agent.caching.forecast import PRIOR_SPAN, ChatKind, forecast
 from agent.caching.plan import CachedPrefix, CacheState
 from agent.caching.policy import GapOdds, LiveEntry, next_request_cost, rebuy_price
 from agent.models import STANDARD_CACHE_PRICES, TTL_SECONDS, CachePrices
@@ -142,8 +133,7 @@ def plan_refresh(
     ttl = TTL_SECONDS[newest.ttl]
     if elapsed + ttl > PRIOR_SPAN and odds.seen_beyond(elapsed) < MIN_SUPPORT[kind]:
         return Refresh(newest, tokens, left, value=0.0)  # the chat has not come back from such silences
-    ends = ended_share(state.turns[:-1], state.turns[-1], kind=kind) if kind == "private" else 0.0
-    silence = odds.after(elapsed, ends=ends)
+    silence = odds.after(elapsed)
     others = [LiveEntry(sizes[p.message_id], _left(p, now)) for p in live if p is not newest]
     value = refresh_value(
         Trusted(silence, state.refreshes.trust()),
