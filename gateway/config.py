@@ -36,7 +36,7 @@ DEFAULT_MODEL = "claude-sonnet-5-5"
 DEFAULT_SUMMARY_MODEL = "claude-haiku-5-5"
 """Its window (1M) covers any middle the default planned window can hand it; see
 `gateway.app.wiring.summary_model_check`."""
-DEFAULT_PLANNED_WINDOW = 200_000
+DEFAULT_PLANNED_WINDOW = 500_000
 """What compaction plans for on a model whose window is larger (the 5.x models take 1M): chosen by the
 cost benchmark (`python -m bench.bench_cost --planned`, BENCHMARKS.md section 12)."""
 DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./gateway.db"

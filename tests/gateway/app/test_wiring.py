@@ -74,7 +74,11 @@ def test_a_summary_model_smaller_than_the_planned_window_is_refused() -> None:
     assert message.startswith("auxiliary.compression.model: claude-haiku-4-5's window (200,000 tokens)")
     assert "\n" not in message
     # the same summary model covers a planned window of its size, and the default covers 1M
-    fits = settings(model="claude-sonnet-5-5", auxiliary={"compression": {"model": "claude-haiku-4-5"}})
+    fits = settings(
+        model="claude-sonnet-5-5",
+        context={"planned_window": 200_000},
+        auxiliary={"compression": {"model": "claude-haiku-4-5"}},
+    )
     assert summary_model(fits, main_model(fits)).name == "claude-haiku-4-5"
     big = settings(model="claude-sonnet-5-5", context={"planned_window": 1_000_000})
     assert summary_model(big, main_model(big)).name == "claude-haiku-5-5"
