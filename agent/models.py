@@ -1,10 +1,12 @@
 """The Claude model table: context window, output limit, minimum cacheable prefix and prices; call cost.
 
-Figures as published by Anthropic (table date 2026-11). `context_window` is the standard window we plan
-compression for; models that offer 1M tokens charge a premium above 200K, so a larger window must be
-asked for explicitly (`MODEL_CONTEXT_LENGTH`, passed in as `context_override`). Unknown models get
-conservative defaults: the smallest window and output limit, the highest minimum cacheable length and
-the most expensive prices in the table, so neither the context nor the cost is ever under-estimated.
+Figures as published by Anthropic (models overview, each model's overview and what's-new page, the
+pricing page, the compaction and prefix-check pages; table date 2026-11). `context_window` is the window
+the model takes at its standard price: 1M tokens at one rate on the 5.x generation, 200K on the 4.x
+models (their 1M beta is billed higher above 200K and is not used here). What compaction plans for is the
+planned window (`context.planned_window`, passed in as `context_override`), at most this. Unknown models
+get conservative defaults: the smallest window and output limit, the highest minimum cacheable length
+and the most expensive prices in the table, so neither the context nor the cost is ever under-estimated.
 """
 
 from __future__ import annotations
@@ -62,18 +64,21 @@ class ModelInfo:
     """False for the conservative stand-in returned for a model missing from the table."""
     server_compaction: bool = False
     """The Messages API's server-side compaction (`compact_20260112`) is available for this model."""
-    mid_conversation_system: bool = False
-    """Accepts `role: "system"` messages right after a user turn: a note to the model (a pin change)
-    appended instead of rewriting the system prompt."""
-    preserved_thinking: bool = False
-    """Thinks adaptively by default and binds each thinking block to the prefix before it (the prefix
-    check): a request may send a block back only while nothing before it changed (`agent.thinking`)."""
     cache: CachePrices = STANDARD_CACHE_PRICES
     """Prompt-cache prices relative to `input_per_mtok`: what the cache policy weighs its choices with."""
     long_prompt_above: int | None = None
     """Prompts longer than this (input, cache writes and reads together) are billed at
     `long_prompt_factor` times every price of the call; None: one price at any length."""
     long_prompt_factor: float = 1.0
+    preserved_thinking: bool = False
+    """Thinking blocks are bound to the model and to everything before them (the prefix check): an
+    edit of the system prompt, the tools or an earlier message invalidates the blocks after it, so a
+    request sends a block back only while nothing before it changed (`agent.thinking`)."""
+    mid_conversation_system: bool = False
+    """Accepts `role: "system"` messages right after a user turn: a note to the model (a pin change)
+    appended instead of rewriting the system prompt."""
+    adaptive_thinking_default: bool = False
+    """Thinks adaptively when no `thinking` is sent (and counts it toward `max_tokens`)."""
 
     @property
     def cache_write_5m_per_mtok(self) -> float:
@@ -104,7 +109,8 @@ MODELS: Final[Mapping[str, ModelInfo]] = {
     for m in (
         # Minimum cacheable prefix per model, as documented (2026-11): below it the API caches nothing,
         # so the cache plan never marks a shorter prompt and the cost model never counts a write.
-        # The current generation: cache reads at 0.05x (Opus 5.5, Sonnet 5.5) and 0.025x (Fable 5.1).
+        # The current generation, 1M tokens at one price: cache reads at 0.05x (Opus 5.5, Sonnet 5.5,
+        # cut from 0.1x on 2026-10-07), 0.025x (Fable 5.1 and 5.2), 0.1x (Haiku 5.5).
         ModelInfo(
             "claude-opus-5-5",
             1_000 * _K,
@@ -113,8 +119,10 @@ MODELS: Final[Mapping[str, ModelInfo]] = {
             4.0,
             20.0,
             cache=CachePrices(read=0.05),
-            preserved_thinking=True,
+            server_compaction=True,
             mid_conversation_system=True,
+            preserved_thinking=True,
+            adaptive_thinking_default=True,
         ),
         ModelInfo(
             "claude-sonnet-5-5",
@@ -124,8 +132,22 @@ MODELS: Final[Mapping[str, ModelInfo]] = {
             2.0,
             10.0,
             cache=CachePrices(read=0.05),
-            preserved_thinking=True,
+            server_compaction=True,
             mid_conversation_system=True,
+            preserved_thinking=True,
+            adaptive_thinking_default=True,
+        ),
+        # Released 2026-11-09; not (yet) among the compaction page's supported models.
+        ModelInfo(
+            "claude-fable-5-2",
+            1_000 * _K,
+            128 * _K,
+            512,
+            8.0,
+            40.0,
+            cache=CachePrices(read=0.025),
+            preserved_thinking=True,
+            adaptive_thinking_default=True,
         ),
         ModelInfo(
             "claude-fable-5-1",
@@ -135,10 +157,13 @@ MODELS: Final[Mapping[str, ModelInfo]] = {
             10.0,
             50.0,
             cache=CachePrices(read=0.025),
+            server_compaction=True,
             preserved_thinking=True,
-            mid_conversation_system=True,
+            adaptive_thinking_default=True,
         ),
-        # $0.10 / $0.50 up to 100K prompt tokens, $0.50 / $2.50 above
+        # $0.10 / $0.50 for prompts up to 100K tokens; a longer prompt (input, cache writes and reads
+        # together) pays five times every price of the call, output included. Its minimum cacheable
+        # prefix is not stated in the docs: taken as its generation's 512.
         ModelInfo(
             "claude-haiku-5-5",
             1_000 * _K,
@@ -148,12 +173,42 @@ MODELS: Final[Mapping[str, ModelInfo]] = {
             0.5,
             long_prompt_above=100 * _K,
             long_prompt_factor=5.0,
-            preserved_thinking=True,
+            server_compaction=True,
             mid_conversation_system=True,
+            preserved_thinking=True,
+            adaptive_thinking_default=True,
         ),
         # Legacy since the 5.5 models, still served.
-        ModelInfo("claude-opus-5", 1_000 * _K, 128 * _K, 512, 5.0, 25.0, server_compaction=True),
-        ModelInfo("claude-sonnet-5", 1_000 * _K, 128 * _K, 1024, 2.0, 10.0, server_compaction=True),
+        ModelInfo(
+            "claude-fable-5",
+            1_000 * _K,
+            128 * _K,
+            512,
+            10.0,
+            50.0,
+            server_compaction=True,
+            adaptive_thinking_default=True,
+        ),
+        ModelInfo(
+            "claude-opus-5",
+            1_000 * _K,
+            128 * _K,
+            512,
+            5.0,
+            25.0,
+            server_compaction=True,
+            adaptive_thinking_default=True,
+        ),
+        ModelInfo(
+            "claude-sonnet-5",
+            1_000 * _K,
+            128 * _K,
+            1024,
+            2.0,
+            10.0,
+            server_compaction=True,
+            adaptive_thinking_default=True,
+        ),
         ModelInfo(
             "claude-opus-4-8",
             200 * _K,

@@ -4,8 +4,11 @@ Standalone sends only the middle (as data) to the summary model at its full inpu
 resends the whole window exactly as the last reply call did, so while the cache is warm every token
 is read at 0.1x the main model's input price, but the summary is written at the main model's output
 price; when the cache is cold the whole window is written at 1.25x (5m) or 2x (1h). The choice is
-made per call from the model table's prices; `bench/bench_summary_mode.py` measures both against the
-fake API's prefix-cache model and checks that this estimate picks the cheaper one.
+made per call from the model table's prices, long-prompt tiers included (`ModelInfo.price_factor`: Haiku
+5.5 bills every token of a call whose prompt is over 100K at 5x, so at a planned window of 500K the
+standalone summary of a 400K middle costs five times its list price and the cached prefix of the main
+model, read at 0.05x, is the cheaper); `bench/bench_summary_mode.py` measures both against the fake API's
+prefix-cache model and checks that this estimate picks the cheaper one.
 """
 
 from __future__ import annotations
@@ -50,10 +53,13 @@ def estimate_costs(
     cache_warm: bool,
     ttl: CacheTTL | None,
 ) -> SummaryCosts:
-    """Expected USD cost of each mode for one summary (pure)."""
+    """Expected USD cost of each mode for one summary (pure), each at its prompt's price tier."""
+    aux_prompt = middle_tokens + INSTRUCTION_TOKENS
     standalone = (
-        (middle_tokens + INSTRUCTION_TOKENS) * aux.input_per_mtok + output_tokens * aux.output_per_mtok
-    ) / MTOK
+        (aux_prompt * aux.input_per_mtok + output_tokens * aux.output_per_mtok)
+        * aux.price_factor(aux_prompt)
+        / MTOK
+    )
     if ttl is None:
         prompt = (history_tokens + INSTRUCTION_TOKENS) * main.input_per_mtok
     elif cache_warm:
@@ -62,7 +68,8 @@ def estimate_costs(
         )
     else:
         prompt = (history_tokens + INSTRUCTION_TOKENS) * main.cache_write_per_mtok(ttl)
-    prefix = (prompt + output_tokens * main.output_per_mtok) / MTOK
+    factor = main.price_factor(history_tokens + INSTRUCTION_TOKENS)
+    prefix = (prompt + output_tokens * main.output_per_mtok) * factor / MTOK
     return SummaryCosts(standalone_usd=standalone, prefix_usd=prefix)
 
 

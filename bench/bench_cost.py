@@ -43,13 +43,14 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any
 
+from bench.cost_chats import ChatCost, chat_days, per_chat
 from bench.databases import DEFAULT_POSTGRES_URL, fresh_database
 from bench.engines import server_engine
 from bench.foresight import foresight
 from bench.oracle import billed_input_usd, oracle_input_usd
 from bench.reachable import reachable_usd
 from bench.replay import ReplayResult, replay
-from bench.traces import FAMILIES, Event, TraceSizes, describe, generate
+from bench.traces import FAMILIES, LONG_FAMILIES, Event, TraceSizes, describe, generate
 
 TARGET_RATIO = 1.05
 SEED = 2026
@@ -93,6 +94,11 @@ class Job:
     bounds: bool = True
     """Also compute the oracles (and `foresight` and `reachable`, for the default) of the replay's
     requests."""
+    model: str | None = None
+    """The reply model (None: the default); `summary` likewise for the summary model."""
+    summary: str | None = None
+    planned: int | None = None
+    """`context.planned_window` (None: the default for the model)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,6 +117,10 @@ class Measured:
     oracle_ka: float = 0.0
     foresight: float = 0.0
     reachable: float = 0.0
+    total_usd: float = 0.0
+    """Input and output, summaries included."""
+    chat_days: int = 0
+    per_chat: tuple[ChatCost, ...] = ()
 
     def line(self) -> str:
         bound = f"oracle of this sequence ${self.oracle:.4f}; " if self.job.bounds else ""
@@ -125,10 +135,16 @@ class Measured:
 async def _replay(job: Job, events: list[Event]) -> ReplayResult:
     window = job.window
     overrides = {**job.policy.overrides, **({"model_context_length": window} if window else {})}
+    if job.model:
+        overrides["model"] = job.model
+    if job.summary:
+        overrides["auxiliary"] = {"compression": {"model": job.summary}}
+    if job.planned:
+        overrides["context"] = {"planned_window": job.planned}
     prepare = None
     if job.policy.server_engine:
         engine, prepare = server_engine(window)
-        overrides["context"] = {"engine": engine}
+        overrides["context"] = {**overrides.get("context", {}), "engine": engine}
     async with fresh_database(job.db, postgres_url=job.pg_url, durable=False) as url:
         return await replay(
             events, database_url=url, settings_overrides=overrides, jobs=job.policy.jobs, prepare=prepare
@@ -149,6 +165,9 @@ def measure(job: Job) -> Measured:
         server_compactions=result.server_compactions,
         refreshes=result.refreshes,
         wall_s=result.wall_s,
+        total_usd=billed_input_usd(result.requests, with_output=True),
+        chat_days=chat_days(events),
+        per_chat=per_chat(result.requests, events, min_cacheable=result.min_cacheable, bounds=job.bounds),
     )
     if not job.bounds:
         return measured
@@ -358,11 +377,36 @@ def main() -> None:
         "--seeds", default=None, help="comma-separated trace seeds: fixed TTLs and the default on each"
     )
     parser.add_argument(
+        "--keepalive", action="store_true", help="fixed TTLs and the default per family, and the worst chats"
+    )
+    parser.add_argument(
+        "--planned", action="store_true", help="planned windows 200K/500K/1M on Sonnet 5.5, and Sonnet 4.6"
+    )
+    parser.add_argument(
+        "--families", default=None, help="with --planned or --keepalive: comma-separated families"
+    )
+    parser.add_argument(
         "--workers", type=int, default=default_workers(), help="replays run at once (default: one per core)"
     )
     args = parser.parse_args()
-    sizes = TraceSizes(1, 1, 1, 2, 1, 1, 2, 1, 1, 1) if args.quick else TraceSizes()
+    sizes = TraceSizes(1, 1, 1, 2, 1, 1, 2, 1, 1, 1, 2, 1, 1, 2) if args.quick else TraceSizes()
     db, pg_url, workers = args.db, args.postgres_url, args.workers
+    if args.keepalive or args.planned:
+        from bench import cost_modes  # it builds on this module
+
+        if args.keepalive:
+            families = args.families.split(",") if args.families else FAMILIES
+            asyncio.run(
+                cost_modes.run_keepalive(
+                    sizes=sizes, db=db, pg_url=pg_url, workers=workers, families=families
+                )
+            )
+            return
+        chosen = args.families.split(",") if args.families else (*FAMILIES, *LONG_FAMILIES)
+        asyncio.run(
+            cost_modes.run_planned(sizes=sizes, db=db, pg_url=pg_url, workers=workers, families=chosen)
+        )
+        return
     if args.seeds:
         seeds = [int(s) for s in args.seeds.split(",")]
         asyncio.run(run_seeds(seeds, sizes=sizes, db=db, pg_url=pg_url, workers=workers))

@@ -26,8 +26,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from agent.models import CachePrices, cost_usd, lookup_model
-from agent.usage import Usage
+from agent.models import CachePrices, lookup_model
 from tests.fakes.anthropic_cache import serialize_prefix
 
 FIVE_MINUTES = 300.0
@@ -44,9 +43,10 @@ class SentRequest:
     usage: Mapping[str, Any]
 
 
-def billed_input_usd(requests: Iterable[SentRequest]) -> float:
+def billed_input_usd(requests: Iterable[SentRequest], *, with_output: bool = False) -> float:
     """Input cost as the API bills it: uncached input, writes at their TTL's price, reads (every
-    iteration of a call that compacted server-side: its summarizing one and its reply)."""
+    iteration of a call that compacted server-side: its summarizing one and its reply), each call at the
+    price tier of its whole prompt (`ModelInfo.price_factor`); `with_output` adds the output tokens."""
     total = 0.0
     for r in requests:
         model = lookup_model(str(r.body["model"]))
@@ -54,10 +54,16 @@ def billed_input_usd(requests: Iterable[SentRequest]) -> float:
             split = u.get("cache_creation") or {}
             five = int(split.get("ephemeral_5m_input_tokens", u["cache_creation_input_tokens"]))
             hour = int(split.get("ephemeral_1h_input_tokens", 0))
-            total += cost_usd(
-                model, Usage(u["input_tokens"], 0, five, u["cache_read_input_tokens"]), ttl="5m"
+            uncached, read = int(u["input_tokens"]), int(u["cache_read_input_tokens"])
+            output = int(u.get("output_tokens", 0)) if with_output else 0
+            usd = (
+                uncached * model.input_per_mtok
+                + five * model.cache_write_per_mtok("5m")
+                + hour * model.cache_write_per_mtok("1h")
+                + read * model.cache_read_per_mtok
+                + output * model.output_per_mtok
             )
-            total += cost_usd(model, Usage(0, 0, hour, 0), ttl="1h")
+            total += usd * model.price_factor(uncached + five + hour + read) / 1_000_000
     return total
 
 

@@ -14,7 +14,13 @@ Three families, each a list of `Event`s in time order (seconds from the trace st
 - groupday: long group days with quiet nights: chatter in bursts from morning to late evening, the bot
   addressed now and then, and each time often drawn into a short exchange (follow-ups with the same
   human timing), nothing between midnight and morning (four such groups: one group's two days hold
-  about thirty requests, too few to judge a policy by).
+  about thirty requests, too few to judge a policy by);
+- ended: one-to-one chats of many short conversations that end: two to six a day at random waking
+  hours, each one to ten requests with the human timing above, then silence until the next one (hours);
+  the person got an answer and left, which the prior timing within a conversation does not know;
+- documents: a long-lived work chat in which documents are pasted (half the messages carry one of
+  2,000-10,000 words), growing by ~150K tokens a day: the only family that reaches the compaction
+  thresholds of a 200K-1M planned window (`bench_cost --planned`; not in the main table).
 """
 
 from __future__ import annotations
@@ -28,7 +34,9 @@ from typing import Any
 START = datetime(2026, 11, 16, tzinfo=UTC)
 DAY = 86_400.0
 MINUTE = 60.0
-FAMILIES = ("private", "group", "tools", "help", "groupday")
+FAMILIES = ("private", "group", "tools", "help", "groupday", "ended")
+LONG_FAMILIES = ("documents",)
+"""Families replayed only by `bench_cost --planned` (days of large prompts)."""
 
 _TEXT = (
     "the deploy failed again after we moved the config to staging so maybe check the logs before lunch "
@@ -161,6 +169,34 @@ def group_day(rng: random.Random, chat_id: str, *, days: int, address_rate: floa
     return events
 
 
+def ended_chat(rng: random.Random, chat_id: str, *, days: int) -> list[Event]:
+    events: list[Event] = []
+    for day in range(days):
+        starts = sorted(day * DAY + rng.uniform(8.0, 23.0) * 3600 for _ in range(rng.randint(2, 6)))
+        t = 0.0
+        for start in starts:
+            t = max(t + 3600.0, start)  # a new conversation, at least an hour after the last one ended
+            for _ in range(rng.randint(1, 10)):
+                long_paste = rng.random() < 0.1
+                text = _sentence(rng, 150, 400) if long_paste else _sentence(rng, 4, 40)
+                events.append(Event(t, chat_id, False, f"{chat_id}-u", "Lee", text, True))
+                t += human_gap(rng)
+    return events
+
+
+def documents_chat(rng: random.Random, chat_id: str, *, days: int) -> list[Event]:
+    events: list[Event] = []
+    for day in range(days):
+        t = day * DAY + rng.uniform(8.5, 9.5) * 3600
+        end = day * DAY + rng.uniform(17.5, 18.5) * 3600
+        while t < end:
+            document = rng.random() < 0.5
+            text = _sentence(rng, 2_000, 10_000) if document else _sentence(rng, 6, 60)
+            events.append(Event(t, chat_id, False, f"{chat_id}-u", "Ana", text, True))
+            t += rng.uniform(2.0, 20.0) * MINUTE
+    return events
+
+
 def _chatter(rng: random.Random, addressed: bool) -> str:
     return ("@bot " if addressed else "") + _sentence(rng, 3, 40)
 
@@ -179,6 +215,10 @@ class TraceSizes:
     help_days: int = 2
     long_group_days: int = 2
     long_groups: int = 4
+    ended_chats: int = 8
+    ended_days: int = 2
+    document_chats: int = 1
+    document_days: int = 4
 
 
 def generate(family: str, *, seed: int = 2026, sizes: TraceSizes | None = None) -> list[Event]:
@@ -201,8 +241,15 @@ def generate(family: str, *, seed: int = 2026, sizes: TraceSizes | None = None) 
     elif family == "groupday":
         for i in range(sizes.long_groups):
             events += group_day(rng, f"d{i}", days=sizes.long_group_days)
+    elif family == "ended":
+        for i in range(sizes.ended_chats):
+            events += ended_chat(rng, f"e{i}", days=sizes.ended_days)
+    elif family == "documents":
+        for i in range(sizes.document_chats):
+            events += documents_chat(rng, f"w{i}", days=sizes.document_days)
     else:
-        raise ValueError(f"unknown trace family {family!r}; known: {', '.join(FAMILIES)}")
+        known = ", ".join((*FAMILIES, *LONG_FAMILIES))
+        raise ValueError(f"unknown trace family {family!r}; known: {known}")
     events.sort(key=lambda e: (e.at, e.chat_id))
     return events
 
@@ -221,5 +268,5 @@ def describe(events: list[Event]) -> dict[str, float]:
 
 
 if __name__ == "__main__":
-    for name in FAMILIES:
+    for name in (*FAMILIES, *LONG_FAMILIES):
         print(name, describe(generate(name)))

@@ -33,8 +33,13 @@ from pydantic_settings import (
     YamlConfigSettingsSource,
 )
 
-DEFAULT_MODEL = "claude-sonnet-4-6"
-DEFAULT_SUMMARY_MODEL = "claude-haiku-4-5"
+DEFAULT_MODEL = "claude-sonnet-5-5"
+DEFAULT_SUMMARY_MODEL = "claude-haiku-5-5"
+"""Its window (1M) covers any middle the default planned window can hand it; see
+`gateway.app.wiring.summary_model_check`."""
+DEFAULT_PLANNED_WINDOW = 500_000
+"""What compaction plans for on a model whose window is larger (the 5.x models take 1M): chosen by the
+cost benchmark (`python -m bench.bench_cost --planned`, BENCHMARKS.md section 12)."""
 DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./gateway.db"
 
 
@@ -73,7 +78,20 @@ class CompressionSettings(_Section):
 
 class AuxiliaryModelSettings(_Section):
     model: str | None = Field(None, description="summary model; default: " + DEFAULT_SUMMARY_MODEL)
+    provider: Literal["auto", "main", "anthropic"] = Field(
+        "auto",
+        description="seed 000's key: the gateway speaks only the Anthropic API, so auto, main and "
+        "anthropic all mean it (main: the reply model's endpoint, so no base_url)",
+    )
     base_url: AnyHttpUrl | None = None
+
+    @model_validator(mode="after")
+    def _main_has_no_endpoint(self) -> AuxiliaryModelSettings:
+        if self.provider == "main" and self.base_url is not None:
+            raise ValueError(
+                "auxiliary.compression.provider main uses the reply model's endpoint; drop base_url"
+            )
+        return self
 
 
 class AuxiliarySettings(_Section):
@@ -97,6 +115,12 @@ class PromptCachingSettings(_Section):
 
 class ContextSettings(_Section):
     engine: str = Field("compressor", min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")
+    planned_window: int | None = Field(
+        None,
+        ge=1024,
+        description="the window compaction plans for (its thresholds are shares of it); default: the "
+        "model's window, at most DEFAULT_PLANNED_WINDOW; MODEL_CONTEXT_LENGTH is the older name",
+    )
     plugins_dir: Path = Field(
         Path("plugins"), description="engine plugins are looked up in <plugins_dir>/context_engine/<name>/"
     )
@@ -308,7 +332,9 @@ class Settings(BaseSettings):
     anthropic_api_key: SecretStr | None = None
     anthropic_base_url: AnyHttpUrl | None = None
     model: str = Field(DEFAULT_MODEL, min_length=1)
-    model_context_length: int | None = Field(None, ge=1024)
+    model_context_length: int | None = Field(
+        None, ge=1024, description="older name of context.planned_window (one of them, or both equal)"
+    )
 
     telegram_bot_token: SecretStr | None = None
     telegram_base_url: AnyHttpUrl = AnyHttpUrl("https://api.telegram.org/bot")
@@ -418,6 +444,13 @@ class Settings(BaseSettings):
         )
 
     # Derived values -------------------------------------------------------------------------------
+
+    @property
+    def planned_window(self) -> int | None:
+        """The operator's planned window (`context.planned_window`, or its older name
+        `MODEL_CONTEXT_LENGTH`); None: the default for the model. `gateway.app.wiring.main_model` owns
+        the decision (and refuses the two names disagreeing)."""
+        return self.context.planned_window or self.model_context_length
 
     @property
     def summary_model(self) -> str:

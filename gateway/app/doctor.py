@@ -47,11 +47,11 @@ def _secret(value: SecretStr | None) -> str:
 def configuration_lines(settings: Settings) -> list[str]:
     """The effective configuration, one `KEY value` line each, with secrets masked."""
     database = make_url(settings.database_url).render_as_string(hide_password=True)
-    context = settings.model_context_length or "from the model table"
+    context = settings.planned_window or "the model's window, at most DEFAULT_PLANNED_WINDOW"
     rows = [
         ("DATABASE_URL", database),
         ("MODEL", settings.model),
-        ("MODEL_CONTEXT_LENGTH", str(context)),
+        ("CONTEXT__PLANNED_WINDOW", str(context)),
         ("SUMMARY MODEL", settings.summary_model),
         ("ANTHROPIC_API_KEY", _secret(settings.anthropic_api_key)),
         ("ANTHROPIC_BASE_URL", str(settings.anthropic_base_url or f"default ({DEFAULT_ANTHROPIC_URL})")),

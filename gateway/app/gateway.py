@@ -15,7 +15,6 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from datetime import UTC, datetime, timedelta
 
 from agent.llm import LLMClient
-from agent.models import lookup_model
 from agent.tokens import Calibration, estimate_text
 from gateway.app.wiring import (
     authorization_policy,
@@ -23,6 +22,7 @@ from gateway.app.wiring import (
     context_engine,
     kit_settings,
     loop_config,
+    main_model,
     model_status_line,
 )
 from gateway.commands import menu as commands
@@ -91,7 +91,7 @@ class Gateway:
         media_cache = MediaCache(self.media_store)
         self.llm = MediaRenderingClient(llm, media_cache)
         self.summary_llm = MediaRenderingClient(summary_llm, media_cache) if summary_llm else self.llm
-        self.model = lookup_model(settings.model, context_override=settings.model_context_length)
+        self.model = main_model(settings)
         self.locks = ChatLocks(store)
         self.spool = Spool(settings.spool_dir)
         self.metrics = Metrics()

@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from agent.llm import AnthropicClient
 from gateway.app.gateway import Gateway
 from gateway.app.lifecycle import StopRequested, stop_on_signals, unless_stopped
-from gateway.app.wiring import context_engine
+from gateway.app.wiring import check_models, context_engine
 from gateway.config import Settings
 from gateway.platforms.base import PlatformAdapter
 from gateway.platforms.catalog import build_adapters, status_lines
@@ -130,7 +130,8 @@ def run(settings: Settings) -> int:
     if settings.anthropic_api_key is None:
         print(NO_KEY_HELP, file=sys.stderr)
         return 2
-    context_engine(settings)  # an unknown engine stops here, before any connection is made
+    check_models(settings)  # a misconfigured model or engine stops here, before any connection is made
+    context_engine(settings)
     fleet = _fleet(settings)
     adapters = build_adapters(settings, fleet)
     if not adapters:
@@ -145,6 +146,7 @@ def chat(settings: Settings) -> int:
     if settings.anthropic_api_key is None:
         print(NO_KEY_HELP, file=sys.stderr)
         return 2
+    check_models(settings)
     context_engine(settings)
     from gateway.platforms.console.adapter import ConsoleAdapter
 

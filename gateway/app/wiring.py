@@ -1,9 +1,11 @@
-"""How settings become the gateway's parts: the loop's limits, what a session's agent is built from, the
-compaction policy, who may talk to the bot, the prompt-cache TTL and the model line printed at start-up
-(pure)."""
+"""How settings become the gateway's parts: the reply model at its planned window, the summary model, the
+loop's limits, what a session's agent is built from, the compaction policy, who may talk to the bot, the
+prompt-cache TTL and the model line printed at start-up (pure). Misconfigured models stop the start-up
+here with one line naming the setting."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from datetime import timedelta
 
@@ -14,7 +16,7 @@ from agent.models import MODELS, CacheTTL, ModelInfo, lookup_model
 from agent.server_compaction import ServerCompaction
 from agent.tokens import Calibration
 from gateway.compaction.triggers import CompactionPolicy
-from gateway.config import ConfigError, Settings
+from gateway.config import DEFAULT_PLANNED_WINDOW, ConfigError, Settings
 from gateway.intake.auth import AccessPolicy, policy_from_ids
 from gateway.turn.kit import KitSettings
 
@@ -34,6 +36,50 @@ def cache_ttl_of(settings: Settings) -> CacheTTL | None:
     return ttl
 
 
+def main_model(settings: Settings) -> ModelInfo:
+    """The reply model with `context_window` set to the planned window: what every compaction threshold
+    is a share of. The operator's `context.planned_window` (or its older name `MODEL_CONTEXT_LENGTH`),
+    else the model's window capped at `DEFAULT_PLANNED_WINDOW`. A planned window larger than a known
+    model's window is refused (the API would refuse the prompts compaction lets grow that far)."""
+    legacy, planned = settings.model_context_length, settings.context.planned_window
+    if legacy is not None and planned is not None and legacy != planned:
+        raise ConfigError(
+            f"context.planned_window ({planned:,}) and its older name MODEL_CONTEXT_LENGTH ({legacy:,}) "
+            "disagree: set one"
+        )
+    model = lookup_model(settings.model)
+    window = settings.planned_window
+    if window is None:
+        window = min(model.context_window, DEFAULT_PLANNED_WINDOW)
+    elif model.known and window > model.context_window:
+        raise ConfigError(
+            f"context.planned_window: {window:,} tokens is more than {model.name}'s window "
+            f"({model.context_window:,})"
+        )
+    return dataclasses.replace(model, context_window=window)
+
+
+def summary_model(settings: Settings, main: ModelInfo) -> ModelInfo:
+    """The model standalone summaries are written by. Its window must hold the largest middle it may be
+    sent: a session is compacted at the latest when hygiene finds it near the planned window, and one
+    turn can carry it up to that window, so the middle (all but the head and the protected tail) is
+    bounded by the planned window itself; a smaller window would fail every such summary call and the
+    compactor would drop the middle unsummarized."""
+    aux = lookup_model(settings.summary_model)
+    if aux.context_window < main.context_window:
+        raise ConfigError(
+            f"auxiliary.compression.model: {aux.name}'s window ({aux.context_window:,} tokens) is smaller "
+            f"than the planned window ({main.context_window:,}) whose middle it may summarize; choose a "
+            "model with a larger window or a smaller context.planned_window"
+        )
+    return aux
+
+
+def check_models(settings: Settings) -> None:
+    """The start-up checks of the reply and summary models (before any connection is made)."""
+    summary_model(settings, main_model(settings))
+
+
 def model_status_line(settings: Settings, model: ModelInfo) -> str:
     ttl: str | None = cache_ttl_of(settings)
     if ttl and settings.prompt_caching.cache_ttl == "auto":
@@ -48,8 +94,12 @@ def model_status_line(settings: Settings, model: ModelInfo) -> str:
         if comp.enabled
         else "compression disabled"
     )
+    full = lookup_model(settings.model).context_window
+    window = f"window {model.context_window:,} tokens" + (
+        f", planned within {full:,}" if full > model.context_window else ""
+    )
     return (
-        f"model: {model.name} (window {model.context_window:,} tokens); prompt caching: {caching}; "
+        f"model: {model.name} ({window}); prompt caching: {caching}; "
         f"{compression}; "
         f"summaries by {settings.summary_model}"
     )
@@ -74,7 +124,7 @@ def context_engine(settings: Settings) -> EngineFactory:
 def _check_server_compaction(settings: Settings, min_trigger: int) -> None:
     """`server` needs a model the API compacts for; below the API's minimum trigger it falls back to the
     built-in compressor, which is worth one line at start-up."""
-    model = lookup_model(settings.model, context_override=settings.model_context_length)
+    model = main_model(settings)
     if not model.server_compaction:
         able = ", ".join(m.name for m in MODELS.values() if m.server_compaction)
         raise ConfigError(
@@ -111,7 +161,7 @@ def kit_settings(settings: Settings, model: ModelInfo, loop: LoopConfig) -> KitS
     comp = settings.compression
     return KitSettings(
         model=model,
-        summary_model=lookup_model(settings.summary_model),
+        summary_model=summary_model(settings, model),
         base_prompt=settings.agent.system_prompt,
         compression=CompressionConfig(
             enabled=comp.enabled,

@@ -137,3 +137,59 @@ def test_haiku_5_5_bills_a_prompt_over_100k_tokens_at_five_times_every_price() -
     # one token more: every price five times ($0.50 / $0.05 / $2.50)
     over = Usage(input_tokens=40_001, cache_read_input_tokens=60_000, output_tokens=1_000)
     assert cost_usd(haiku, over) == pytest.approx((40_001 * 0.5 + 60_000 * 0.05 + 1_000 * 2.5) / 1e6)
+
+
+def test_the_default_models_are_table_entries() -> None:
+    # a default missing from the table would be priced and sized as an unknown model
+    from gateway.config import DEFAULT_SUMMARY_MODEL, Settings
+
+    for name in (Settings(_env_file=None).model, DEFAULT_SUMMARY_MODEL):
+        info = lookup_model(name)
+        assert info.known, name
+        assert not info.deprecated, name
+
+
+def test_server_compaction_follows_the_compaction_pages_supported_models() -> None:
+    supported = {
+        "claude-fable-5-1",
+        "claude-fable-5",
+        "claude-opus-5-5",
+        "claude-opus-5",
+        "claude-opus-4-8",
+        "claude-opus-4-7",
+        "claude-opus-4-6",
+        "claude-sonnet-5-5",
+        "claude-sonnet-5",
+        "claude-sonnet-4-6",
+        "claude-haiku-5-5",
+    }
+    assert {name for name, info in MODELS.items() if info.server_compaction} == supported
+
+
+def test_flags_of_the_current_generation() -> None:
+    preserved = {
+        "claude-fable-5-2",
+        "claude-fable-5-1",
+        "claude-opus-5-5",
+        "claude-sonnet-5-5",
+        "claude-haiku-5-5",
+    }
+    assert {n for n, m in MODELS.items() if m.preserved_thinking} == preserved
+    system = {"claude-opus-4-8", "claude-opus-5-5", "claude-sonnet-5-5", "claude-haiku-5-5"}
+    assert {n for n, m in MODELS.items() if m.mid_conversation_system} == system
+    assert all(MODELS[n].adaptive_thinking_default for n in preserved | {"claude-sonnet-5", "claude-opus-5"})
+    assert not MODELS["claude-sonnet-4-6"].adaptive_thinking_default
+
+
+def test_fable_5_2_and_haiku_5_5_prices() -> None:
+    fable = lookup_model("claude-fable-5-2")
+    assert (fable.input_per_mtok, fable.output_per_mtok) == (8.0, 40.0)
+    assert fable.cache_read_per_mtok == pytest.approx(0.20)
+    assert (fable.cache_write_5m_per_mtok, fable.cache_write_1h_per_mtok) == (10.0, 16.0)
+    haiku = lookup_model("claude-haiku-5-5")
+    assert haiku.cache_read_per_mtok == pytest.approx(0.01)
+    # every price of a call is five times higher once its prompt (cache reads included) passes 100K
+    small = Usage(input_tokens=1_000, cache_read_input_tokens=99_000, output_tokens=1_000)
+    large = Usage(input_tokens=1_000, cache_read_input_tokens=99_001, output_tokens=1_000)
+    assert cost_usd(haiku, small) == pytest.approx((1_000 * 0.1 + 99_000 * 0.01 + 1_000 * 0.5) / 1e6)
+    assert cost_usd(haiku, large) == pytest.approx(5 * (1_000 * 0.1 + 99_001 * 0.01 + 1_000 * 0.5) / 1e6)

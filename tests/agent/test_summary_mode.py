@@ -29,6 +29,26 @@ def test_worked_numbers_for_a_warm_100k_window() -> None:
     assert costs.cheaper == "standalone"
 
 
+def test_a_summary_model_with_a_long_prompt_tier_is_weighed_at_that_tier() -> None:
+    sonnet55, haiku55 = lookup_model("claude-sonnet-5-5"), lookup_model("claude-haiku-5-5")
+    short = estimate_costs(
+        main=sonnet55, aux=haiku55, history_tokens=120_000, middle_tokens=90_000, output_tokens=5_000,
+        cache_warm=True, ttl="5m",
+    )  # fmt: skip
+    # under 100K Haiku 5.5 is at its list price: (90,000 + 700) x $0.10/M + 5,000 x $0.50/M
+    assert short.standalone_usd == pytest.approx(0.00907 + 0.0025)
+    assert short.cheaper == "standalone"
+    long = estimate_costs(
+        main=sonnet55, aux=haiku55, history_tokens=500_000, middle_tokens=400_000, output_tokens=5_000,
+        cache_warm=True, ttl="5m",
+    )  # fmt: skip
+    # over 100K every price of the call is 5x: (400,700 x $0.10 + 5,000 x $0.50) x 5 per million
+    assert long.standalone_usd == pytest.approx(5 * (0.04007 + 0.0025))
+    # the warm prefix: 500,000 x $0.10/M (0.05x reads) + 700 x $2.50/M + 5,000 x $10/M
+    assert long.prefix_usd == pytest.approx(0.05 + 0.00175 + 0.05)
+    assert long.cheaper == "prefix"
+
+
 def test_prefix_wins_when_the_summary_model_is_the_main_model_and_the_cache_is_warm() -> None:
     warm = estimate_costs(
         main=SONNET, aux=SONNET, history_tokens=100_000, middle_tokens=75_000, output_tokens=5_000,

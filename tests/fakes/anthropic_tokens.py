@@ -100,6 +100,8 @@ def default_models() -> dict[str, ModelSpec]:
     haiku = ModelSpec("claude-haiku-4-5", "Claude Haiku 4.5", min_cacheable=4096)
     current = [
         *preserved_thinking_models(),
+        ModelSpec("claude-fable-5-2", "Claude Fable 5.2", 1_000_000, 128_000, 512),
+        ModelSpec("claude-fable-5", "Claude Fable 5", 1_000_000, 128_000, 512, compaction=True),
         ModelSpec("claude-opus-5", "Claude Opus 5", 1_000_000, 128_000, 512, compaction=True),
         ModelSpec("claude-sonnet-5", "Claude Sonnet 5", 1_000_000, 128_000, 1024, compaction=True),
         ModelSpec(

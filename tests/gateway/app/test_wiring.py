@@ -1,0 +1,103 @@
+"""Start-up wiring of the models: the planned window, the summary model's window, the model line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gateway.app.wiring import (
+    check_models,
+    compaction_policy,
+    context_engine,
+    main_model,
+    model_status_line,
+    summary_model,
+)
+from gateway.config import DEFAULT_PLANNED_WINDOW, ConfigError, Settings, load_settings
+
+
+def settings(**values: Any) -> Settings:
+    return Settings(_env_file=None, **values)
+
+
+def test_a_1m_model_plans_for_the_default_window_and_a_200k_model_for_its_own() -> None:
+    sonnet55 = main_model(settings(model="claude-sonnet-5-5"))
+    assert sonnet55.context_window == DEFAULT_PLANNED_WINDOW < 1_000_000
+    assert main_model(settings(model="claude-sonnet-4-6")).context_window == 200_000
+    line = model_status_line(settings(model="claude-sonnet-5-5"), sonnet55)
+    assert f"window {DEFAULT_PLANNED_WINDOW:,} tokens, planned within 1,000,000" in line
+
+
+def test_the_thresholds_are_shares_of_the_planned_window() -> None:
+    s = settings(model="claude-sonnet-5-5", context={"planned_window": 500_000})
+    model = main_model(s)
+    assert model.context_window == 500_000
+    assert compaction_policy(s, model).context_length == 500_000
+
+
+def test_the_older_name_still_sets_the_planned_window(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("MODEL_CONTEXT_LENGTH", "300000")
+    monkeypatch.setenv("MODEL", "claude-sonnet-5-5")
+    assert main_model(load_settings()).context_window == 300_000
+    monkeypatch.setenv("CONTEXT__PLANNED_WINDOW", "300000")
+    assert main_model(load_settings()).context_window == 300_000  # both, equal: fine
+    monkeypatch.setenv("CONTEXT__PLANNED_WINDOW", "400000")
+    with pytest.raises(ConfigError, match=r"^context.planned_window .*MODEL_CONTEXT_LENGTH .*disagree"):
+        main_model(load_settings())
+
+
+def test_a_planned_window_beyond_the_models_window_is_refused() -> None:
+    with pytest.raises(
+        ConfigError, match=r"^context.planned_window: 500,000 tokens is more than claude-sonnet-4-6"
+    ):
+        main_model(settings(model="claude-sonnet-4-6", context={"planned_window": 500_000}))
+    # an unknown model's window is a guess: the operator's figure stands
+    assert (
+        main_model(settings(model="claude-future-9", model_context_length=500_000)).context_window == 500_000
+    )
+
+
+def test_a_summary_model_smaller_than_the_planned_window_is_refused() -> None:
+    s = settings(
+        model="claude-sonnet-5-5",
+        context={"planned_window": 1_000_000},
+        auxiliary={"compression": {"model": "claude-haiku-4-5"}},
+    )
+    with pytest.raises(ConfigError) as caught:
+        check_models(s)
+    message = str(caught.value)
+    assert message.startswith("auxiliary.compression.model: claude-haiku-4-5's window (200,000 tokens)")
+    assert "\n" not in message
+    # the same summary model covers a planned window of its size, and the default covers 1M
+    fits = settings(
+        model="claude-sonnet-5-5",
+        context={"planned_window": 200_000},
+        auxiliary={"compression": {"model": "claude-haiku-4-5"}},
+    )
+    assert summary_model(fits, main_model(fits)).name == "claude-haiku-4-5"
+    big = settings(model="claude-sonnet-5-5", context={"planned_window": 1_000_000})
+    assert summary_model(big, main_model(big)).name == "claude-haiku-5-5"
+
+
+def test_the_seed_provider_key_is_accepted_where_it_means_our_one_api() -> None:
+    for provider in ("auto", "main", "anthropic"):
+        assert settings(auxiliary={"compression": {"provider": provider}}).summary_model == "claude-haiku-5-5"
+    with pytest.raises(ConfigError, match=r"auxiliary.compression.provider"):
+        load_settings(_env_file=None, auxiliary={"compression": {"provider": "openrouter"}})
+    with pytest.raises(ConfigError, match=r"provider main uses the reply model's endpoint"):
+        load_settings(
+            _env_file=None,
+            auxiliary={"compression": {"provider": "main", "base_url": "http://127.0.0.1:9/"}},
+        )
+
+
+@pytest.mark.parametrize(
+    "model", ["claude-sonnet-5-5", "claude-opus-5-5", "claude-haiku-5-5", "claude-fable-5-1"]
+)
+def test_server_compaction_starts_on_the_current_models(model: str) -> None:
+    context_engine(settings(model=model, context={"engine": "server"}))
