@@ -127,9 +127,15 @@ class ContextCompressor(ContextEngine):
             self.state.ineffective_auto_compactions = 0
 
     async def compress(
-        self, messages: Sequence[Message], *, focus: str | None = None, force: bool = False
+        self,
+        messages: Sequence[Message],
+        *,
+        focus: str | None = None,
+        force: bool = False,
+        keep_from: int | None = None,
     ) -> CompressionResult:
-        """Compact `messages`; `force=True` (manual /compact) skips the enabled/threshold/pause checks."""
+        """Compact `messages`; `force=True` (manual /compact) skips the enabled/threshold/pause checks.
+        Messages from `keep_from` on (awaiting a reply) always stay in the tail."""
         msgs = list(messages)
         tokens = [self.count_tokens(m) for m in msgs]
         before = sum(tokens)
@@ -137,9 +143,12 @@ class ContextCompressor(ContextEngine):
         if refusal is not None:
             return self._aborted(msgs, before, refusal)
         safe = boundaries.safe_cuts(msgs)
-        head, tail = self._bounds(msgs, tokens, safe)
+        head, tail = self._bounds(msgs, tokens, safe, keep_from)
         if tail <= head:
             return self._not_effective(msgs, before, force, "nothing to compact between head and tail")
+        if all(summary.without_summaries(m) is None for m in msgs[head:tail]):
+            # re-summarizing the summary alone costs a call and frees nothing
+            return self._not_effective(msgs, before, force, "nothing to compact but the current summary")
 
         previous = self.state.previous_summary or summary.summary_text_in(msgs)
         budget = self.summary_budget(sum(tokens[head:tail]))
@@ -199,7 +208,9 @@ class ContextCompressor(ContextEngine):
             return f"{size} tokens is below the {self.threshold_tokens} threshold"
         return None
 
-    def _bounds(self, msgs: list[Message], tokens: list[int], safe: list[bool]) -> tuple[int, int]:
+    def _bounds(
+        self, msgs: list[Message], tokens: list[int], safe: list[bool], keep_from: int | None
+    ) -> tuple[int, int]:
         """(end of the protected head, start of the protected tail); the middle is between them."""
         head = boundaries.head_end(msgs, safe)
         tail = boundaries.tail_start(
@@ -210,6 +221,8 @@ class ContextCompressor(ContextEngine):
             newest_user=boundaries.newest_user_ask(msgs),
             safe=safe,
             cap=self.tail_token_cap,
+            user_at=[m["role"] == "user" for m in msgs],
+            keep_from=keep_from,
         )
         return head, tail
 

@@ -24,7 +24,7 @@ from agent.errors import ContextOverflowError
 from agent.llm import LLMClient, LLMRequest, LLMResponse, ask
 from agent.messages import has_compaction
 from agent.models import CacheTTL, ModelInfo
-from agent.oversize import TokenCounter, render_for_model
+from agent.oversize import Cuts, TokenCounter
 from agent.streaming import StreamSink
 from agent.tokens import Calibration, estimate_message, estimate_system, estimate_tools
 from agent.tools.registry import ToolOutcome, ToolRegistry
@@ -93,15 +93,14 @@ class LoopConfig:
     stream: StreamSink | None = None
     """Where the reply's text goes while it is written (None: nothing is shown before the end)."""
 
+    @property
+    def cuts(self) -> Cuts:
+        """What the model is shown of a stored message, and what that costs (`agent.oversize`)."""
+        return Cuts(self.tool_output_max_chars, int(self.model.context_window * self.oversize_fraction))
+
     def render(self, message: Message, ref: object | None, count_tokens: TokenCounter) -> Message:
         """A stored message as the model sees it (long tool output cut, oversized messages shortened)."""
-        return render_for_model(
-            message,
-            ref=ref,
-            tool_output_max_chars=self.tool_output_max_chars,
-            oversize_tokens=int(self.model.context_window * self.oversize_fraction),
-            count_tokens=count_tokens,
-        )
+        return self.cuts.shown(message, ref=ref, count_tokens=count_tokens)
 
 
 @dataclass(slots=True)

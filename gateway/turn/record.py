@@ -94,7 +94,7 @@ class TurnRecorder:
                     text=text_of(m),
                     author_id="assistant" if m["role"] == "assistant" else "tool",
                     author_name="assistant" if m["role"] == "assistant" else "tool",
-                    token_estimate=self.engine.count_tokens(m),
+                    token_estimate=self.kit.stored_tokens(m),
                     created_at=self.clock(),
                 )
                 for m in messages
