@@ -25,6 +25,7 @@ Choices made where the seeds are silent:
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -376,9 +377,10 @@ class ContextCompressor(ContextEngine):
             middle_end=hi,
         )
         response = await self.summarizer(request)
-        if not response.text.strip():
+        body = summary.strip_framing(response.text)
+        if not body:
             raise _Unusable
-        return response
+        return dataclasses.replace(response, text=body)
 
     @staticmethod
     def _failure(exc: SummarizerError) -> str:

@@ -329,6 +329,44 @@ async def test_summary_merged_into_the_head_is_replaced_not_duplicated() -> None
     assert summarizer.requests[1].instructions.count("ONE-aa") == 1
 
 
+@pytest.mark.parametrize(
+    "echoed",
+    [
+        FRAMING + "\n\n## Goal\nECHO-1",
+        f"{FRAMING}\n\n{FRAMING}\n\n## Goal\nECHO-1",
+        "[CONTEXT COMPACTION] Summary of the earlier conversation:\n\n## Goal\nECHO-1",
+        "[CONTEXT COMPACTION]\n## Goal\nECHO-1",
+    ],
+    ids=["framing", "framing twice", "paraphrased", "prefix only"],
+)
+async def test_a_framing_the_summary_model_echoes_is_not_framed_twice(echoed: str) -> None:
+    engine = make(ScriptedSummarizer([echoed]), context_length=10_000, target_ratio=0.10, protect_last_n=4)
+    result = await engine.compress(plain(9), force=True)
+    assert result.outcome is Outcome.OK
+    assert result.summary == "## Goal\nECHO-1"
+    assert engine.state.previous_summary == "## Goal\nECHO-1"
+    [(_, text)] = summary_blocks(result.messages)
+    assert text == FRAMING + "\n\n## Goal\nECHO-1"
+    assert text.count(SUMMARY_PREFIX) == 1
+
+
+async def test_a_summary_stored_framed_twice_is_read_back_once() -> None:
+    summarizer = ScriptedSummarizer()
+    engine = make(summarizer, context_length=10_000, target_ratio=0.10, protect_last_n=4)
+    doubled = assistant(f"{FRAMING}\n\n{FRAMING}\n\n## Goal\nOLD-2b")
+    history = [*plain(2), doubled, *plain(9)[3:]]
+    await engine.compress(history, force=True)
+    assert summarizer.requests[0].previous_summary == "## Goal\nOLD-2b"
+
+
+async def test_a_summary_that_is_only_an_echoed_framing_is_unusable() -> None:
+    summarizer = ScriptedSummarizer([FRAMING, FRAMING])
+    engine = make(summarizer, context_length=10_000, target_ratio=0.10, protect_last_n=4)
+    result = await engine.compress(plain(9), force=True)
+    assert result.outcome is Outcome.DEGRADED
+    assert "empty summary" in result.reason
+
+
 async def test_focus_reaches_the_summarizer() -> None:
     summarizer = ScriptedSummarizer()
     engine = make(summarizer, context_length=10_000, target_ratio=0.10, protect_last_n=4)
