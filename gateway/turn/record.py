@@ -108,6 +108,11 @@ class TurnRecorder:
     async def compact(
         self, window: Sequence[Entry[Ref]], *, force: bool, why: str, server: bool = False
     ) -> Compacted[Ref] | None:
+        if not server and not self.engine.config.enabled:
+            # compression.enabled: false turns off every automatic compaction, the loop's fit and
+            # overflow ones too: a prompt that does not fit reaches the user as an overflow error
+            logger.info("in-loop compaction skipped (%s): compression is disabled", why)
+            return None
         trigger = SERVER if server else IN_LOOP
         report = await self.compactor.compact(
             self.session, self.engine, trigger=trigger, force=force, through_id=self.after_id
