@@ -2,7 +2,8 @@
 
 Head = the first exchange (the system prompt travels separately); tail = the newest messages within
 `threshold_tokens x target_ratio`, never fewer than `protect_last_n`, always holding the newest user
-ask; everything between is summarized by one summarizer call and replaced by one framed summary.
+ask and every message still awaiting a reply (`keep_from`), opening with a user message; everything
+between is summarized by one summarizer call and replaced by one framed summary.
 Failures never pass silently: abort-class summarizer errors leave the history untouched (`aborted`),
 other failures fall back to a smaller slice and then to an extractive summary (`degraded`).
 
@@ -12,7 +13,9 @@ Choices made where the seeds are silent:
   would hide exactly the facts a summary should keep.
 - Role of the summary: a message of its own when both neighbours share a role (it takes the other
   one); otherwise it is merged, as a text block, into the tail's first message when that is a user
-  message (after its tool results), else appended to the head's last (user) message. A summary
+  message (after its tool results), else appended to the head's last (user) message. Since the tail
+  opens with a user message, the summary is merged into it after an assistant head and stands alone
+  (as assistant) after a head ending in a user message. A summary
   merged into a kept message by an earlier compaction is removed there, since the new one updates it.
 - An automatic run that finds nothing to compact, or whose result is not smaller, counts as an
   ineffective compaction for the anti-thrash guard; summarizer outages do not. Two in a row pause
