@@ -78,12 +78,18 @@ def tail_start(
     newest_user: int | None,
     safe: Sequence[bool],
     cap: int | None = None,
+    user_at: Sequence[bool] | None = None,
+    keep_from: int | None = None,
 ) -> int:
     """Start of the protected tail: the token budget walked back from the end, extended to at least
     `protect_last_n` messages as long as the tail stays within `cap` tokens, always holding the newest
-    user ask (unless the head holds it), moved back to a safe cut. A result <= `head` means there is no
-    middle to compact. The cap keeps a few huge messages from protecting themselves: when one turn's
-    messages alone exceed it, their oldest part is compacted too."""
+    user ask (unless the head holds it) and every message from `keep_from` on (those awaiting a reply),
+    then moved to a safe cut where a user message starts (`user_at`), so the tail never opens with a
+    reply whose question was summarized: back (keeping the question) when what that adds fits in `cap`,
+    else forward to the next ask (summarizing the exchange whole) as far as the newest ask and
+    `keep_from` allow, else back whatever it costs. A result <= `head` means there is no middle to
+    compact. The cap keeps a few huge messages from protecting themselves: when one turn's messages
+    alone exceed it, their oldest part is compacted too (unless they still await a reply)."""
     n = len(tokens)
     start, spent = n, 0
     while start > head and spent + tokens[start - 1] <= budget:
@@ -93,12 +99,28 @@ def tail_start(
     while start > max(head, floor) and (cap is None or spent + tokens[start - 1] <= cap):
         spent += tokens[start - 1]
         start -= 1
-    start = min(start, n - 1) if n else 0
+    latest = n - 1 if n else 0
     if newest_user is not None and newest_user >= head:
-        start = min(start, newest_user)
-    while start > head and not safe[start]:
-        start -= 1
-    return start
+        latest = min(latest, newest_user)
+    if keep_from is not None:
+        latest = min(latest, max(keep_from, head))
+    start = min(start, latest)
+
+    def opens_tail(i: int) -> bool:
+        return safe[i] and (user_at is None or user_at[i])
+
+    back = start
+    while back > head and not opens_tail(back):
+        back -= 1
+    if start <= head or user_at is None or (back > head and start == back):
+        return back
+    limit = budget if cap is None else max(budget, cap)
+    if back > head and sum(tokens[back:start]) <= limit:
+        return back
+    forward = start + 1
+    while forward <= latest and not opens_tail(forward):
+        forward += 1
+    return forward if forward <= latest else back
 
 
 def split_point(lo: int, hi: int, tokens: Sequence[int], safe: Sequence[bool]) -> int | None:

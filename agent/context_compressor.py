@@ -2,7 +2,8 @@
 
 Head = the first exchange (the system prompt travels separately); tail = the newest messages within
 `threshold_tokens x target_ratio`, never fewer than `protect_last_n`, always holding the newest user
-ask; everything between is summarized by one summarizer call and replaced by one framed summary.
+ask and every message still awaiting a reply (`keep_from`), opening with a user message; everything
+between is summarized by one summarizer call and replaced by one framed summary.
 Failures never pass silently: abort-class summarizer errors leave the history untouched (`aborted`),
 other failures fall back to a smaller slice and then to an extractive summary (`degraded`).
 
@@ -12,7 +13,9 @@ Choices made where the seeds are silent:
   would hide exactly the facts a summary should keep.
 - Role of the summary: a message of its own when both neighbours share a role (it takes the other
   one); otherwise it is merged, as a text block, into the tail's first message when that is a user
-  message (after its tool results), else appended to the head's last (user) message. A summary
+  message (after its tool results), else appended to the head's last (user) message. Since the tail
+  opens with a user message, the summary is merged into it after an assistant head and stands alone
+  (as assistant) after a head ending in a user message. A summary
   merged into a kept message by an earlier compaction is removed there, since the new one updates it.
 - An automatic run that finds nothing to compact, or whose result is not smaller, counts as an
   ineffective compaction for the anti-thrash guard; summarizer outages do not. Two in a row pause
@@ -128,9 +131,15 @@ class ContextCompressor(ContextEngine):
             self.state.ineffective_auto_compactions = 0
 
     async def compress(
-        self, messages: Sequence[Message], *, focus: str | None = None, force: bool = False
+        self,
+        messages: Sequence[Message],
+        *,
+        focus: str | None = None,
+        force: bool = False,
+        keep_from: int | None = None,
     ) -> CompressionResult:
-        """Compact `messages`; `force=True` (manual /compact) skips the enabled/threshold/pause checks."""
+        """Compact `messages`; `force=True` (manual /compact) skips the enabled/threshold/pause checks.
+        Messages from `keep_from` on (awaiting a reply) always stay in the tail."""
         msgs = list(messages)
         tokens = [self.count_tokens(m) for m in msgs]
         before = sum(tokens)
@@ -138,9 +147,12 @@ class ContextCompressor(ContextEngine):
         if refusal is not None:
             return self._aborted(msgs, before, refusal)
         safe = boundaries.safe_cuts(msgs)
-        head, tail = self._bounds(msgs, tokens, safe)
+        head, tail = self._bounds(msgs, tokens, safe, keep_from)
         if tail <= head:
             return self._not_effective(msgs, before, force, "nothing to compact between head and tail")
+        if all(summary.without_summaries(m) is None for m in msgs[head:tail]):
+            # re-summarizing the summary alone costs a call and frees nothing
+            return self._not_effective(msgs, before, force, "nothing to compact but the current summary")
 
         previous = self.state.previous_summary or summary.summary_text_in(msgs)
         budget = self.summary_budget(sum(tokens[head:tail]))
@@ -200,7 +212,9 @@ class ContextCompressor(ContextEngine):
             return f"{size} tokens is below the {self.threshold_tokens} threshold"
         return None
 
-    def _bounds(self, msgs: list[Message], tokens: list[int], safe: list[bool]) -> tuple[int, int]:
+    def _bounds(
+        self, msgs: list[Message], tokens: list[int], safe: list[bool], keep_from: int | None
+    ) -> tuple[int, int]:
         """(end of the protected head, start of the protected tail); the middle is between them."""
         head = boundaries.head_end(msgs, safe)
         tail = boundaries.tail_start(
@@ -211,6 +225,8 @@ class ContextCompressor(ContextEngine):
             newest_user=boundaries.newest_user_ask(msgs),
             safe=safe,
             cap=self.tail_token_cap,
+            user_at=[m["role"] == "user" for m in msgs],
+            keep_from=keep_from,
         )
         return head, tail
 
@@ -364,9 +380,10 @@ class ContextCompressor(ContextEngine):
             middle_end=hi,
         )
         response = await self.summarizer(request)
-        if not response.text.strip():
+        body = summary.strip_framing(response.text)
+        if not body:
             raise _Unusable
-        return response
+        return dataclasses.replace(response, text=body)
 
     @staticmethod
     def _failure(exc: SummarizerError) -> str:

@@ -165,9 +165,16 @@ class ContextEngine(ABC):
 
     @abstractmethod
     async def compress(
-        self, messages: Sequence[Message], *, focus: str | None = None, force: bool = False
+        self,
+        messages: Sequence[Message],
+        *,
+        focus: str | None = None,
+        force: bool = False,
+        keep_from: int | None = None,
     ) -> CompressionResult:
-        """Shrink `messages` (the session's active window, system prompt excluded)."""
+        """Shrink `messages` (the session's active window, system prompt excluded). `keep_from`: the
+        first message still awaiting a reply; it and every later message must stay in the window (they
+        may be shown shortened, never summarized before they are answered)."""
 
     def update_from_usage(self, usage: Usage) -> None:
         """Record the API-reported prompt size (input + cache read + cache write) of the latest call."""

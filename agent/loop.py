@@ -24,7 +24,7 @@ from agent.errors import ContextOverflowError
 from agent.llm import LLMClient, LLMRequest, LLMResponse, ask
 from agent.messages import has_compaction
 from agent.models import CacheTTL, ModelInfo
-from agent.oversize import TokenCounter, render_for_model
+from agent.oversize import Cuts, TokenCounter
 from agent.streaming import StreamSink
 from agent.thinking import EFFORTS, Effort, thinking_only, thinking_options, without_thinking
 from agent.tokens import Calibration, estimate_message, estimate_system, estimate_tools
@@ -96,15 +96,14 @@ class LoopConfig:
     effort: Effort | None = None
     """`output_config.effort` on the models that take it (None: the API's default)."""
 
+    @property
+    def cuts(self) -> Cuts:
+        """What the model is shown of a stored message, and what that costs (`agent.oversize`)."""
+        return Cuts(self.tool_output_max_chars, int(self.model.context_window * self.oversize_fraction))
+
     def render(self, message: Message, ref: object | None, count_tokens: TokenCounter) -> Message:
         """A stored message as the model sees it (long tool output cut, oversized messages shortened)."""
-        return render_for_model(
-            message,
-            ref=ref,
-            tool_output_max_chars=self.tool_output_max_chars,
-            oversize_tokens=int(self.model.context_window * self.oversize_fraction),
-            count_tokens=count_tokens,
-        )
+        return self.cuts.shown(message, ref=ref, count_tokens=count_tokens)
 
 
 @dataclass(slots=True)

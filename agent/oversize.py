@@ -3,14 +3,18 @@ far larger than the window allows shown as head + tail, each with a marker namin
 so the model can `recall` the rest. The stored message itself is always whole.
 
 Both cuts are deterministic functions of the stored message, so re-rendering the same history gives
-the same bytes and the prompt cache keeps hitting.
+the same bytes and the prompt cache keeps hitting. `Cuts` is the one owner of what a stored message
+costs in the prompt: every estimate that compaction decides on (a row's stored estimate, the session's
+counters, hygiene, the compressor) counts what is sent, never the raw size.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
+from agent.tokens import estimate_message
 from agent.types import Block, Message
 
 TokenCounter = Callable[[Message], int]
@@ -133,3 +137,29 @@ def render_for_model(
     """The stored message as the model sees it (both cuts applied)."""
     shown = truncate_tool_results(message, max_chars=tool_output_max_chars, ref=ref)
     return shorten_oversized(shown, max_tokens=oversize_tokens, ref=ref, count_tokens=count_tokens)
+
+
+@dataclass(frozen=True, slots=True)
+class Cuts:
+    """The limits of both cuts (from the agent loop's settings): what the model is shown of a stored
+    message, and what that costs."""
+
+    tool_output_max_chars: int
+    oversize_tokens: int
+    """A message estimated above this is shown as head + tail."""
+
+    def shown(self, message: Message, *, ref: object | None, count_tokens: TokenCounter) -> Message:
+        """The stored message as the model sees it; `count_tokens` decides whether it is oversized."""
+        return render_for_model(
+            message,
+            ref=ref,
+            tool_output_max_chars=self.tool_output_max_chars,
+            oversize_tokens=self.oversize_tokens,
+            count_tokens=count_tokens,
+        )
+
+    def tokens(self, message: Message, *, count_tokens: TokenCounter = estimate_message) -> int:
+        """What the stored message costs in a prompt: the uncalibrated estimate of what is sent (callers
+        scale it by the calibration when they read it). `count_tokens` is the counter the loop decides
+        the cut with (the calibrated one), so the cut matches the request's."""
+        return estimate_message(self.shown(message, ref=None, count_tokens=count_tokens))

@@ -63,14 +63,20 @@ class ServerCompaction(ContextCompressor):
         return super().should_compress(prompt_tokens)
 
     async def compress(
-        self, messages: Sequence[Message], *, focus: str | None = None, force: bool = False
+        self,
+        messages: Sequence[Message],
+        *,
+        focus: str | None = None,
+        force: bool = False,
+        keep_from: int | None = None,
     ) -> CompressionResult:
         """Adopt a compaction the API made (everything before its block leaves the window), or compact
-        with the built-in compressor when there is none to adopt."""
+        with the built-in compressor when there is none to adopt. An adoption ignores `keep_from`: the
+        API compacted those messages in the call that answers them."""
         msgs = list(messages)
         newest = max((i for i, m in enumerate(msgs) if _summary_of(m)), default=None)
         if newest is None or self.state.adopted_compaction == _fingerprint(msgs[newest]):
-            return await super().compress(msgs, focus=focus, force=force)
+            return await super().compress(msgs, focus=focus, force=force, keep_from=keep_from)
         return self._adopt(msgs, newest)
 
     def _adopt(self, msgs: list[Message], newest: int) -> CompressionResult:

@@ -87,7 +87,17 @@ def unframe(text: str) -> str:
     if not text.startswith(SUMMARY_PREFIX):
         return text
     _, sep, rest = text.partition("\n\n")
-    return rest if sep else ""
+    return strip_framing(rest) if sep else ""
+
+
+def strip_framing(text: str) -> str:
+    """A summary body without the framing a summary model may echo from the window it read (the whole
+    framing, or a line opening with the prefix), so a stored summary is never framed twice."""
+    body = text.replace(FRAMING, "").strip()
+    while body.startswith(SUMMARY_PREFIX):
+        _, _, rest = body.partition("\n")
+        body = rest.strip()
+    return body
 
 
 def is_summary_block(block: Block) -> bool:

@@ -213,6 +213,7 @@ class Gateway:
             react=self.react,
             ack_reaction=settings.reply.ack_reaction,
             reply_quote_chars=settings.reply.quote_max_chars,
+            count_tokens=self.kit.stored_tokens,
         )
 
     def _on_stored(self, role: str, count: int) -> None:

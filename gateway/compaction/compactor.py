@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -81,7 +81,9 @@ class Compactor:
         rows = rows_through(await self.store.load_window(session.id), through_id)
         messages, refs = self.window(rows, engine)
         started = time.perf_counter()
-        result = await engine.compress(messages, focus=focus, force=force)
+        result = await engine.compress(
+            messages, focus=focus, force=force, keep_from=_first_pending(rows, refs)
+        )
         duration = time.perf_counter() - started
         await self._persist(session, result, refs, trigger=trigger, duration_s=duration, engine=engine)
         report = _report(result, refs, trigger=trigger, duration_s=duration)
@@ -137,7 +139,9 @@ class Compactor:
                 engine_state=engine.state.to_json(),
             )
             return
-        summary, before_id = _summary_row(result, refs, engine)
+        summary, before_id = _summary_row(
+            result, refs, lambda m: self.loop.cuts.tokens(m, count_tokens=engine.count_tokens)
+        )
         await self.store.apply_compaction(
             session.id,
             CompactionApply(
@@ -202,8 +206,15 @@ def _report(
     )
 
 
+def _first_pending(rows: Sequence[StoredMessage], refs: Sequence[Ref]) -> int | None:
+    """The window position of the first message still awaiting a reply (the turn will answer it): it
+    and everything after it stay in the window, so nothing is summarized before it is answered."""
+    pending = {r.id for r in rows if r.needs_reply and not r.replied}
+    return next((i for i, ids in enumerate(refs) if pending.intersection(ids)), None)
+
+
 def _summary_row(
-    result: CompressionResult, refs: Sequence[Ref], engine: ContextEngine
+    result: CompressionResult, refs: Sequence[Ref], count: Callable[[Message], int]
 ) -> tuple[NewSummary | None, int | None]:
     """The summary's own row and the stored message it goes before (the first kept tail message).
 
@@ -216,10 +227,7 @@ def _summary_row(
         if origin is None and is_summary_message(message):
             following = [refs[o] for o in result.origin[pos + 1 :] if o is not None and refs[o]]
             row = NewSummary(
-                stored_role(message["role"]),
-                message["content"],
-                text_of(message),
-                engine.count_tokens(message),
+                stored_role(message["role"]), message["content"], text_of(message), count(message)
             )
             return row, min(following[0]) if following else None
     if result.summary is None or result.summary_role is None:
@@ -230,7 +238,5 @@ def _summary_row(
     }
     last_removed = max(result.removed_indices, default=-1)
     tail = [refs[o] for o in result.origin if o is not None and o > last_removed and refs[o]]
-    row = NewSummary(
-        stored_role(framed["role"]), framed["content"], text_of(framed), engine.count_tokens(framed)
-    )
+    row = NewSummary(stored_role(framed["role"]), framed["content"], text_of(framed), count(framed))
     return row, min(tail[0]) if tail else None

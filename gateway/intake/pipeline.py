@@ -14,7 +14,6 @@ from datetime import UTC
 from typing import Any
 
 from agent.context_block import context_block
-from agent.tokens import estimate_message
 from agent.types import Message
 from gateway.errors import DatabaseUnavailableError, SendError
 from gateway.intake.admission import Admission
@@ -72,8 +71,11 @@ class Pipeline:
         react: ReactFn | None = None,
         ack_reaction: str | None = None,
         reply_quote_chars: int = DEFAULT_QUOTE_CHARS,
+        count_tokens: Callable[[Message], int],
     ) -> None:
         self.store = store
+        self.count_tokens = count_tokens
+        """A message's stored estimate: what it costs in the prompt as sent (`SessionKit.stored_tokens`)."""
         self.auth = auth
         self.tasks = tasks
         self.send = send
@@ -223,9 +225,9 @@ class Pipeline:
         content = await self._content(msg, chat_pk, intake, text, needs_reply=needs_reply)
         as_message: Message = {"role": "user", "content": content}
         if intake.text_chars > LARGE_TEXT_CHARS:
-            tokens = await asyncio.to_thread(estimate_message, as_message)  # seconds for a big file
+            tokens = await asyncio.to_thread(self.count_tokens, as_message)  # seconds for a big file
         else:
-            tokens = estimate_message(as_message)
+            tokens = self.count_tokens(as_message)
         _session, result = await self.store.store_incoming(
             chat_pk,
             NewMessage(

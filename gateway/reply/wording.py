@@ -4,7 +4,14 @@ over budget, a failed turn or command), and what a compaction did (pure renderin
 from __future__ import annotations
 
 from agent.context_engine import Outcome
-from agent.errors import LLMAuthError, LLMBadRequestError, LLMError, LLMOverloadedError, LLMRateLimitError
+from agent.errors import (
+    ContextOverflowError,
+    LLMAuthError,
+    LLMBadRequestError,
+    LLMError,
+    LLMOverloadedError,
+    LLMRateLimitError,
+)
 from gateway.compaction.compactor import CompactionReport
 
 KEPT = "Your message is saved; send it again or just say \u201cretry\u201d and I\u2019ll pick it up."
@@ -20,6 +27,14 @@ RATE_LIMITED = (
     "please wait a minute before asking again."
 )
 """The refusal when a sender is over `limits.user_messages_per_minute` (the message is kept)."""
+
+CONVERSATION_TOO_LONG = (
+    "This conversation has grown too long for the model to read, and compacting it cannot make enough "
+    "room. Send /new to start a fresh conversation (this one stays searchable with recall), then ask "
+    "again."
+)
+"""The reply when the request still overflows the model's window after the turn compacted what it
+could (or with compression.enabled: false): retrying cannot help, a fresh conversation does."""
 
 COMMAND_STORAGE_DOWN = "Storage is unavailable right now; please try the command again in a minute."
 """The reply to a command while the database is down (commands are not spooled)."""
@@ -95,6 +110,8 @@ def human_error(exc: LLMError) -> str:
             "The assistant is not available: the bot's API key was rejected. An admin needs to fix it. "
             + KEPT
         )
+    if isinstance(exc, ContextOverflowError):
+        return CONVERSATION_TOO_LONG
     if isinstance(exc, LLMBadRequestError):
         return f"The assistant could not process this conversation ({type(exc).__name__}). {KEPT}"
     return f"The assistant is unreachable at the moment. {KEPT}"

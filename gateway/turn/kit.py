@@ -25,6 +25,7 @@ from agent.summary import system_prompt
 from agent.summary_mode import CostAwareSummarizer
 from agent.tokens import CalibratedCounter, Calibration, estimate_tools
 from agent.tools.registry import ToolRegistry
+from agent.types import Message
 from gateway.store import SessionRecord
 
 R = TypeVar("R")
@@ -109,6 +110,11 @@ class SessionKit:
 
     def tools(self, chat_pk: int) -> ToolRegistry:
         return self.make_tools(chat_pk)
+
+    def stored_tokens(self, message: Message) -> int:
+        """A message's stored estimate: what it costs in the prompt as sent (oversized ones cut the way
+        the loop cuts them, `agent.oversize.Cuts`), uncalibrated like every stored estimate."""
+        return self.settings.loop.cuts.tokens(message, count_tokens=self._counter())
 
     def tool_tokens(self, chat_pk: int) -> int:
         """Tokens of the tool definitions the chat's requests carry."""

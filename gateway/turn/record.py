@@ -101,7 +101,7 @@ class TurnRecorder:
                     text=text_of(m),
                     author_id="assistant" if m["role"] == "assistant" else "tool",
                     author_name="assistant" if m["role"] == "assistant" else "tool",
-                    token_estimate=self.engine.count_tokens(m),
+                    token_estimate=self.kit.stored_tokens(m),
                     created_at=self.clock(),
                 )
                 for m in messages
@@ -115,6 +115,11 @@ class TurnRecorder:
     async def compact(
         self, window: Sequence[Entry[Ref]], *, force: bool, why: str, server: bool = False
     ) -> Compacted[Ref] | None:
+        if not server and not self.engine.config.enabled:
+            # compression.enabled: false turns off every automatic compaction, the loop's fit and
+            # overflow ones too: a prompt that does not fit reaches the user as an overflow error
+            logger.info("in-loop compaction skipped (%s): compression is disabled", why)
+            return None
         trigger = SERVER if server else IN_LOOP
         report = await self.compactor.compact(
             self.session, self.engine, trigger=trigger, force=force, through_id=self.after_id

@@ -108,6 +108,30 @@ def check(before: list[Message], result: CompressionResult) -> None:
     assert all(o is None or o > ask for o in result.origin[position + 1 :])
 
 
+def check_tail_opens_with_a_question(before: list[Message], result: CompressionResult) -> None:
+    """The kept tail starts right after the summarized middle, with a user message: never with a reply
+    whose question went into the summary."""
+    if result.outcome is Outcome.ABORTED:
+        return
+    out = result.messages
+    [pos] = [i for i, m in enumerate(out) if any(is_summary_block(b) for b in blocks_of(m))]
+    first = pos + 1 if result.origin[pos] is None else pos
+    if first == len(out):
+        return
+    opening = result.origin[first]
+    assert opening is not None
+    assert before[opening]["role"] == "user"
+    assert opening - 1 in result.removed_indices  # it follows the middle, it is not the head
+
+
+def check_pending_kept(before: list[Message], result: CompressionResult, keep_from: int) -> None:
+    """Every message from the first one awaiting a reply on stays in the window, word for word."""
+    assert not any(i >= keep_from for i in result.removed_indices)
+    for i in range(keep_from, len(before)):
+        position = result.origin.index(i)
+        assert own_blocks(result.messages[position]) == blocks_of(before[i])
+
+
 def continue_chat(messages: list[Message]) -> list[Message]:
     tail = [assistant("noted " + "n" * 400)] if messages[-1]["role"] == "user" else []
     return [*messages, *tail, user("and another thing " + "m" * 800)]
@@ -121,9 +145,25 @@ def test_compress_keeps_the_history_valid(data: st.DataObject, history: list[Mes
     result = asyncio.run(engine.compress(history, force=True))
     assert result.outcome is not Outcome.DEGRADED
     check(history, result)
+    check_tail_opens_with_a_question(history, result)
     if result.outcome is Outcome.OK:
         grown = continue_chat(result.messages)
-        check(grown, asyncio.run(engine.compress(grown, force=True)))
+        again = asyncio.run(engine.compress(grown, force=True))
+        check(grown, again)
+        check_tail_opens_with_a_question(grown, again)
+
+
+@SETTINGS
+@given(data=st.data(), history=histories())
+def test_messages_awaiting_a_reply_are_never_summarized(data: st.DataObject, history: list[Message]) -> None:
+    asks = [i for i, m in enumerate(history) if m["role"] == "user" and not tool_result_ids(m)]
+    keep_from = data.draw(st.sampled_from(asks))
+    engine = data.draw(engines(ScriptedSummarizer(default="## Goal\nKeep going.")))
+    result = asyncio.run(engine.compress(history, force=True, keep_from=keep_from))
+    event(f"keep_from in the head: {keep_from < head_size(history)}; outcome: {result.outcome.value}")
+    check(history, result)
+    check_tail_opens_with_a_question(history, result)
+    check_pending_kept(history, result, keep_from)
 
 
 @SETTINGS
@@ -145,6 +185,7 @@ def test_degraded_compaction_keeps_the_history_valid(
     if failure != "two parts":
         assert result.outcome is not Outcome.OK
     check(history, result)
+    check_tail_opens_with_a_question(history, result)
     if result.outcome is Outcome.DEGRADED:
         grown = continue_chat(result.messages)
         check(grown, asyncio.run(engine.compress(grown, force=True)))
@@ -205,7 +246,14 @@ def test_a_stored_session_above_the_threshold_always_has_a_middle(
     )
     tokens = sum(count_tokens(m) for m in session)
     engine.update_from_usage(Usage(input_tokens=tokens))
-    result = asyncio.run(engine.compress(session))
+    # the newest question always awaits a reply; sometimes the chatter right before it does too
+    chatter = len(session) - 1
+    while (
+        chatter > 1 and session[chatter - 1]["role"] == "user" and not tool_result_ids(session[chatter - 1])
+    ):
+        chatter -= 1
+    keep_from = data.draw(st.integers(min_value=chatter, max_value=len(session) - 1))
+    result = asyncio.run(engine.compress(session, keep_from=keep_from))
     above = tokens >= engine.threshold_tokens
     event(f"above threshold: {above}; outcome: {result.outcome.value}")
     if not above:
@@ -217,6 +265,8 @@ def test_a_stored_session_above_the_threshold_always_has_a_middle(
     assert sorted(kept + list(result.removed_indices)) == list(range(len(session)))
     assert result.origin[0] == 0  # the first message is never summarized
     assert result.origin[-1] == len(session) - 1  # nor the newest ask
+    check_pending_kept(session, result, keep_from)
+    check_tail_opens_with_a_question(session, result)
     after = merged(result.messages)
     for a, b in itertools.pairwise(after):
         assert a["role"] != b["role"]

@@ -72,9 +72,10 @@ async def test_protect_last_n_dominates_a_small_token_budget() -> None:
     result = await engine.compress(history, force=True)
     assert result.outcome is Outcome.OK
     kept_tail = [o for o in result.origin if o is not None and o > 3]
-    # 6 messages from the end lands on a tool-result message; its call comes along
-    assert kept_tail == list(range(41, 48))
-    assert result.removed_indices == tuple(range(3, 41))
+    # 6 messages from the end lands on a tool-result message; its call comes along, and so does the
+    # ask the call works on (the tail opens with a user message)
+    assert kept_tail == list(range(40, 48))
+    assert result.removed_indices == tuple(range(3, 40))
 
 
 async def test_token_budget_dominates_a_small_protect_last_n() -> None:
@@ -83,7 +84,9 @@ async def test_token_budget_dominates_a_small_protect_last_n() -> None:
     result = await engine.compress(history, force=True)
     tail = [o for o in result.origin if o is not None and o >= 3]
     assert 15 <= len(tail) <= 21
-    assert sum(count_tokens(history[i]) for i in tail) <= 500
+    # within the budget, but for the ask that opens it
+    assert history[tail[0]]["role"] == "user"
+    assert sum(count_tokens(history[i]) for i in tail[1:]) <= 500
 
 
 async def test_protect_last_n_keeps_at_most_half_the_threshold() -> None:
@@ -100,14 +103,31 @@ async def test_protect_last_n_keeps_at_most_half_the_threshold() -> None:
 
 async def test_tail_never_starts_with_a_tool_result_cut_off_from_its_call() -> None:
     history = [user(pad("start", 300)), assistant(pad("ok", 300))]
+    history += [user(pad("more", 300)), assistant(pad("sure", 300)), user("grep it all")]
     for i in range(5):
-        history += [call((f"c{i}", "grep")), results((f"c{i}", pad(f"out {i}", 300)))]
+        history += [call((f"c{i}", "grep")), results((f"c{i}", pad(f"out {i}", 150)))]
     history += [assistant(pad("done", 300)), user("next?")]
     engine = make(context_length=10_000, target_ratio=0.10, protect_last_n=3)
     result = await engine.compress(history, force=True)
-    # the last 3 messages begin with the result of c4; the tail must start at its call instead
-    assert result.origin[-5:] == (None, 10, 11, 12, 13)
-    assert history[10]["content"][0]["id"] == "c4"  # type: ignore[index]
+    # the last 3 messages begin with the result of c4: neither it nor its call (a reply) may open the
+    # tail, which starts at the ask the calls work on (the whole tool work fits in the tail's cap)
+    assert result.origin == (0, 1, *range(4, 17))
+    assert result.removed_indices == (2, 3)
+    assert blocks_of(result.messages[2])[-1]["text"] == "grep it all"
+    assert_valid_pairs(result.messages)
+
+
+async def test_a_tool_loop_too_big_for_the_tail_is_summarized_whole_up_to_the_next_ask() -> None:
+    history = [user(pad("start", 300)), assistant(pad("ok", 300)), user("grep it all")]
+    for i in range(5):
+        history += [call((f"c{i}", "grep")), results((f"c{i}", pad(f"out {i}", 600)))]
+    history += [assistant(pad("done", 300)), user("next?")]
+    engine = make(context_length=10_000, target_ratio=0.10, protect_last_n=3)
+    result = await engine.compress(history, force=True)
+    # keeping the loop's ask would add ~3,000 tokens of tool output to the tail (over the 2,500 cap):
+    # the ask and its whole loop are summarized instead, and the tail opens with the next ask
+    assert result.origin == (0, 1, 14)
+    assert result.removed_indices == tuple(range(2, 14))
     assert_valid_pairs(result.messages)
 
 
@@ -192,8 +212,8 @@ async def test_summarizer_sees_unpruned_middle_tool_output() -> None:
 # -- phase 4: role choice and framing ----------------------------------------------------------------
 
 
-async def test_summary_stands_alone_as_user_between_two_assistant_messages() -> None:
-    history = plain(9)  # u a | u a u | a u a u
+async def test_a_tail_never_opens_with_the_reply_to_a_summarized_question() -> None:
+    history = plain(9)  # u a | u a | u a u a u: the last 4 would open with a reply
     result = await make(context_length=10_000, target_ratio=0.10, protect_last_n=4).compress(
         history, force=True
     )
@@ -207,11 +227,10 @@ async def test_summary_stands_alone_as_user_between_two_assistant_messages() -> 
         "user",
     ]
     assert result.summary_role == "user"
-    assert result.origin == (0, 1, None, 5, 6, 7, 8)
-    text = result.messages[2]["content"]
-    assert isinstance(text, str)
-    assert text.startswith(FRAMING)
-    assert is_summary_message(result.messages[2])
+    assert result.origin == (0, 1, 4, 5, 6, 7, 8)  # the question comes along with its reply
+    merged = blocks_of(result.messages[2])
+    assert merged[0]["text"].startswith(FRAMING)
+    assert merged[1]["text"] == history[4]["content"]
 
 
 async def test_summary_merges_into_the_tails_first_user_message_after_an_assistant_head() -> None:
@@ -227,16 +246,17 @@ async def test_summary_merges_into_the_tails_first_user_message_after_an_assista
     _assert_alternating(result.messages)
 
 
-async def test_summary_is_appended_to_the_heads_tool_results_before_an_assistant_tail() -> None:
-    history = tool_head(6)  # u call res | a u | a u a u
+async def test_summary_stands_alone_after_the_heads_tool_results_when_the_tail_opens_with_a_question() -> (
+    None
+):
+    history = tool_head(6)  # u call res | a | u a u a u: the last 4 would open with a reply
     result = await make(context_length=10_000, target_ratio=0.10, protect_last_n=4).compress(
         history, force=True
     )
-    assert result.origin == (0, 1, 2, 5, 6, 7, 8)
-    head_last = blocks_of(result.messages[2])
-    assert head_last[0]["type"] == "tool_result"
-    assert head_last[1]["text"].startswith(SUMMARY_PREFIX)
-    assert result.summary_role == "user"
+    assert result.origin == (0, 1, 2, None, 4, 5, 6, 7, 8)
+    assert blocks_of(result.messages[2]) == blocks_of(history[2])  # the head's results, untouched
+    assert is_summary_message(result.messages[3])
+    assert result.summary_role == "assistant"
     _assert_alternating(result.messages)
     assert_valid_pairs(result.messages)
 
@@ -307,6 +327,44 @@ async def test_summary_merged_into_the_head_is_replaced_not_duplicated() -> None
     assert len(texts) == 1
     assert texts[0].endswith("TWO-bb")
     assert summarizer.requests[1].instructions.count("ONE-aa") == 1
+
+
+@pytest.mark.parametrize(
+    "echoed",
+    [
+        FRAMING + "\n\n## Goal\nECHO-1",
+        f"{FRAMING}\n\n{FRAMING}\n\n## Goal\nECHO-1",
+        "[CONTEXT COMPACTION] Summary of the earlier conversation:\n\n## Goal\nECHO-1",
+        "[CONTEXT COMPACTION]\n## Goal\nECHO-1",
+    ],
+    ids=["framing", "framing twice", "paraphrased", "prefix only"],
+)
+async def test_a_framing_the_summary_model_echoes_is_not_framed_twice(echoed: str) -> None:
+    engine = make(ScriptedSummarizer([echoed]), context_length=10_000, target_ratio=0.10, protect_last_n=4)
+    result = await engine.compress(plain(9), force=True)
+    assert result.outcome is Outcome.OK
+    assert result.summary == "## Goal\nECHO-1"
+    assert engine.state.previous_summary == "## Goal\nECHO-1"
+    [(_, text)] = summary_blocks(result.messages)
+    assert text == FRAMING + "\n\n## Goal\nECHO-1"
+    assert text.count(SUMMARY_PREFIX) == 1
+
+
+async def test_a_summary_stored_framed_twice_is_read_back_once() -> None:
+    summarizer = ScriptedSummarizer()
+    engine = make(summarizer, context_length=10_000, target_ratio=0.10, protect_last_n=4)
+    doubled = assistant(f"{FRAMING}\n\n{FRAMING}\n\n## Goal\nOLD-2b")
+    history = [*plain(2), doubled, *plain(9)[3:]]
+    await engine.compress(history, force=True)
+    assert summarizer.requests[0].previous_summary == "## Goal\nOLD-2b"
+
+
+async def test_a_summary_that_is_only_an_echoed_framing_is_unusable() -> None:
+    summarizer = ScriptedSummarizer([FRAMING, FRAMING])
+    engine = make(summarizer, context_length=10_000, target_ratio=0.10, protect_last_n=4)
+    result = await engine.compress(plain(9), force=True)
+    assert result.outcome is Outcome.DEGRADED
+    assert "empty summary" in result.reason
 
 
 async def test_focus_reaches_the_summarizer() -> None:

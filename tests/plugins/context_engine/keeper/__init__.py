@@ -24,12 +24,19 @@ class KeeperEngine(ContextEngine):
         return self.config.enabled and size is not None and size >= self.threshold_tokens
 
     async def compress(
-        self, messages: Sequence[Message], *, focus: str | None = None, force: bool = False
+        self,
+        messages: Sequence[Message],
+        *,
+        focus: str | None = None,
+        force: bool = False,
+        keep_from: int | None = None,
     ) -> CompressionResult:
         msgs = list(messages)
         before = sum(self.count_tokens(m) for m in msgs)
         keep = max(1, self.config.protect_last_n)
         start = len(msgs) - keep
+        if keep_from is not None:
+            start = min(start, keep_from)  # messages awaiting a reply are never dropped
         while start > 1 and msgs[start]["role"] != "user":
             start -= 1  # the kept part starts with a user message
         if start <= 1:
