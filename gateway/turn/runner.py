@@ -27,7 +27,8 @@ from agent.llm import LLMClient
 from agent.loop import Entry, TurnResult, run_turn
 from agent.models import ModelInfo
 from agent.pins import pins_note
-from agent.tokens import Calibration, estimate_text
+from agent.tokens import Calibration
+from agent.types import Block
 from gateway.compaction.compactor import CompactionReport, Compactor
 from gateway.compaction.triggers import CompactionPolicy
 from gateway.media.aging import MediaAging
@@ -184,11 +185,12 @@ class TurnRunner:
         if told.told == pins:
             return snapshot
         text = pins_note(pins)
+        content: list[Block] = [{"type": "text", "text": text}]
         note = NewMessage(
             role="user",
-            content=[{"type": "text", "text": text}],
+            content=content,
             text=text,
-            token_estimate=self.kit.scaled(estimate_text(text)),
+            token_estimate=self.kit.stored_tokens({"role": "system", "content": content}),
             author_id=PIN_NOTICE_AUTHOR,
             author_name="pins",
             created_at=self.clock(),

@@ -2,10 +2,13 @@
 the API compacts the conversation inside a reply call at the compressor's threshold (at the API's real
 50,000-token floor), the user gets the reply and never the summary, everything before the compaction
 block is archived (found by /stats as a `server` compaction, the summary call accounted), and the next
-requests start at the block, far below the threshold, with no summary call of ours.
+requests start at the block, far below the threshold, with no summary call of ours; on Sonnet 4.6 and on
+Sonnet 5.5 (whose thinking is bound to the prefix the compaction replaced).
 """
 
 from __future__ import annotations
+
+import pytest
 
 from tests.e2e.conftest import WorldFactory
 from tests.e2e.test_telegram_context_contract import prompt_tokens, prose
@@ -25,8 +28,12 @@ def blocks(record: RecordedRequest) -> list[dict[str, object]]:
     return found
 
 
-async def test_the_api_compacts_and_the_window_starts_at_its_block(telegram_world: WorldFactory) -> None:
+@pytest.mark.parametrize("model", ["claude-sonnet-4-6", "claude-sonnet-5-5"])
+async def test_the_api_compacts_and_the_window_starts_at_its_block(
+    telegram_world: WorldFactory, model: str
+) -> None:
     async with telegram_world(
+        model=model,
         context_window=WINDOW,
         TELEGRAM_ALLOWED_USERS=str(ALICE),
         TELEGRAM_ADMIN_IDS=str(ALICE),
