@@ -80,13 +80,15 @@ def tail_start(
     cap: int | None = None,
     user_at: Sequence[bool] | None = None,
     keep_from: int | None = None,
+    keep_question: bool = True,
 ) -> int:
     """Start of the protected tail: the token budget walked back from the end, extended to at least
     `protect_last_n` messages as long as the tail stays within `cap` tokens, always holding the newest
     user ask (unless the head holds it) and every message from `keep_from` on (those awaiting a reply),
     then moved to a safe cut where a user message starts (`user_at`), so the tail never opens with a
     reply whose question was summarized: back (keeping the question) when what that adds fits in `cap`,
-    else forward to the next ask (summarizing the exchange whole) as far as the newest ask and
+    (and `keep_question`), else forward to the next ask (summarizing the exchange whole) as far as the
+    newest ask and
     `keep_from` allow, else back whatever it costs. A result <= `head` means there is no middle to
     compact. The cap keeps a few huge messages from protecting themselves: when one turn's messages
     alone exceed it, their oldest part is compacted too (unless they still await a reply)."""
@@ -115,7 +117,7 @@ def tail_start(
     if start <= head or user_at is None or (back > head and start == back):
         return back
     limit = budget if cap is None else max(budget, cap)
-    if back > head and sum(tokens[back:start]) <= limit:
+    if keep_question and back > head and sum(tokens[back:start]) <= limit:
         return back
     forward = start + 1
     while forward <= latest and not opens_tail(forward):

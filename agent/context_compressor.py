@@ -148,9 +148,15 @@ class ContextCompressor(ContextEngine):
             return self._aborted(msgs, before, refusal)
         safe = boundaries.safe_cuts(msgs)
         head, tail = self._bounds(msgs, tokens, safe, keep_from)
+        kept = sum(tokens[:head]) + sum(tokens[tail:])
+        if tail > head and (self._only_summary(msgs[head:tail]) or kept >= self.threshold_tokens):
+            # the tail kept the question of its first reply, and that left nothing new to compact or the
+            # window at the threshold: the exchange is summarized whole instead (else the next message
+            # compacts again, and the window stays above the threshold for good)
+            head, tail = self._bounds(msgs, tokens, safe, keep_from, keep_question=False)
         if tail <= head:
             return self._not_effective(msgs, before, force, "nothing to compact between head and tail")
-        if all(summary.without_summaries(m) is None for m in msgs[head:tail]):
+        if self._only_summary(msgs[head:tail]):
             # re-summarizing the summary alone costs a call and frees nothing
             return self._not_effective(msgs, before, force, "nothing to compact but the current summary")
 
@@ -212,10 +218,22 @@ class ContextCompressor(ContextEngine):
             return f"{size} tokens is below the {self.threshold_tokens} threshold"
         return None
 
+    @staticmethod
+    def _only_summary(middle: Sequence[Message]) -> bool:
+        return all(summary.without_summaries(m) is None for m in middle)
+
     def _bounds(
-        self, msgs: list[Message], tokens: list[int], safe: list[bool], keep_from: int | None
+        self,
+        msgs: list[Message],
+        tokens: list[int],
+        safe: list[bool],
+        keep_from: int | None,
+        *,
+        keep_question: bool = True,
     ) -> tuple[int, int]:
-        """(end of the protected head, start of the protected tail); the middle is between them."""
+        """(end of the protected head, start of the protected tail); the middle is between them.
+        `keep_question=False`: a tail that would open with a reply starts at the next question instead
+        of bringing the earlier one along."""
         head = boundaries.head_end(msgs, safe)
         tail = boundaries.tail_start(
             tokens,
@@ -227,6 +245,7 @@ class ContextCompressor(ContextEngine):
             cap=self.tail_token_cap,
             user_at=[m["role"] == "user" for m in msgs],
             keep_from=keep_from,
+            keep_question=keep_question,
         )
         return head, tail
 

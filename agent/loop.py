@@ -93,6 +93,9 @@ class LoopConfig:
     cache_plan: TurnCachePlan = field(default_factory=lambda: TurnCachePlan(rolling="5m"))
     stream: StreamSink | None = None
     """Where the reply's text goes while it is written (None: nothing is shown before the end)."""
+    compacted_before: bool = False
+    """The turn's session was compacted right before it (hygiene, cache-aware): one compaction per turn,
+    so the threshold is not checked again before the first call (the fit check still is)."""
     effort: Effort | None = None
     """`output_config.effort` on the models that take it (None: the API's default)."""
 
@@ -258,7 +261,7 @@ class _Turn(Generic[R]):
         # the caller's measure (the last reported size plus what was stored since, `expect_prompt`)
         # or this request's calibrated estimate, whichever is larger
         size = max(estimate, self.engine.state.last_prompt_tokens or 0)
-        if self.calls == 0 and self.engine.should_compress(size):
+        if self.calls == 0 and not self.config.compacted_before and self.engine.should_compress(size):
             why = f"prompt ~{size} tokens reached the compressor threshold before the first call"
             if await self.compact(force=False, why=why, size=size):
                 request, estimate, ttl = self.build()

@@ -165,6 +165,7 @@ class SessionKit:
         plan: TurnCachePlan,
         stream: StreamSink | None,
         ref_label: RefLabel,
+        compacted_before: bool = False,
     ) -> Conversation[R]:
         """What every request of a turn (or a cache refresh) over `window` is built from."""
         return Conversation(
@@ -173,7 +174,9 @@ class SessionKit:
             window=window,
             system=self.system_for(session, pins),
             tools=self.tools(session.chat_pk),
-            config=replace(self.settings.loop, cache_plan=plan, stream=stream),
+            config=replace(
+                self.settings.loop, cache_plan=plan, stream=stream, compacted_before=compacted_before
+            ),
             ref_label=ref_label,
         )
 

@@ -142,7 +142,17 @@ class TurnRunner:
         reply_to = pending[-1].platform_message_id
         live = self.outbox.live(chat, reply_to=reply_to)
         try:
-            result = await self._run_agent(chat, snapshot, session, engine, window, recorder, cache, live)
+            result = await self._run_agent(
+                chat,
+                snapshot,
+                session,
+                engine,
+                window,
+                recorder,
+                cache,
+                live,
+                compacted_before=report is not None and report.changed,
+            )
             text = reply_text(result)
         except LLMError as exc:
             logger.warning(
@@ -254,6 +264,8 @@ class TurnRunner:
         recorder: TurnRecorder,
         cache: CacheState,
         live: LiveReply | None,
+        *,
+        compacted_before: bool = False,
     ) -> TurnResult[Ref]:
         plan = self._plan(chat, session, cache, window, snapshot.rows)
         recorder.plan = plan
@@ -268,6 +280,7 @@ class TurnRunner:
             plan=plan,
             stream=live,
             ref_label=newest_id,
+            compacted_before=compacted_before,
         )
         started = time.perf_counter()
         async with self.typing(chat):

@@ -136,7 +136,8 @@ async def test_a_group_compacted_before_the_first_reply_never_shows_two_summarie
         (
             "server",
             "claude-haiku-4-5",
-            "'server' needs a model with server-side compaction (claude-opus-5, claude-sonnet-5, "
+            "'server' needs a model with server-side compaction (claude-opus-5-5, claude-sonnet-5-5, "
+            "claude-fable-5-1, claude-haiku-5-5, claude-fable-5, claude-opus-5, claude-sonnet-5, "
             "claude-opus-4-8, claude-opus-4-7, claude-opus-4-6, claude-sonnet-4-6); "
             "claude-haiku-4-5 has none",
         ),

@@ -124,7 +124,8 @@ async def test_admin_isolation_injection_and_secrets(tmp_path: Path, pg_url: str
     # Fail closed: refusals for the forged name, silence for the anonymous admin, one real compaction.
     group_texts = [s.visible_text for s in tg.sent if s.chat_id == GROUP_A]
     assert sum(REFUSED in t for t in group_texts) == 2
-    assert any(t.startswith("Compaction") for t in group_texts), "the real admin's /compact ran"
+    # the real admin's /compact ran (it may find that a compaction during a turn left nothing to do)
+    assert any(t.startswith(("Compaction", "Nothing to compact")) for t in group_texts), group_texts
     # Injection hygiene: the excerpt came back tagged inside a tool result; the system prompt is clean.
     a_bodies = [s.record.body for s in llm.spans[a_start:] if s.record.kind == "reply"]
     results = [

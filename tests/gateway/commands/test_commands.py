@@ -69,7 +69,7 @@ async def test_compact_with_focus_reports_numbers_and_undo_restores(bot: Bot, fa
 
 
 async def test_stats_shows_bar_counts_cache_and_compactions(bot: Bot) -> None:
-    await chatter(bot, n=3)
+    await chatter(bot, n=6)
     await bot.adapter.say("/compact", user=ADMIN)
     text = await only(bot, "/stats detail", user=ADMIN)
     assert "Context: [" in text

@@ -42,7 +42,8 @@ async def test_an_overflow_compaction_cannot_fix_names_new(
             "SELECT trigger, outcome FROM compactions WHERE id > :n ORDER BY id", n=before
         )
         if enabled:  # the turn compacted what it could (on the overflow) before giving up
-            assert [r.trigger for r in compactions] == ["agent"]
+            assert compactions
+            assert {r.trigger for r in compactions} == {"agent"}
         else:  # nothing is compacted: the overflow reaches the user at once
             assert compactions == []
         fake.clear_faults()
