@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -341,3 +342,26 @@ async def test_view_media_is_offered_only_in_chats_with_media(bot: Bot) -> None:
         "", caption="now a photo", media=("photo",), attachments=(photo(image_bytes(64, 64)),)
     )
     assert {t["name"] for t in bot.replies()[-1].body["tools"]} == {"recall", "current_time", "view_media"}
+
+
+async def test_demoting_old_photos_on_sonnet_5_5_leaves_out_the_thinking_it_invalidates(
+    fake: FakeAnthropic, db_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Demotion rewrites the prompt from the first demoted photo on: the thinking bound to what came
+    after it is left out by the gateway, the thinking before it still goes back, and the prefix check
+    refuses nothing."""
+    caplog.set_level(logging.INFO, logger="agent.llm")
+    async with running_bot(fake, db_url, model="claude-sonnet-5-5") as bot:
+        photos = [image_bytes(1280, 960, seed=40 + i) for i in range(5)]
+        for i, data in enumerate(photos):
+            await bot.adapter.say("", media=("photo",), caption=f"room {i}", attachments=(photo(data),))
+        for i in range(4):
+            await bot.adapter.say(f"question {i}")
+        rows = [r for r in await bot.window() if r.role == "user"]
+        assert [r.pruned for r in rows[:5]] == [True, True, True, True, False]
+        await bot.adapter.say("one more")
+        assert [r.status for r in fake.requests if r.kind == "reply"] == [200] * 10
+        outcomes = [c["outcome"] for r in fake.requests for c in r.thinking_checks]
+        assert "kept" in outcomes  # thinking went back while nothing before it changed
+        assert set(outcomes) == {"kept"}  # and nothing the gateway sent was refused or dropped
+        assert any("thinking block(s) left out" in r.getMessage() for r in caplog.records)
