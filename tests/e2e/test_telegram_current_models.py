@@ -10,6 +10,7 @@ from typing import Any
 
 from tests.e2e.conftest import TelegramWorld, WorldFactory, body_text
 from tests.fakes.anthropic_replies import Refusal
+from tests.support.media_files import image_bytes
 
 ALICE, BOB = 42, 43
 CHAT = 4242
@@ -136,3 +137,32 @@ async def test_a_sonnet_5_5_chat_survives_every_edit_of_its_history(telegram_wor
         assert dropped_by_api(world) == 0
         stats = await chat.say("/stats")
         assert "Declined by the model: 1 (cyber 1)" in stats
+
+
+async def test_photos_demoted_on_sonnet_5_5_refuse_nothing(telegram_world: WorldFactory) -> None:
+    """Old photos stop travelling (the prompt is rewritten from the first of them): the thinking after
+    it is left out, the chat goes on, and the prefix check refuses nothing."""
+    async with telegram_world(
+        model="claude-sonnet-5-5",
+        TELEGRAM_ALLOWED_USERS=str(ALICE),
+        PROMPT_CACHING__CACHE_TTL="5m",
+    ) as world:
+        chat = Chat(world)
+        for i in range(5):  # 1280x960: about 1,640 tokens each; four of them pass the demotion budget
+            chat.n += 1
+            world.tg.push_photo(
+                CHAT,
+                image_bytes(1280, 960, seed=60 + i),
+                caption=f"room {i}",
+                user_id=ALICE,
+                first_name="Alice",
+            )
+            await world.wait_replies(CHAT, chat.n, timeout=40)
+        for i in range(5):
+            world.llm.script_reply(f"Answer {i}.")
+            assert await chat.say(f"question {i}") == f"Answer {i}."
+        last = world.replies()[-1]
+        assert "is no longer attached" in body_text(last)  # the first photos were demoted
+        assert rejected(world) == []
+        assert dropped_by_api(world) == 0
+        assert any(c["outcome"] == "kept" for c in last.thinking_checks)
