@@ -21,7 +21,7 @@ from gateway.platforms.catalog import status_lines
 from gateway.store import Store
 from gateway.store.leases import PostgresLeases
 from gateway.store.migrate import current_revision_async, head_revision
-from gateway.transcription.setup import transcriber_from
+from gateway.transcription.transcriber import transcriber_from
 
 logger = logging.getLogger(__name__)
 

@@ -54,7 +54,7 @@ from gateway.reply.outbox import Outbox
 from gateway.store import ChatLocks, PinLimits, Store
 from gateway.store.job_lock import JobLocks
 from gateway.store.media_store import MediaStore
-from gateway.transcription.setup import Transcriber, transcriber_from
+from gateway.transcription.transcriber import Transcriber, transcriber_from
 from gateway.turn.kit import SessionKit
 from gateway.turn.runner import TurnRunner, TurnSettings
 from gateway.turn.tasks import ChatTasks

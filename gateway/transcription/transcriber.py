@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from gateway.config import TranscriptionSettings
 from gateway.errors import TranscriptionError
-from gateway.transcription.endpoint import Transcript, TranscriptionClient
+from gateway.transcription.speech_api import Transcript, TranscriptionClient
 
 MB = 1024 * 1024
 
