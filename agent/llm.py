@@ -33,7 +33,7 @@ from agent.errors import (
 )
 from agent.messages import compaction_on_wire
 from agent.streaming import TextSink
-from agent.thinking import request_digest, stamp, unbind
+from agent.thinking import Unbound, stamp, unbind
 from agent.types import Block, Message
 from agent.usage import Usage
 
@@ -366,8 +366,8 @@ class AnthropicClient:
             logger.warning("the prefix check refused a thinking block (%s); retrying with drop_block", exc)
             return await self._call(request, on_text, on_progress, safety_net=True)
 
-    def _kwargs(self, request: LLMRequest, *, safety_net: bool) -> tuple[dict[str, Any], int]:
-        """The SDK's arguments, and how many thinking blocks were left out of the messages."""
+    def _kwargs(self, request: LLMRequest, *, safety_net: bool) -> tuple[dict[str, Any], Unbound]:
+        """The SDK's arguments, and what was left out of the messages (with the request's digest)."""
         system = list(request.system)
         tools = list(request.tools)
         wire = compaction_on_wire(
@@ -403,7 +403,7 @@ class AnthropicClient:
             kwargs["output_config"] = dict(request.output_config)
         if betas:
             kwargs["betas"] = list(dict.fromkeys(betas))
-        return kwargs, unbound.dropped
+        return kwargs, unbound
 
     async def _call(
         self,
@@ -413,7 +413,8 @@ class AnthropicClient:
         *,
         safety_net: bool,
     ) -> LLMResponse:
-        kwargs, left_out = self._kwargs(request, safety_net=safety_net)
+        kwargs, unbound = self._kwargs(request, safety_net=safety_net)
+        left_out = unbound.dropped
         if left_out:
             logger.info("%d thinking block(s) left out: the conversation before them changed", left_out)
         api = self._sdk.beta.messages if "betas" in kwargs else self._sdk.messages
@@ -433,13 +434,7 @@ class AnthropicClient:
             raise translate_exception(exc) from exc
         finally:
             _DEADLINE.reset(token)
-        digest = request_digest(
-            kwargs["messages"],
-            model=request.model,
-            system=kwargs.get("system", []),
-            tools=kwargs.get("tools", []),
-        )
-        return self._response(message, time.monotonic() - started, digest=digest, left_out=left_out)
+        return self._response(message, time.monotonic() - started, digest=unbound.digest, left_out=left_out)
 
     async def _streamed(
         self, api: Any, kwargs: dict[str, Any], on_text: TextSink, on_progress: TextSink | None

@@ -83,10 +83,12 @@ def stamp(content: Iterable[Block], digest: str) -> list[Block]:
 
 @dataclass(frozen=True, slots=True)
 class Unbound:
-    """The messages to send and how many thinking blocks had to be left out."""
+    """The messages to send, how many thinking blocks had to be left out, and the digest of the whole
+    request as sent (what the thinking blocks of its response are bound to)."""
 
     messages: list[Message]
     dropped: int
+    digest: str
 
 
 def unbind(
@@ -122,7 +124,7 @@ def unbind(
             message = {**message, "content": kept}
         out.append(message)
         digest.add(message)
-    return Unbound(out, dropped)
+    return Unbound(out, dropped, digest.value())
 
 
 def request_digest(

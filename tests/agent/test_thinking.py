@@ -113,3 +113,11 @@ def test_an_assistant_turn_of_thinking_only_is_left_out_whole() -> None:
     assert digest != "other"
     sent = unbind(history, model=MODEL, system=SYSTEM, tools=TOOLS)
     assert [m["role"] for m in sent.messages] == ["user", "user"]
+
+
+def test_the_digest_a_response_is_bound_to_is_that_of_the_request_as_sent() -> None:
+    history = conversation()
+    history[2] = user("two, edited")
+    sent = unbind(history, model=MODEL, system=SYSTEM, tools=TOOLS)
+    assert sent.digest == request_digest(sent.messages, model=MODEL, system=SYSTEM, tools=TOOLS)
+    assert sent.digest != request_digest(history, model=MODEL, system=SYSTEM, tools=TOOLS)

@@ -128,7 +128,7 @@ class PollingLease:
             await self.release()
             if starting:
                 raise
-            logger.error("telegram: could not take over polling (%s); standing by", type(exc).__name__)
+            logger.error("telegram: could not take over polling (%r); standing by", exc)
 
     async def _check(self) -> None:
         try:
