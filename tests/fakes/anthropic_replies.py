@@ -147,6 +147,8 @@ def _tool_result_texts(message: Mapping[str, Any]) -> list[str]:
 
 
 _MEDIA_LABEL = re.compile(r"\[(?:photo|image|sticker|PDF) (m\d+)[^\]\n]*\]")
+_QUOTED = re.compile(r"^<(conversation|previous_summary)>$(.*?)^</\1>$", re.DOTALL | re.MULTILINE)
+"""A section the summarizer's instructions quote, each tag on a line of its own."""
 
 
 def newest_user_text(body: Mapping[str, Any]) -> str:
@@ -217,10 +219,25 @@ def _render_summary(goal: str, files: list[str], others: list[str]) -> str:
     )
 
 
+def _instructions(body: Mapping[str, Any]) -> str | None:
+    """The summarizer's instructions: the newest user message's last text block, when it carries the
+    template's ``Goal`` heading."""
+    for message in reversed(body.get("messages") or []):
+        if message.get("role") == "user":
+            texts = _text_blocks(message)
+            return texts[-1] if texts and _GOAL_HEADING.search(texts[-1]) else None
+    return None
+
+
 def media_labels(body: Mapping[str, Any]) -> list[str]:
-    """Ids of the images/PDFs labelled in the conversation ([photo m12], [PDF m3: ...]), first seen first."""
+    """Ids of the images/PDFs labelled in the conversation ([photo m12], [PDF m3: ...]), first seen first.
+    Of the summarizer's instructions only what they quote counts: their examples name no media of the
+    chat."""
+    instructions = _instructions(body)
     seen: dict[str, None] = {}
     for text in _all_texts(body):
+        if text == instructions:
+            text = "\n".join(m.group(2) for m in _QUOTED.finditer(text))
         for match in _MEDIA_LABEL.finditer(text):
             seen.setdefault(match.group(1), None)
     return list(seen)

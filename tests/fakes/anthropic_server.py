@@ -19,7 +19,8 @@ signatures bound to the prefix (``anthropic_binding``), progress updates, refusa
     fake.enforce_prefix_check = False                      # an account created before 2026-08-31
     fake.default_display = "summarized"                    # what an absent ``display`` means
 
-Each record's ``thinking_checks`` lists the thinking blocks the request sent back and what became of them.
+Each record's ``thinking_checks`` lists the thinking blocks the request sent back and what became of them;
+its ``answer`` is the message the call answered.
 """
 
 from __future__ import annotations
@@ -117,6 +118,9 @@ class RecordedRequest:
     thinking_checks: list[dict[str, str]] = field(default_factory=list)
     """The thinking blocks the request sent back (models with preserved thinking): ``path``, ``outcome``
     ("kept", "dropped", "allowed": failed but shown, "rejected": the request's 400) and ``reason``."""
+    answer: Any = None
+    """The message answered (its signed content and stop reason), kept with the body: what a later request
+    may send back."""
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -351,7 +355,7 @@ class FakeAnthropic:
         self.requests.append(record)
         response = await self._answer(request, record)
         if not self.keep_bodies:
-            record.body = None
+            record.body = record.answer = None
         delivered = request.transport is not None and not request.transport.is_closing()
         record.status = response.status if delivered else None
         return response
@@ -422,6 +426,7 @@ class FakeAnthropic:
         message = message_payload(
             model=body["model"], content=content, stop_reason=reply.stop_reason, usage=usage, extra=extra
         )
+        record.answer = message
         diagnostics = self.diagnostics.answer(effective, message["id"])
         if "diagnostics" in body:
             message["diagnostics"] = diagnostics
