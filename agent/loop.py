@@ -24,7 +24,7 @@ from agent.errors import ContextOverflowError
 from agent.llm import LLMClient, LLMRequest, LLMResponse, ask
 from agent.messages import has_compaction
 from agent.models import CacheTTL, ModelInfo
-from agent.oversize import Cuts, TokenCounter
+from agent.oversize import Cuts
 from agent.streaming import StreamSink
 from agent.thinking import EFFORTS, Effort, thinking_only, thinking_options, without_thinking
 from agent.tokens import Calibration, estimate_message, estimate_system, estimate_tools
@@ -104,9 +104,9 @@ class LoopConfig:
         """What the model is shown of a stored message, and what that costs (`agent.oversize`)."""
         return Cuts(self.tool_output_max_chars, int(self.model.context_window * self.oversize_fraction))
 
-    def render(self, message: Message, ref: object | None, count_tokens: TokenCounter) -> Message:
+    def render(self, message: Message, ref: object | None) -> Message:
         """A stored message as the model sees it (long tool output cut, oversized messages shortened)."""
-        return self.cuts.shown(message, ref=ref, count_tokens=count_tokens)
+        return self.cuts.shown(message, ref=ref)
 
 
 @dataclass(slots=True)
@@ -188,8 +188,7 @@ class _Turn(Generic[R]):
     # --- what the model is shown -----------------------------------------------------------------
 
     def rendered(self) -> list[Message]:
-        count = self.engine.count_tokens
-        return [self.config.render(e.message, self.ref_label(e.ref), count) for e in self.window]
+        return [self.config.render(e.message, self.ref_label(e.ref)) for e in self.window]
 
     def build(self) -> tuple[LLMRequest, int, CacheTTL | None]:
         """The next request, its estimated prompt size and the TTL of its markers."""

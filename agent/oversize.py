@@ -3,9 +3,12 @@ far larger than the window allows shown as head + tail, each with a marker namin
 so the model can `recall` the rest. The stored message itself is always whole.
 
 Both cuts are deterministic functions of the stored message, so re-rendering the same history gives
-the same bytes and the prompt cache keeps hitting. `Cuts` is the one owner of what a stored message
-costs in the prompt: every estimate that compaction decides on (a row's stored estimate, the session's
-counters, hygiene, the compressor) counts what is sent, never the raw size.
+the same bytes and the prompt cache keeps hitting: the size a message is judged by is the plain local
+estimate, never the calibrated one (the calibration learns from every call, so a calibrated cut would
+move between two calls of one turn, and with it the cached prefix and every thinking block after the
+message). `Cuts` is the one owner of what a stored message costs in the prompt: every estimate that
+compaction decides on (a row's stored estimate, the session's counters, hygiene, the compressor) counts
+what is sent, never the raw size.
 """
 
 from __future__ import annotations
@@ -16,8 +19,6 @@ from typing import Any
 
 from agent.tokens import estimate_message
 from agent.types import Block, Message
-
-TokenCounter = Callable[[Message], int]
 
 HEAD_SHARE = 0.6
 """Share of the kept characters taken from the start (beginnings usually say what a text is)."""
@@ -106,12 +107,10 @@ def truncate_tool_results(message: Message, *, max_chars: int, ref: object | Non
     return {"role": message["role"], "content": blocks}
 
 
-def shorten_oversized(
-    message: Message, *, max_tokens: int, ref: object | None, count_tokens: TokenCounter
-) -> Message:
+def shorten_oversized(message: Message, *, max_tokens: int, ref: object | None) -> Message:
     """If the message is estimated above `max_tokens`, shorten its long texts to head + tail so that it
     fits, scaling each text by the same factor; otherwise return it unchanged."""
-    tokens = count_tokens(message)
+    tokens = estimate_message(message)
     if tokens <= max_tokens or _longest_text(message) == 0:
         return message
     # Keep a bit under the proportional share: the markers add text and estimates are approximate.
@@ -132,11 +131,10 @@ def render_for_model(
     ref: object | None,
     tool_output_max_chars: int,
     oversize_tokens: int,
-    count_tokens: TokenCounter,
 ) -> Message:
     """The stored message as the model sees it (both cuts applied)."""
     shown = truncate_tool_results(message, max_chars=tool_output_max_chars, ref=ref)
-    return shorten_oversized(shown, max_tokens=oversize_tokens, ref=ref, count_tokens=count_tokens)
+    return shorten_oversized(shown, max_tokens=oversize_tokens, ref=ref)
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,20 +144,18 @@ class Cuts:
 
     tool_output_max_chars: int
     oversize_tokens: int
-    """A message estimated above this is shown as head + tail."""
+    """A message estimated above this (uncalibrated) is shown as head + tail."""
 
-    def shown(self, message: Message, *, ref: object | None, count_tokens: TokenCounter) -> Message:
-        """The stored message as the model sees it; `count_tokens` decides whether it is oversized."""
+    def shown(self, message: Message, *, ref: object | None) -> Message:
+        """The stored message as the model sees it: the same bytes on every call."""
         return render_for_model(
             message,
             ref=ref,
             tool_output_max_chars=self.tool_output_max_chars,
             oversize_tokens=self.oversize_tokens,
-            count_tokens=count_tokens,
         )
 
-    def tokens(self, message: Message, *, count_tokens: TokenCounter = estimate_message) -> int:
+    def tokens(self, message: Message) -> int:
         """What the stored message costs in a prompt: the uncalibrated estimate of what is sent (callers
-        scale it by the calibration when they read it). `count_tokens` is the counter the loop decides
-        the cut with (the calibrated one), so the cut matches the request's."""
-        return estimate_message(self.shown(message, ref=None, count_tokens=count_tokens))
+        scale it by the calibration when they read it)."""
+        return estimate_message(self.shown(message, ref=None))

@@ -80,7 +80,7 @@ class Compactor:
         """Compact the session's window (up to message `through_id`, if given: later rows belong to a
         turn still to come and are left alone). `force` skips the engine's threshold and pause."""
         rows = rows_through(await self.store.load_window(session.id), through_id)
-        messages, refs = self.window(rows, engine)
+        messages, refs = self.window(rows)
         started = time.perf_counter()
         pending = _first_pending(rows, refs)
         result = await engine.compress(messages, focus=focus, force=force, **_keep_from(engine, pending))
@@ -105,12 +105,10 @@ class Compactor:
         )
         return report
 
-    def window(self, rows: Sequence[StoredMessage], engine: ContextEngine) -> tuple[list[Message], list[Ref]]:
+    def window(self, rows: Sequence[StoredMessage]) -> tuple[list[Message], list[Ref]]:
         """The compressor's input: one message per stored row, as the model sees it, with its row ids."""
         items = build_window(rows, merge=False)
-        messages = [
-            self.loop.render(i.message, max(i.ids) if i.ids else None, engine.count_tokens) for i in items
-        ]
+        messages = [self.loop.render(i.message, max(i.ids) if i.ids else None) for i in items]
         return messages, [i.ids for i in items]
 
     async def _persist(
@@ -139,9 +137,7 @@ class Compactor:
                 engine_state=engine.state.to_json(),
             )
             return
-        summary, before_id = _summary_row(
-            result, refs, lambda m: self.loop.cuts.tokens(m, count_tokens=engine.count_tokens)
-        )
+        summary, before_id = _summary_row(result, refs, self.loop.cuts.tokens)
         await self.store.apply_compaction(
             session.id,
             CompactionApply(

@@ -114,7 +114,7 @@ class SessionKit:
     def stored_tokens(self, message: Message) -> int:
         """A message's stored estimate: what it costs in the prompt as sent (oversized ones cut the way
         the loop cuts them, `agent.oversize.Cuts`), uncalibrated like every stored estimate."""
-        return self.settings.loop.cuts.tokens(message, count_tokens=self._counter())
+        return self.settings.loop.cuts.tokens(message)
 
     def tool_tokens(self, chat_pk: int) -> int:
         """Tokens of the tool definitions the chat's requests carry."""

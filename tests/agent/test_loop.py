@@ -23,7 +23,7 @@ from agent.errors import ContextOverflowError, LLMError
 from agent.llm import LLMRequest, LLMResponse
 from agent.loop import Compacted, Conversation, Entry, LoopConfig, TurnResult, run_turn
 from agent.models import CacheTTL, lookup_model
-from agent.tokens import Calibration, estimate_message
+from agent.tokens import CalibratedCounter, Calibration, estimate_message
 from agent.tools.current_time import current_time_tool
 from agent.tools.registry import Tool, ToolRegistry
 from agent.types import Block, Message, text_of
@@ -70,12 +70,19 @@ class KeepTail(ContextEngine):
 
     name = "keep-tail"
 
-    def __init__(self, *, keep: int = 2, note: str | None = None, threshold: float = 0.5) -> None:
+    def __init__(
+        self,
+        *,
+        keep: int = 2,
+        note: str | None = None,
+        threshold: float = 0.5,
+        count_tokens: Callable[[Message], int] = estimate_message,
+    ) -> None:
         super().__init__(
             context_length=MODEL.context_window,
             config=CompressionConfig(threshold=threshold),
             summarizer=_unused_summarizer,
-            count_tokens=estimate_message,
+            count_tokens=count_tokens,
         )
         self.keep = keep
         self.note = note
@@ -307,6 +314,33 @@ async def test_a_message_too_big_for_the_window_is_shown_as_head_and_tail() -> N
     assert "call recall with message_id=7" in shown
     assert estimate_message(llm.requests[0].messages[0]) <= 0.25 * MODEL.context_window
     assert window[0].message["content"] == pasted
+
+
+async def test_an_oversized_message_is_cut_alike_on_every_call_while_the_calibration_learns() -> None:
+    """The cut depends on the stored message alone: were it judged by the calibrated count, which learns
+    from every call, the message would be cut differently on the next call of the same turn and the
+    prompt would change from it on (its cache entry and every thinking block after it lost)."""
+    calibration = Calibration(MODEL.name)
+    pasted = "HEAD-MARK " + "log entry with details\n" * 4_000 + " TAIL-MARK"
+    clock = current_time_tool(lambda: datetime(2026, 3, 14, tzinfo=UTC))
+    llm = ScriptedLLM(
+        reply(tools=[("t1", "current_time", {})], usage=Usage(6_000, 50)),
+        reply(tools=[("t2", "current_time", {})], usage=Usage(7_500, 50)),
+        reply("done", usage=Usage(8_000, 50)),
+    )
+    engine = KeepTail(count_tokens=CalibratedCounter(calibration))
+    await turn(
+        llm,
+        window=[Entry(user(pasted), 7)],
+        engine=engine,
+        tools=ToolRegistry([clock]),
+        cfg=config(oversize_fraction=0.25, calibration=calibration),
+    )
+    assert calibration.samples == 3
+    assert engine.calls == []  # no compaction: the history is the same on every call
+    shown = {texts(r)[0] for r in llm.requests}
+    assert len(shown) == 1
+    assert "call recall with message_id=7" in shown.pop()
 
 
 async def test_in_loop_compaction_runs_on_the_reported_usage() -> None:
