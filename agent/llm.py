@@ -31,7 +31,7 @@ from agent.errors import (
     LLMUnavailableError,
     ThinkingBindingError,
 )
-from agent.messages import compaction_on_wire
+from agent.messages import compaction_on_wire, is_blank_text
 from agent.streaming import TextSink
 from agent.thinking import Unbound, stamp, unbind
 from agent.types import Block, Message
@@ -119,7 +119,9 @@ class LLMResponse:
         return [b for b in self.content if b.get("type") == "tool_use"]
 
     def as_message(self) -> Message:
-        return {"role": "assistant", "content": list(self.content)}
+        """The answer as it goes into the history: without blank text blocks, which the API would refuse
+        when the history is sent back (and a stored row is read back without them too)."""
+        return {"role": "assistant", "content": [b for b in self.content if not is_blank_text(b)]}
 
 
 class LLMClient(Protocol):

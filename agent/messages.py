@@ -6,7 +6,9 @@
   whose call is gone becomes plain text (its content is kept, clipped); a call whose result is gone gets
   a stub result. Inputs are never changed; messages are copied only when changed.
 - `compaction_on_wire`: a server-side compaction block travels as the API expects it only in a request
-  that enables server-side compaction (the newest one); anywhere else its summary is sent as text.
+  that enables server-side compaction (the newest one); anywhere else its summary is sent as text;
+- `is_blank_text`: a text block of whitespace only is never sent (the API refuses it), neither from a
+  stored row nor from an answer going back into the history, so both read the same.
 """
 
 from __future__ import annotations
@@ -38,6 +40,11 @@ class StoredRow(Protocol):
     def content(self) -> Any: ...
     @property
     def pruned(self) -> bool: ...
+
+
+def is_blank_text(block: Block) -> bool:
+    """A text block with nothing but whitespace (the API refuses one in a request)."""
+    return block.get("type") == "text" and not str(block.get("text", "")).strip()
 
 
 def tool_result_text(block: Block) -> str:

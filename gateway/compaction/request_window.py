@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from agent.media import demoted_note, is_media_ref
-from agent.messages import INTERRUPTED_RESULT, PRUNED_MARKER, StoredRow, repair_tool_pairs
+from agent.messages import INTERRUPTED_RESULT, PRUNED_MARKER, StoredRow, is_blank_text, repair_tool_pairs
 from agent.types import Block, Message, Role
 
 CONVERSATION_START = "(earlier conversation continues)"
@@ -31,7 +31,7 @@ def _blocks(row: StoredRow) -> list[Block]:
     blocks = [{"type": "text", "text": content}] if isinstance(content, str) else [dict(b) for b in content]
     if row.pruned:
         blocks = [_prune(b) for b in blocks]
-    return [b for b in blocks if not (b.get("type") == "text" and not str(b.get("text", "")).strip())]
+    return [b for b in blocks if not is_blank_text(b)]
 
 
 def _prune(block: Block) -> Block:

@@ -129,3 +129,20 @@ async def test_progress_written_before_a_tool_call_reaches_the_stream() -> None:
     assert result.reply_text == "It is noon."
     assert sink.events[:2] == [("progress", "Let me check the time first."), ("working", "current_time")]
     assert ("text", "It is noon.") in sink.events
+
+
+async def test_a_blank_text_block_before_a_tool_call_is_neither_sent_back_nor_stored() -> None:
+    """The API refuses a text block of whitespace only in a request, and a stored message is read back
+    without one: the answer goes into the history without it, so the turn's next call sends what the
+    next turn reads back (the thinking after it stays bound)."""
+    use: Block = {"type": "tool_use", "id": "toolu_1", "name": "current_time", "input": {}}
+    llm = ScriptedLLM(
+        response([THINK, {"type": "text", "text": "\n\n"}, use], "tool_use"),
+        response([THINK, {"type": "text", "text": "It is noon."}], "end_turn"),
+    )
+    hooks = Hooks()
+    tools = ToolRegistry([current_time_tool(lambda: datetime(2026, 11, 27, 12, tzinfo=UTC))])
+    result = await run(llm, hooks, tools=tools)
+    assert result.reply_text == "It is noon."
+    assert [b["type"] for b in hooks.persisted[0]["content"]] == ["thinking", "tool_use"]
+    assert [b["type"] for b in llm.requests[1].messages[1]["content"]] == ["thinking", "tool_use"]
