@@ -416,9 +416,10 @@ class AnthropicClient:
         safety_net: bool,
     ) -> LLMResponse:
         kwargs, unbound = self._kwargs(request, safety_net=safety_net)
-        left_out = unbound.dropped
-        if left_out:
-            logger.info("%d thinking block(s) left out: the conversation before them changed", left_out)
+        if unbound.dropped:
+            logger.info(
+                "%d thinking block(s) left out: the conversation before them changed", unbound.dropped
+            )
         api = self._sdk.beta.messages if "betas" in kwargs else self._sdk.messages
         started = time.monotonic()
         token = _DEADLINE.set(started + self._total_timeout_s)
@@ -436,7 +437,7 @@ class AnthropicClient:
             raise translate_exception(exc) from exc
         finally:
             _DEADLINE.reset(token)
-        return self._response(message, time.monotonic() - started, digest=unbound.digest, left_out=left_out)
+        return self._response(message, time.monotonic() - started, unbound=unbound)
 
     async def _streamed(
         self, api: Any, kwargs: dict[str, Any], on_text: TextSink, on_progress: TextSink | None
@@ -452,7 +453,7 @@ class AnthropicClient:
                     await on_progress(event.thinking)
             return await stream.get_final_message()
 
-    def _response(self, message: Any, latency: float, *, digest: str, left_out: int) -> LLMResponse:
+    def _response(self, message: Any, latency: float, *, unbound: Unbound) -> LLMResponse:
         content = [block.model_dump(mode="json", exclude_none=True) for block in message.content]
         details = getattr(message, "stop_details", None)
         dropped = [
@@ -466,7 +467,7 @@ class AnthropicClient:
                 len(dropped),
             )
         response = LLMResponse(
-            content=stamp(content, digest),
+            content=stamp(content, unbound.bound_for(content)),
             stop_reason=message.stop_reason,
             usage=usage_of(message.usage),
             model=message.model,
@@ -474,7 +475,7 @@ class AnthropicClient:
             request_id=getattr(message, "_request_id", None),
             message_id=message.id,
             stop_details=details.model_dump(mode="json") if details is not None else None,
-            thinking_left_out=left_out,
+            thinking_left_out=unbound.dropped,
             thinking_dropped_by_api=len(dropped),
             **_cache_miss(message),
             **_compaction_usage(message.usage),

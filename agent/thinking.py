@@ -14,6 +14,11 @@ image demotion, a model switch), so it keeps each block's binding itself:
   changed position goes (a dropped block changes its message, so every later block goes too), exactly
   what the API would refuse. Stamps never reach the wire.
 
+A server-side compaction block (sent verbatim only in a request with the compaction beta) is where the
+API's view of the conversation starts: it drops everything before the block. The digest restarts there
+too, so the thinking of the reply that compacted (and everything after it) still goes back once the
+messages the block replaced have left the window.
+
 The stamp rides in the stored block (`STAMP`), so the binding survives restarts and other workers.
 """
 
@@ -76,19 +81,33 @@ def is_thinking(block: Block) -> bool:
     return block.get("type") in THINKING_TYPES
 
 
+def compacts(content: Any) -> bool:
+    """Whether message content carries a server-side compaction block the API continues from (one whose
+    compaction failed, with no summary, is ignored by the API)."""
+    return isinstance(content, list) and any(
+        isinstance(b, Mapping) and b.get("type") == "compaction" and b.get("content") for b in content
+    )
+
+
 def stamp(content: Iterable[Block], digest: str) -> list[Block]:
-    """The response's blocks with its thinking blocks bound to `digest` (the request's whole prefix)."""
+    """The response's blocks with its thinking blocks bound to `digest` (`Unbound.bound_for`)."""
     return [{**b, STAMP: digest} if is_thinking(b) else b for b in content]
 
 
 @dataclass(frozen=True, slots=True)
 class Unbound:
-    """The messages to send, how many thinking blocks had to be left out, and the digest of the whole
-    request as sent (what the thinking blocks of its response are bound to)."""
+    """The messages to send, how many thinking blocks had to be left out, and the digests the thinking
+    blocks of the response are bound to: the whole request as sent, or, after a compaction block, the
+    model, system and tools alone."""
 
     messages: list[Message]
     dropped: int
     digest: str
+    restart: str
+
+    def bound_for(self, content: Sequence[Block]) -> str:
+        """The digest the thinking of `content` (this request's response) is bound to."""
+        return self.restart if compacts(list(content)) else self.digest
 
 
 def unbind(
@@ -101,10 +120,13 @@ def unbind(
     """`messages` as they may be sent: thinking blocks whose prefix changed since they were produced
     (or that carry no stamp) left out, stamps removed."""
     digest = PrefixDigest(model, system, tools)
+    restart = digest.value()
     out: list[Message] = []
     dropped = 0
     for message in messages:
         content = message.get("content")
+        if compacts(content):  # the API sees nothing before it
+            digest = PrefixDigest(model, system, tools)
         if (
             message.get("role") == "assistant"
             and isinstance(content, list)
@@ -124,7 +146,7 @@ def unbind(
             message = {**message, "content": kept}
         out.append(message)
         digest.add(message)
-    return Unbound(out, dropped, digest.value())
+    return Unbound(out, dropped, digest.value(), restart)
 
 
 def request_digest(
@@ -134,9 +156,12 @@ def request_digest(
     system: Sequence[Block] | str,
     tools: Sequence[Mapping[str, Any]],
 ) -> str:
-    """The digest of a whole request as sent: what a thinking block of its response is bound to."""
+    """The digest of a whole request as sent (from its last compaction block on): what a thinking block
+    of its response is bound to."""
     digest = PrefixDigest(model, system, tools)
     for message in messages:
+        if compacts(message.get("content")):
+            digest = PrefixDigest(model, system, tools)
         digest.add(message)
     return digest.value()
 

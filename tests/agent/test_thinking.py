@@ -121,3 +121,35 @@ def test_the_digest_a_response_is_bound_to_is_that_of_the_request_as_sent() -> N
     sent = unbind(history, model=MODEL, system=SYSTEM, tools=TOOLS)
     assert sent.digest == request_digest(sent.messages, model=MODEL, system=SYSTEM, tools=TOOLS)
     assert sent.digest != request_digest(history, model=MODEL, system=SYSTEM, tools=TOOLS)
+
+
+def compacting_answer(history: list[dict[str, Any]]) -> dict[str, Any]:
+    """The assistant turn of a call in which the API compacted `history` (the block leads its reply)."""
+    content = [
+        {"type": "compaction", "content": "## Goal\nsummary of one, two and three"},
+        {"type": "thinking", "thinking": "", "signature": "sig-C"},
+        {"type": "text", "text": "C"},
+    ]
+    sent = unbind(history, model=MODEL, system=SYSTEM, tools=TOOLS)
+    return {"role": "assistant", "content": stamp(content, sent.bound_for(content))}
+
+
+def test_a_compaction_block_restarts_the_prefix_as_the_api_does() -> None:
+    # the API sees nothing before the block: what it replaced may leave the window
+    compacted = compacting_answer(conversation())
+    window = [user("(earlier conversation continues)"), compacted, user("four")]
+    sent = unbind(window, model=MODEL, system=SYSTEM, tools=TOOLS)
+    assert (thinking_of(sent.messages), sent.dropped) == (["sig-C"], 0)
+    assert sent.digest == request_digest(sent.messages, model=MODEL, system=SYSTEM, tools=TOOLS)
+    # the system prompt is still part of the prefix
+    other = [{"type": "text", "text": "You are brief."}]
+    assert unbind(window, model=MODEL, system=other, tools=TOOLS).dropped == 1
+
+
+def test_a_compaction_shown_as_text_or_a_failed_one_restarts_nothing() -> None:
+    compacted = compacting_answer(conversation())
+    as_text = [{"type": "text", "text": "[Summary] ..."}, *compacted["content"][1:]]
+    failed = [{"type": "compaction", "content": None}, *compacted["content"][1:]]
+    for content in (as_text, failed):
+        window = [user("(earlier conversation continues)"), {"role": "assistant", "content": content}]
+        assert unbind(window, model=MODEL, system=SYSTEM, tools=TOOLS).dropped == 1
