@@ -19,6 +19,7 @@ from tests.fakes.anthropic_server import FakeAnthropic
 from tests.support.gateway_bot import Bot, running_bot
 from tests.support.media_files import corrupt_jpeg, image_bytes, pdf_bytes
 from tests.support.memory_adapter import ALICE, BOB, group_chat, private_chat
+from tests.support.thinking_trail import losses
 
 GROUP = group_chat("-100", "Team")
 
@@ -364,4 +365,6 @@ async def test_demoting_old_photos_on_sonnet_5_5_leaves_out_the_thinking_it_inva
         outcomes = [c["outcome"] for r in fake.requests for c in r.thinking_checks]
         assert "kept" in outcomes  # thinking went back while nothing before it changed
         assert set(outcomes) == {"kept"}  # and nothing the gateway sent was refused or dropped
+        # the one request that lost thinking is the one after the demotion; none before or after it
+        assert len(losses(bot.replies())) == 1
         assert any("thinking block(s) left out" in r.getMessage() for r in caplog.records)
