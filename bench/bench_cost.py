@@ -45,12 +45,14 @@ from typing import Any
 
 from bench.cost_chats import ChatCost, chat_days, per_chat
 from bench.databases import DEFAULT_POSTGRES_URL, fresh_database
-from bench.engines import server_engine
+from bench.engines import Prepare, server_engine
 from bench.foresight import foresight
 from bench.oracle import billed_input_usd, oracle_input_usd
 from bench.reachable import reachable_usd
 from bench.replay import ReplayResult, replay
 from bench.traces import FAMILIES, LONG_FAMILIES, Event, TraceSizes, describe, generate
+from tests.fakes.anthropic_effort import ThinkingVolume
+from tests.fakes.anthropic_server import FakeAnthropic
 
 TARGET_RATIO = 1.05
 SEED = 2026
@@ -99,6 +101,9 @@ class Job:
     summary: str | None = None
     planned: int | None = None
     """`context.planned_window` (None: the default for the model)."""
+    thinking: int | None = None
+    """The fake's unscripted thinking at high effort, in tokens (None: its small default); the other
+    levels scale from it (`tests.fakes.anthropic_effort`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,10 +146,19 @@ async def _replay(job: Job, events: list[Event]) -> ReplayResult:
         overrides["auxiliary"] = {"compression": {"model": job.summary}}
     if job.planned:
         overrides["context"] = {"planned_window": job.planned}
-    prepare = None
+    prepares: list[Prepare] = []
     if job.policy.server_engine:
-        engine, prepare = server_engine(window)
+        engine, scaled = server_engine(window)
         overrides["context"] = {**overrides.get("context", {}), "engine": engine}
+        prepares += [scaled] if scaled is not None else []
+    if job.thinking is not None:
+        volume = ThinkingVolume(high_tokens=job.thinking)
+        prepares.append(lambda fake: setattr(fake, "thinking_volume", volume))
+
+    def prepare(fake: FakeAnthropic) -> None:
+        for step in prepares:
+            step(fake)
+
     async with fresh_database(job.db, postgres_url=job.pg_url, durable=False) as url:
         return await replay(
             events, database_url=url, settings_overrides=overrides, jobs=job.policy.jobs, prepare=prepare

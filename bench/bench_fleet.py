@@ -3,7 +3,8 @@ webhook mode), under growing load, until p95 time to first visible text passes 2
 
 Each step runs `STEP_S` seconds with `chats` private chats, each sending one message every
 `60 / PER_CHAT_PER_MIN` seconds (random phase). The fake model streams like a real one (first token after
-0.8 s, then 60 tokens/s; replies echo the ~80-token message). A message's time to first visible text runs
+0.8 s, then 60 tokens/s: the fake's default 16 tokens of thinking, then a reply echoing the ~80-token
+message; "model first token" is its first text token). A message's time to first visible text runs
 from its webhook POST to the chat's first draft or message after it. Reported per step: messages per
 minute answered, p50/p95 first visible text, the most database connections seen (`pg_stat_activity`),
 and where the time went (stored and acknowledged, waiting for the model request, model's first token,
@@ -202,11 +203,13 @@ async def _step(
             continue
         firsts.append(seen[0] - s.posted)
         parts["stored"].append(s.acked - s.posted)
-        asked = requested.get(s.marker)
-        if asked is not None:
+        request = requested.get(s.marker)
+        if request is not None:
+            asked, thinking = request
+            model = FIRST_TOKEN_S + thinking  # the model's first text token
             parts["to model"].append(max(0.0, asked - s.acked))
-            parts["model first token"].append(FIRST_TOKEN_S)
-            parts["to visible"].append(max(0.0, seen[0] - asked - FIRST_TOKEN_S))
+            parts["model first token"].append(model)
+            parts["to visible"].append(max(0.0, seen[0] - asked - model))
     answered = sum(1 for f in firsts if f != float("inf"))
     return StepResult(
         workers=workers,
@@ -221,13 +224,15 @@ async def _step(
     )
 
 
-def _model_requests(llm: FakeAnthropic) -> dict[str, float]:
-    """When the reply request of each message reached the model (by its marker), first one only."""
-    seen: dict[str, float] = {}
+def _model_requests(llm: FakeAnthropic) -> dict[str, tuple[float, float]]:
+    """When the reply request of each message reached the model (by its marker), first one only, and
+    how long the model thought before its first text token."""
+    seen: dict[str, tuple[float, float]] = {}
     for record in llm.requests:
         body = json.dumps(record.body)
+        thinking = record.paced.thinking_s if record.paced is not None else 0.0
         for marker in set(MARKER.findall(body)):
-            seen.setdefault(marker, record.at)
+            seen.setdefault(marker, (record.at, thinking))
     return seen
 
 

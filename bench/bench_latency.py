@@ -3,8 +3,10 @@ visible text and to the complete final message, on Telegram private chats, Teleg
 plus the platform API calls one reply costs.
 
 The real gateway process runs against the protocol fakes; the fake model writes like a real one (first
-token after 0.8 s, then 60 tokens/s, 800-token replies). Each mode answers three chats per platform at
-once. Run: `python -m bench.bench_latency` (about a minute).
+token after 0.8 s, then 60 tokens/s: the fake's small default thinking, 16 tokens at the API's default
+effort, then 800-token replies). "After the model's first token" counts from its first text token.
+Each mode answers three chats per platform at once. Run: `python -m bench.bench_latency` (about a
+minute). What the effort level does to these times: `bench.bench_effort`.
 """
 
 from __future__ import annotations
@@ -63,9 +65,12 @@ class World:
 
 
 def _first_token_at(world: World, marker: str) -> float:
+    """When the model began writing the reply's text: its first token's wait and its thinking after
+    the request arrived."""
     for record in world.llm.requests:
         if marker in json.dumps(record.body):
-            return record.at + FIRST_TOKEN_S
+            thinking = record.paced.thinking_s if record.paced is not None else 0.0
+            return record.at + FIRST_TOKEN_S + thinking
     raise AssertionError(f"no model request for {marker}")
 
 

@@ -2,6 +2,8 @@
 
 It implements the same `PlatformAdapter` seam as Telegram or Discord, so the whole pipeline (auth,
 store, turn scheduling, the agent loop, persistence, replies) runs unchanged behind it.
+`StreamingMemoryAdapter` also shows replies while they are written (drafts, every update at once, as on
+the console), noting when each chat first showed the reply's text.
 """
 
 from __future__ import annotations
@@ -101,3 +103,46 @@ def incoming(
         sent_at=sent_at,
         mentions_bot=mentions_bot,
     )
+
+
+class _MemoryLive:
+    """A draft surface that shows every update at once and notes when reply text first appeared."""
+
+    drafts = True
+    throttled = False
+
+    def __init__(self, adapter: StreamingMemoryAdapter, chat: ChatRef) -> None:
+        self._adapter = adapter
+        self._chat = chat
+
+    def parts(self, text: str) -> list[str]:
+        return self._adapter.parts(text)
+
+    async def preview(self, index: int, text: str, message_id: str | None) -> None:
+        if text.strip():
+            self._adapter.first_text.setdefault(self._chat.chat_id, time.perf_counter())
+
+    async def complete(self, index: int, text: str, message_id: str | None) -> str:
+        await self.preview(index, text, message_id)
+        self._adapter._ids += 1
+        return f"out{self._adapter._ids}"
+
+    async def status(self, text: str) -> None:
+        return None  # "Working…" during a tool round is not the reply's text
+
+
+@dataclass
+class StreamingMemoryAdapter(MemoryAdapter):
+    """A `MemoryAdapter` whose chats show replies as they are written; `first_text` maps a chat id to
+    the `time.perf_counter` at which its reply's first words were shown (the last reply's, per chat)."""
+
+    first_text: dict[str, float] = field(default_factory=dict)
+
+    def parts(self, text: str) -> list[str]:
+        return [text] if text.strip() else []
+
+    def live(self, chat: ChatRef, *, reply_to: str | None) -> _MemoryLive:
+        return _MemoryLive(self, chat)
+
+    async def edit(self, chat: ChatRef, message_id: str, text: str) -> None:
+        return None

@@ -41,6 +41,12 @@ DEFAULT_PLANNED_WINDOW = 500_000
 """What compaction plans for on a model whose window is larger (the 5.x models take 1M): chosen by the
 cost benchmark (`python -m bench.bench_cost --planned`, BENCHMARKS.md section 12)."""
 DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./gateway.db"
+DEFAULT_EFFORT: Literal["medium"] = "medium"
+"""`output_config.effort` on the models that take it: a chat people wait on. Against the API's default
+on Sonnet 5.5 (high), the effort benchmark (`python -m bench.bench_effort`, BENCHMARKS.md section 15)
+measured a third less per chat-day and the first words seconds sooner; Anthropic calls medium the
+balanced level and makes it the default of Opus 5.5 and Haiku 5.5. What a lower effort costs in answer
+quality no fake can measure."""
 
 
 class ConfigError(Exception):
@@ -142,7 +148,9 @@ class AgentSettings(_Section):
         "counts toward it, so they get at least THINKING_ROOM",
     )
     effort: Literal["low", "medium", "high", "xhigh", "max"] | None = Field(
-        None, description="output_config.effort on the 5.5 family (unset: the API's default, high)"
+        DEFAULT_EFFORT,
+        description="output_config.effort on the 5.5 family; `default`: none sent, the model's own "
+        "(high on Sonnet 5.5, medium on Opus and Haiku 5.5)",
     )
     tool_output_max_chars: int = Field(20_000, ge=1_000)
     system_prompt: str = (
@@ -151,6 +159,12 @@ class AgentSettings(_Section):
         "Earlier messages of this chat are kept even when out of view: search them with the recall tool "
         "before saying you don't know what was said."
     )
+
+    @field_validator("effort", mode="before")
+    @classmethod
+    def _model_default(cls, value: Any) -> Any:
+        """`default` sends no effort: the API applies the model's own."""
+        return None if isinstance(value, str) and value.strip().lower() == "default" else value
 
 
 class EmbeddingsSettings(_Section):

@@ -25,7 +25,7 @@ import binascii
 import hashlib
 import hmac
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -63,19 +63,46 @@ def _blocks(content: Any) -> list[Any]:
     return list(content) if isinstance(content, list) else []
 
 
-def prefix_digest(body: Mapping[str, Any], before: Sequence[Mapping[str, Any]], role: str) -> str:
+class _Canon:
+    """The canonical JSON of a request's parts, each made once: a request checks every thinking block
+    it sends back against its own prefix, and those prefixes share their messages, system and tools.
+    An entry holds its object, so no other object can take its id while it is remembered."""
+
+    def __init__(self) -> None:
+        self._seen: dict[int, tuple[Any, str]] = {}
+
+    def json(self, part: Any, make: Callable[[], Any]) -> str:
+        entry = self._seen.get(id(part))
+        if entry is not None and entry[0] is part:
+            return entry[1]
+        text = canonical_json(make())
+        self._seen[id(part)] = (part, text)
+        return text
+
+
+def prefix_digest(
+    body: Mapping[str, Any],
+    before: Sequence[Mapping[str, Any]],
+    role: str,
+    canon: _Canon | None = None,
+) -> str:
     """The canonical prefix of a block: ``body``'s system, tools and messages, then a message of ``role``
-    holding ``before`` (the block's earlier siblings), as compaction leaves them."""
+    holding ``before`` (the block's earlier siblings), as compaction leaves them. The JSON of
+    ``{"system", "tools", "messages"}`` with sorted keys, put together from its parts (``canon``: parts
+    already made for the same request)."""
+    canon = canon or _Canon()
     messages = [*(body.get("messages") or []), {"role": role, "content": list(before)}]
     seen = effective_body({**body, "messages": messages})
-    view = {
-        "system": _clean(_blocks(seen.get("system"))),
-        "tools": _clean(list(seen.get("tools") or [])),
-        "messages": [
-            {"role": m.get("role"), "content": _clean(_blocks(m.get("content")))} for m in seen["messages"]
-        ],
-    }
-    return hashlib.sha256(canonical_json(view).encode("utf-8")).hexdigest()
+    system, tools = seen.get("system"), seen.get("tools")
+    parts = ",".join(
+        canon.json(m, lambda m=m: {"role": m.get("role"), "content": _clean(_blocks(m.get("content")))})
+        for m in seen["messages"]
+    )
+    text = (
+        f'{{"messages":[{parts}],"system":{canon.json(system, lambda: _clean(_blocks(system)))},'
+        f'"tools":{canon.json(tools, lambda: _clean(list(tools or [])))}}}'
+    )
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def _mac(secret: bytes, model: str, digest: str, text: str) -> str:
@@ -186,6 +213,7 @@ def check_bindings(
     result = BindingCheck()
     messages = body.get("messages") or []
     visible = _surviving(messages)
+    canon = _Canon()
     for i, message in enumerate(messages):
         content = message.get("content")
         blocks = content if isinstance(content, list) else []
@@ -198,7 +226,7 @@ def check_bindings(
             if token is not None and not _readable(spec, token["model"], models):
                 result.drop(i, j, "model_binding_mismatch")
                 continue
-            failed = token is None or not _prefix_holds(secret, body, i, blocks[:j], block, token)
+            failed = token is None or not _prefix_holds(secret, body, i, blocks[:j], block, token, canon)
             if not failed:
                 result.note(path, "kept", "")
             elif not enforce:
@@ -220,10 +248,11 @@ def _prefix_holds(
     before: Sequence[Mapping[str, Any]],
     block: Mapping[str, Any],
     token: Mapping[str, str],
+    canon: _Canon,
 ) -> bool:
     earlier = {**body, "messages": list((body.get("messages") or [])[:i])}
     role = str((body.get("messages") or [])[i].get("role"))
-    digest = prefix_digest(earlier, before, role)
+    digest = prefix_digest(earlier, before, role, canon)
     return hmac.compare_digest(token["mac"], _mac(secret, token["model"], digest, _block_text(block)))
 
 

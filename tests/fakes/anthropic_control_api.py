@@ -1,10 +1,11 @@
 """The fake Anthropic API's control endpoints under ``/_fake/``: the same controls as its methods, as JSON.
 
 - ``POST /_fake/script``: one reply object or a list (``text``, ``tool_uses``, ``stop_reason``, ``delay``,
-  ``scope``, ``thinking``, ``thinking_tokens``, ``progress``, ``thinking_only``, and ``refusal``: a category
-  or ``{"category", "explanation"}``);
+  ``scope``, ``thinking``, ``thinking_tokens``, ``progress``, ``thinking_only``, ``within``, and ``refusal``:
+  a category or ``{"category", "explanation"}``);
 - ``POST /_fake/thinking``: ``{"enforce_prefix_check": bool, "default_display": "omitted" | "summarized" |
-  "updates"}`` (either key), answers both;
+  "updates", "high_tokens": int}`` (any of the keys; ``high_tokens``: unscripted thinking at high effort),
+  answers all three;
 - ``POST /_fake/faults``: ``{"kind", "times", "retry_after", "delay", "scope"}``, or ``{"clear": true}``;
 - ``POST /_fake/clock``: ``{"advance": seconds}`` or ``{"set": time}``; answers ``{"now": time}``;
 - ``GET /_fake/requests``: ``{"requests": [...], "total_usage": {...}}``;
@@ -17,7 +18,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
@@ -60,6 +61,7 @@ def add_control_routes(app: web.Application, fake: FakeAnthropic) -> None:
                     progress=reply.get("progress"),
                     refusal=_refusal(reply.get("refusal")),
                     thinking_only=bool(reply.get("thinking_only", False)),
+                    within=reply.get("within"),
                 )
         except ValueError as exc:
             return _bad(str(exc))
@@ -120,10 +122,18 @@ def add_control_routes(app: web.Application, fake: FakeAnthropic) -> None:
         display = payload.get("default_display", fake.default_display)
         if display not in DISPLAYS:
             return _bad(f"default_display must be one of {list(DISPLAYS)}")
+        high = payload.get("high_tokens", fake.thinking_volume.high_tokens)
+        if not isinstance(high, int) or isinstance(high, bool) or high < 1:
+            return _bad("high_tokens must be a positive integer")
         fake.default_display = display
         fake.enforce_prefix_check = bool(payload.get("enforce_prefix_check", fake.enforce_prefix_check))
+        fake.thinking_volume = replace(fake.thinking_volume, high_tokens=high)
         return web.json_response(
-            {"enforce_prefix_check": fake.enforce_prefix_check, "default_display": fake.default_display}
+            {
+                "enforce_prefix_check": fake.enforce_prefix_check,
+                "default_display": fake.default_display,
+                "high_tokens": fake.thinking_volume.high_tokens,
+            }
         )
 
     async def reset(request: web.Request) -> web.Response:

@@ -100,6 +100,7 @@ class RemoteFakeAnthropic:
         progress: str | None = None,
         refusal: str | dict[str, str | None] | None = None,
         thinking_only: bool = False,
+        within: str | None = None,
     ) -> None:
         """As ``FakeAnthropic.script_reply``; ``refusal`` is a category or ``{"category", "explanation"}``."""
         reply = {
@@ -113,18 +114,26 @@ class RemoteFakeAnthropic:
             "progress": progress,
             "refusal": refusal,
             "thinking_only": thinking_only,
+            "within": within,
         }
         await self._post("script", reply)
 
     async def set_thinking(
-        self, *, enforce_prefix_check: bool | None = None, default_display: str | None = None
+        self,
+        *,
+        enforce_prefix_check: bool | None = None,
+        default_display: str | None = None,
+        high_tokens: int | None = None,
     ) -> dict[str, Any]:
-        """Turn the prefix check on or off (older accounts) and set what an absent display means."""
+        """Turn the prefix check on or off (older accounts), set what an absent display means and how
+        much an unscripted answer thinks at high effort (``anthropic_effort``)."""
         payload: dict[str, Any] = {}
         if enforce_prefix_check is not None:
             payload["enforce_prefix_check"] = enforce_prefix_check
         if default_display is not None:
             payload["default_display"] = default_display
+        if high_tokens is not None:
+            payload["high_tokens"] = high_tokens
         return dict(await self._post("thinking", payload))
 
     async def script_fault(

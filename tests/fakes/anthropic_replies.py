@@ -75,7 +75,8 @@ class ScriptedReply:
     On models with preserved thinking also: ``thinking`` (the summarized reasoning text), ``thinking_tokens``
     (the hidden reasoning's size), ``progress`` (text the model writes before its tool calls, returned as a
     thinking block) and ``thinking_only`` (the reasoning used the whole ``max_tokens``). On any model,
-    ``refusal`` makes the answer a refusal whose content is ``text`` as partial output (or nothing)."""
+    ``refusal`` makes the answer a refusal whose content is ``text`` as partial output (or nothing).
+    ``within``: only a call whose first message contains this text takes it (several chats at once)."""
 
     text: str | None = None
     tool_uses: list[dict[str, Any]] = field(default_factory=list)
@@ -87,6 +88,13 @@ class ScriptedReply:
     progress: str | None = None
     refusal: Refusal | None = None
     thinking_only: bool = False
+    within: str | None = None
+
+    def fits(self, body: Mapping[str, Any]) -> bool:
+        if self.within is None:
+            return True
+        messages = body.get("messages") or []
+        return bool(messages) and any(self.within in text for text in _text_blocks(messages[0]))
 
     def content(self) -> list[dict[str, Any]]:
         blocks: list[dict[str, Any]] = []

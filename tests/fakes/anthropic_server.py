@@ -18,9 +18,14 @@ signatures bound to the prefix (``anthropic_binding``), progress updates, refusa
     fake.script_reply("long", thinking_tokens=900)         # max_tokens <= 900: thinking-only, stays queued
     fake.enforce_prefix_check = False                      # an account created before 2026-08-31
     fake.default_display = "summarized"                    # what an absent ``display`` means
+    fake.thinking_volume = ThinkingVolume(high_tokens=300)  # unscripted thinking per effort level
+    fake.script_reply(tool_uses=[...], within="chat 7")    # only for the chat whose first message has it
 
-Each record's ``thinking_checks`` lists the thinking blocks the request sent back and what became of them;
-its ``answer`` is the message the call answered.
+Unscripted thinking follows the request's ``output_config.effort`` (the model's default when unset), as
+``anthropic_effort`` describes with its assumptions; with ``pacing`` it is written at the token rate before
+the answer's first text. Each record's ``thinking_checks`` lists the thinking blocks the request sent back
+and what became of them; its ``answer`` is the message the call answered; ``paced`` says when its answer's
+parts left.
 """
 
 from __future__ import annotations
@@ -60,6 +65,7 @@ from tests.fakes.anthropic_compaction import (
 )
 from tests.fakes.anthropic_control_api import add_control_routes
 from tests.fakes.anthropic_diagnostics import Diagnostics
+from tests.fakes.anthropic_effort import ThinkingVolume
 from tests.fakes.anthropic_media import MediaError, check_request_size
 from tests.fakes.anthropic_replies import (
     FAULT_KINDS,
@@ -85,12 +91,16 @@ from tests.fakes.anthropic_validation import (
     validate_request,
 )
 from tests.fakes.anthropic_wire import (
+    PacedAnswer,
     Pacing,
     compacted_usage,
     error_response,
     json_response,
     message_payload,
     model_entry,
+    paced_events,
+    paced_stream,
+    paced_whole,
     usage_payload,
     write_stream,
 )
@@ -121,6 +131,9 @@ class RecordedRequest:
     answer: Any = None
     """The message answered (its signed content and stop reason), kept with the body: what a later request
     may send back."""
+    paced: PacedAnswer | None = None
+    """When a reply's parts left, in seconds after ``at`` (its up-front thinking, first text and end),
+    as the fake's pacing planned them; None for other calls."""
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -167,9 +180,11 @@ class FakeAnthropic:
         cache_lookback: int = DEFAULT_LOOKBACK,
         keep_bodies: bool = True,
         pacing: Pacing | None = None,
+        thinking_volume: ThinkingVolume | None = None,
     ) -> None:
         """``keep_bodies=False`` records requests without their bodies (long benchmark replays);
-        ``pacing`` sets how fast replies are generated (streamed deltas or the wait for a plain answer)."""
+        ``pacing`` sets how fast replies are generated (streamed deltas or the wait for a plain answer);
+        ``thinking_volume`` how much an unscripted answer thinks at each effort (``anthropic_effort``)."""
         self.api_key = api_key
         self.models = build_models(
             models, context_windows=context_windows, min_cacheable=min_cacheable, max_output=max_output
@@ -181,6 +196,8 @@ class FakeAnthropic:
         self.echo_limit = echo_limit
         self.keep_bodies = keep_bodies
         self.pacing = pacing or Pacing()
+        self.thinking_volume = thinking_volume or ThinkingVolume()
+        """Unscripted up-front thinking per effort level (models with adaptive thinking)."""
         self.compaction_summary_tokens = 2000
         """Budget of the default server-side compaction summary."""
         self.compaction_min_trigger = MIN_TRIGGER
@@ -268,8 +285,10 @@ class FakeAnthropic:
         progress: str | None = None,
         refusal: Refusal | str | None = None,
         thinking_only: bool = False,
+        within: str | None = None,
     ) -> None:
-        """Queue one answer for the next matching call (``scope``: "reply", "summary" or "any").
+        """Queue one answer for the next matching call (``scope``: "reply", "summary" or "any"; with
+        ``within``, only a call whose first message contains that text: chats at once get their own).
 
         ``thinking``/``thinking_tokens``/``progress``/``thinking_only`` shape the thinking of models with
         preserved thinking (``anthropic_thinking_reply``); ``refusal`` (a category or a ``Refusal``) makes
@@ -292,6 +311,7 @@ class FakeAnthropic:
                 progress=progress,
                 refusal=refusal,
                 thinking_only=thinking_only,
+                within=within,
             )
         )
 
@@ -430,12 +450,16 @@ class FakeAnthropic:
         diagnostics = self.diagnostics.answer(effective, message["id"])
         if "diagnostics" in body:
             message["diagnostics"] = diagnostics
+        thought = reply.thinking_tokens
         if kind == "reply" and body.get("stream"):
-            return await write_stream(request, message, pacing=self.pacing, sleep=self._pause)
+            events = paced_events(message, self.pacing, thinking_tokens=thought)
+            record.paced = paced_stream(events, self.pacing, thinking_tokens=thought)
+            return await write_stream(request, events, sleep=self._pause)
         if kind == "reply":
-            await self._pause(self.pacing.total_seconds(message))
+            record.paced = paced_whole(message, self.pacing, thinking_tokens=thought)
+            await self._pause(record.paced.total_s)
         if body.get("stream"):
-            return await write_stream(request, message)
+            return await write_stream(request, paced_events(message, Pacing()))
         return json_response(message)
 
     def _charge(self, blocks: list[PrefixBlock], spec: ModelSpec) -> CacheUsage:
@@ -508,7 +532,8 @@ class FakeAnthropic:
         if max_tokens == 0:  # a pre-warm: the prompt was charged against the cache, nothing is sampled
             return Reply([], "max_tokens", 0)
         index, scripted = next(
-            ((i, s) for i, s in enumerate(self._script) if scope_matches(s.scope, kind)), (-1, None)
+            ((i, s) for i, s in enumerate(self._script) if scope_matches(s.scope, kind) and s.fits(body)),
+            (-1, None),
         )
         if scripted is not None and scripted.refusal is not None:
             del self._script[index]
@@ -519,7 +544,12 @@ class FakeAnthropic:
             default = "" if scripted is not None else self._default_text(body, kind, max_tokens)
             question = newest_user_text(body)
             reply = thinking_reply(
-                scripted, default_text=default, question=question, config=config, max_tokens=max_tokens
+                scripted,
+                default_text=default,
+                question=question,
+                config=config,
+                max_tokens=max_tokens,
+                volume=self.thinking_volume,
             )
             if scripted is not None and not reply.keep_script:
                 del self._script[index]

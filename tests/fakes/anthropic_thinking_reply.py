@@ -5,10 +5,10 @@
 - Progress: a scripted ``progress`` comes back as a thinking block before the tool calls, empty under
   ``"omitted"``, its text under ``"summarized"``, ``"updates"`` and ``between_tools``.
 - Thinking counts toward ``max_tokens`` and ``output_tokens`` (``thinking_tokens``, else the scripted
-  text's size, else ``DEFAULT_THINKING_TOKENS``). When it takes the whole ``max_tokens`` (``thinking_only``,
-  or by itself when ``max_tokens`` is not above the thinking's size) the content is the thinking block alone
-  with ``stop_reason: "max_tokens"``; in the second case the scripted reply stays queued so a retry with
-  more room gets it.
+  text's size, else what the request's effort thinks: ``anthropic_effort.ThinkingVolume``). When it takes
+  the whole ``max_tokens`` (``thinking_only``, or by itself when ``max_tokens`` is not above the thinking's
+  size) the content is the thinking block alone with ``stop_reason: "max_tokens"``; in the second case the
+  scripted reply stays queued so a retry with more room gets it.
 
 Signatures are added afterwards (``anthropic_binding.sign_content``).
 """
@@ -18,17 +18,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from tests.fakes.anthropic_effort import ThinkingVolume
 from tests.fakes.anthropic_replies import ScriptedReply
 from tests.fakes.anthropic_thinking_rules import ThinkingConfig
 from tests.fakes.anthropic_tokens import output_tokens, text_tokens, truncate_to_tokens
-
-DEFAULT_THINKING_TOKENS = 16
 
 
 @dataclass(slots=True)
 class Reply:
     """An answer before signing: content, stop reason and details, what it bills as output, extra delay,
-    and whether the scripted reply it came from stays queued."""
+    whether the scripted reply it came from stays queued, and the up-front thinking it billed (written
+    before its first block reaches the client: paced like text, shown or not)."""
 
     content: list[dict[str, Any]]
     stop_reason: str
@@ -36,6 +36,7 @@ class Reply:
     delay: float = 0.0
     stop_details: dict[str, Any] | None = None
     keep_script: bool = False
+    thinking_tokens: int = 0
 
 
 def _thinking(text: str) -> dict[str, Any]:
@@ -49,6 +50,7 @@ def thinking_reply(
     question: str,
     config: ThinkingConfig,
     max_tokens: int,
+    volume: ThinkingVolume,
 ) -> Reply:
     """The answer to one sampled request (``default_text`` when nothing is scripted)."""
     reply = scripted or ScriptedReply(default_text)
@@ -58,12 +60,13 @@ def thinking_reply(
     head: list[dict[str, Any]] = []
     if adaptive:
         spent = reply.thinking_tokens or (text_tokens(reply.thinking) if reply.thinking else 0)
-        spent = spent or DEFAULT_THINKING_TOKENS
+        spent = spent or volume.tokens(config.effort)
         head.append(_thinking(reasoning if config.display == "summarized" else ""))
     delay = reply.delay if scripted else 0.0
     if reply.thinking_only or spent >= max_tokens:
         keep = scripted is not None and not reply.thinking_only
-        return Reply(head, "max_tokens", max_tokens, delay, keep_script=keep)
+        return Reply(head, "max_tokens", max_tokens, delay, keep_script=keep, thinking_tokens=max_tokens)
+    thought = spent
     if reply.progress:
         shown = config.display in ("summarized", "updates") or not adaptive
         head.append(_thinking(reply.progress if shown else ""))
@@ -73,5 +76,6 @@ def thinking_reply(
     if output_tokens(visible) > room:
         text = truncate_to_tokens(reply.text or "", room)
         tail = [{"type": "text", "text": text}] if text else []
-        return Reply([*head, *tail], "max_tokens", max_tokens, delay)
-    return Reply([*head, *visible], reply.resolved_stop_reason(), spent + output_tokens(visible), delay)
+        return Reply([*head, *tail], "max_tokens", max_tokens, delay, thinking_tokens=thought)
+    total = spent + output_tokens(visible)
+    return Reply([*head, *visible], reply.resolved_stop_reason(), total, delay, thinking_tokens=thought)

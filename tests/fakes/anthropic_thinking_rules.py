@@ -8,7 +8,8 @@ configuration a valid request asks for.
 - ``{"type": "between_tools"}`` (no other field) is Sonnet 5.5's lowest setting, with effort at most high.
 - 400: ``disabled`` and ``enabled`` thinking, forced ``tool_choice`` (``any``/``tool``) where the model
   refuses it, non-default ``temperature``/``top_p``/``top_k``, and an assistant prefill (the last message
-  is the assistant's). ``output_config.effort`` is one of low, medium, high, xhigh, max.
+  is the assistant's). ``output_config.effort`` is one of low, medium, high, xhigh, max; unset, it is the
+  model's default (``ModelSpec.default_effort``), which is what ``ThinkingConfig.effort`` then holds.
 
 Older models keep the fake's earlier behaviour: ``thinking_config`` returns None for them.
 """
@@ -16,7 +17,7 @@ Older models keep the fake's earlier behaviour: ``thinking_config`` returns None
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from tests.fakes.anthropic_tokens import ModelSpec
@@ -59,6 +60,8 @@ class ThinkingConfig:
     """``block_binding.prefix_mismatch_behavior`` is ``"drop_block"``."""
     report: bool = False
     """The binding beta was sent: the response carries ``input_transformations``."""
+    effort: str = "high"
+    """``output_config.effort``, or the model's default when the request sets none."""
 
 
 def thinking_config(
@@ -69,7 +72,8 @@ def thinking_config(
     if not spec.preserved_thinking:
         return None
     config = _parse_thinking(body.get("thinking"), betas, spec, default_display)
-    _check_effort(body.get("output_config"), config)
+    effort = _check_effort(body.get("output_config"), config)
+    config = replace(config, effort=effort or spec.default_effort)
     _check_tool_choice(body.get("tool_choice"), spec)
     _check_sampling(body)
     _check_prefill(body.get("messages") or [])
@@ -139,14 +143,15 @@ def _drop_block(binding: Any, betas: Collection[str]) -> bool:
     return behavior == "drop_block"
 
 
-def _check_effort(output_config: Any, config: ThinkingConfig) -> None:
+def _check_effort(output_config: Any, config: ThinkingConfig) -> str | None:
+    """The request's effort (None when it sets none)."""
     if output_config is None:
-        return
+        return None
     if not isinstance(output_config, Mapping):
         raise InvalidRequest("output_config: Input should be a valid dictionary")
     effort = output_config.get("effort")
     if effort is None:
-        return
+        return None
     if effort not in EFFORTS:
         raise InvalidRequest(
             "output_config.effort: Input should be 'low', 'medium', 'high', 'xhigh' or 'max'"
@@ -156,6 +161,7 @@ def _check_effort(output_config: Any, config: ThinkingConfig) -> None:
             f'output_config.effort: "{effort}" is not supported with "thinking.type.between_tools". Use '
             '"low", "medium" or "high", or adaptive thinking.'
         )
+    return str(effort)
 
 
 def _check_tool_choice(tool_choice: Any, spec: ModelSpec) -> None:

@@ -58,6 +58,8 @@ class ModelSpec:
     """Other models whose thinking blocks this one reads (its own always)."""
     portable_thinking: bool = False
     """Its thinking blocks replay on any model with preserved thinking (Haiku 5.5)."""
+    default_effort: str = "high"
+    """What an unset ``output_config.effort`` means (medium on Opus 5.5 and Haiku 5.5, high elsewhere)."""
     created_at: str = "2025-10-01T00:00:00Z"
     line: str | None = None
 
@@ -65,7 +67,8 @@ class ModelSpec:
 def preserved_thinking_models() -> list[ModelSpec]:
     """The current family (docs, Nov 2026): 1M context, 128K output, 512-token minimum cacheable prefix,
     server-side compaction; forced tool choice is refused except on Haiku 5.5; Fable 5.1 reads Opus 5 and
-    Opus 5.5 thinking (not the reverse); Haiku 5.5 thinking replays on the others."""
+    Opus 5.5 thinking (not the reverse); Haiku 5.5 thinking replays on the others; Opus 5.5 and Haiku 5.5
+    default to medium effort, the others to high."""
     family = {"preserved_thinking": True, "compaction": True, "system_messages": True}
     return [
         ModelSpec(
@@ -75,7 +78,7 @@ def preserved_thinking_models() -> list[ModelSpec]:
         ),
         ModelSpec(
             "claude-opus-5-5", "Claude Opus 5.5", 1_000_000, 128_000, 512, forced_tool_choice=False,
-            line="opus", **family,
+            default_effort="medium", line="opus", **family,
         ),
         ModelSpec(
             "claude-sonnet-5-5", "Claude Sonnet 5.5", 1_000_000, 128_000, 512, forced_tool_choice=False,
@@ -83,7 +86,7 @@ def preserved_thinking_models() -> list[ModelSpec]:
         ),
         ModelSpec(
             "claude-haiku-5-5", "Claude Haiku 5.5", 1_000_000, 128_000, 512, portable_thinking=True,
-            created_at="2026-10-07T00:00:00Z", line="haiku", **family,
+            default_effort="medium", created_at="2026-10-07T00:00:00Z", line="haiku", **family,
         ),
     ]  # fmt: skip
 

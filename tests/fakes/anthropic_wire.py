@@ -237,7 +237,9 @@ def stream_events(message: Mapping[str, Any]) -> list[tuple[str, dict[str, Any]]
 @dataclass(frozen=True, slots=True)
 class Pacing:
     """How fast a reply is generated: the wait before its first token and then tokens per second
-    (0: no wait). A streamed reply spreads the time between its deltas; a plain one waits it all."""
+    (0: no wait). A streamed reply spreads the time between its deltas; a plain one waits it all.
+    Up-front thinking (``thinking_tokens``) is generated at the same rate before anything after it,
+    whether its text is shown or omitted."""
 
     first_token_s: float = 0.0
     tokens_per_s: float = 0.0
@@ -247,23 +249,84 @@ class Pacing:
             return 0.0
         return len(text.encode("utf-8")) / BYTES_PER_TOKEN / self.tokens_per_s
 
-    def total_seconds(self, message: Mapping[str, Any]) -> float:
+    def tokens_seconds(self, tokens: int) -> float:
+        return tokens / self.tokens_per_s if self.tokens_per_s > 0 else 0.0
+
+    def total_seconds(self, message: Mapping[str, Any], *, thinking_tokens: int = 0) -> float:
         texts = [str(b.get("text", "")) for b in message["content"] if b.get("type") == "text"]
         summaries = [str(b["content"] or "") for b in message["content"] if b.get("type") == "compaction"]
-        return self.first_token_s + sum(self.token_seconds(t) for t in [*summaries, *texts])
+        writing = sum(self.token_seconds(t) for t in [*summaries, *texts])
+        return self.first_token_s + self.tokens_seconds(thinking_tokens) + writing
+
+
+@dataclass(frozen=True, slots=True)
+class PacedAnswer:
+    """When an answer's parts leave the fake, in seconds after its request arrived, as its pacing
+    plans them: the whole answer, its first text (None: it has none) and its up-front thinking."""
+
+    total_s: float
+    first_text_s: float | None
+    thinking_s: float
+
+
+PacedEvent = tuple[str, dict[str, Any], float]
+"""An SSE event's name and data, and the wait before it is written."""
+
+
+def _has_text(message: Mapping[str, Any]) -> bool:
+    return any(b.get("type") == "text" for b in message["content"])
+
+
+def paced_events(message: Mapping[str, Any], pacing: Pacing, *, thinking_tokens: int = 0) -> list[PacedEvent]:
+    """The events that deliver ``message`` with the wait before each: the first token's wait before the
+    first delta, each delta's text at the token rate, and the up-front thinking (the first thinking
+    block when ``thinking_tokens`` is set) taking ``thinking_tokens`` before its signature, its own
+    text adding nothing (a summary of the thinking is not what took the time)."""
+    thinking = [i for i, b in enumerate(message["content"]) if b["type"] == "thinking"]
+    thought = thinking[0] if thinking and thinking_tokens else None
+    events: list[PacedEvent] = []
+    first = True
+    for name, data in stream_events(message):
+        wait = 0.0
+        if name == "content_block_delta":
+            wait = pacing.first_token_s if first else 0.0
+            first = False
+            delta = data["delta"]
+            if data["index"] == thought:
+                if delta["type"] == "signature_delta":
+                    wait += pacing.tokens_seconds(thinking_tokens)
+            else:
+                keys = ("text", "partial_json", "content", "thinking")
+                wait += pacing.token_seconds(str(next((delta[k] for k in keys if delta.get(k)), "")))
+        events.append((name, data, wait))
+    return events
+
+
+def paced_stream(events: Sequence[PacedEvent], pacing: Pacing, *, thinking_tokens: int = 0) -> PacedAnswer:
+    """The timing of a streamed answer's ``paced_events``."""
+    elapsed = 0.0
+    first_text: float | None = None
+    for _name, data, wait in events:
+        elapsed += wait
+        if first_text is None and data.get("delta", {}).get("type") == "text_delta":
+            first_text = elapsed
+    return PacedAnswer(elapsed, first_text, pacing.tokens_seconds(thinking_tokens))
+
+
+def paced_whole(message: Mapping[str, Any], pacing: Pacing, *, thinking_tokens: int = 0) -> PacedAnswer:
+    """The timing of an answer sent in one piece: everything, text included, at the end."""
+    total = pacing.total_seconds(message, thinking_tokens=thinking_tokens)
+    return PacedAnswer(total, total if _has_text(message) else None, pacing.tokens_seconds(thinking_tokens))
 
 
 Sleep = Callable[[float], Awaitable[None]]
 
 
 async def write_stream(
-    request: web.Request,
-    message: Mapping[str, Any],
-    *,
-    pacing: Pacing = Pacing(),
-    sleep: Sleep = asyncio.sleep,
+    request: web.Request, events: Sequence[PacedEvent], *, sleep: Sleep = asyncio.sleep
 ) -> web.StreamResponse:
-    """Send ``message`` as a ``text/event-stream`` response, one write per event, paced by ``pacing``."""
+    """Send ``events`` (``paced_events``) as a ``text/event-stream`` response, one write per event, each
+    after its wait."""
     response = web.StreamResponse(
         headers={
             "content-type": "text/event-stream",
@@ -272,17 +335,9 @@ async def write_stream(
         }
     )
     await response.prepare(request)
-    first = True
-    for name, data in stream_events(message):
-        if name == "content_block_delta":
-            wait = pacing.first_token_s if first else 0.0
-            first = False
-            delta = data["delta"]
-            keys = ("text", "partial_json", "content", "thinking")
-            text = next((delta[key] for key in keys if delta.get(key)), "")
-            wait += pacing.token_seconds(str(text))
-            if wait > 0:
-                await sleep(wait)
+    for name, data, wait in events:
+        if wait > 0:
+            await sleep(wait)
         await response.write(f"event: {name}\ndata: {json.dumps(data)}\n\n".encode())
     await response.write_eof()
     return response

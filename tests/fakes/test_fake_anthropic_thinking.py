@@ -591,17 +591,21 @@ async def test_server_compaction_on_sonnet_55_and_the_thinking_after_it_binds(
 
 async def test_the_process_fake_scripts_thinking_and_switches_the_prefix_check() -> None:
     async with spawn_fake_anthropic() as remote:
-        settings = await remote.set_thinking(enforce_prefix_check=False, default_display="summarized")
+        settings = await remote.set_thinking(
+            enforce_prefix_check=False, default_display="summarized", high_tokens=40
+        )
         await remote.script_reply(tool_uses=CALL, progress=PROGRESS)
         await remote.script_reply("Part", refusal={"category": None, "explanation": "Declined."})
         sdk = anthropic.AsyncAnthropic(api_key="test-key", base_url=remote.base_url, max_retries=0)
         try:
             called = await ask(sdk, user("where?"), tools=TOOLS)
             refused = await ask(sdk, user("x"))
+            plain = await ask(sdk, user("hello"))
         finally:
             await sdk.close()
 
-    assert settings == {"enforce_prefix_check": False, "default_display": "summarized"}
+    assert settings == {"enforce_prefix_check": False, "default_display": "summarized", "high_tokens": 40}
+    assert plain.usage.output_tokens == 40 + 4  # the thinking set for high, Sonnet 5.5's default
     assert called.content[1].thinking == PROGRESS
     assert refused.stop_reason == "refusal"
     assert (refused.stop_details.category, refused.stop_details.explanation) == (None, "Declined.")

@@ -27,6 +27,7 @@ KEYS = [
     "EMBEDDINGS__API_KEY",
     "EMBEDDINGS__BASE_URL",
     "EMBEDDINGS__MODEL",
+    "AGENT__EFFORT",
 ]
 
 
@@ -48,7 +49,22 @@ def test_defaults() -> None:
     assert settings.compression.protect_last_n == 20
     assert settings.prompt_caching.cache_ttl == "auto"
     assert settings.context.engine == "compressor"
+    assert settings.agent.effort == "medium"  # chosen by `python -m bench.bench_effort`
     assert settings.platforms_configured() == []
+
+
+@pytest.mark.parametrize(("value", "effort"), [("high", "high"), ("default", None), ("Default", None)])
+def test_effort_can_be_any_level_or_the_models_own(
+    monkeypatch: pytest.MonkeyPatch, value: str, effort: str | None
+) -> None:
+    monkeypatch.setenv("AGENT__EFFORT", value)
+    assert load_settings().agent.effort == effort
+
+
+def test_unknown_effort_names_the_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AGENT__EFFORT", "extreme")
+    with pytest.raises(ConfigError, match=r"agent\.effort \(AGENT__EFFORT\)"):
+        load_settings()
 
 
 def test_threshold_above_one_names_the_key(monkeypatch: pytest.MonkeyPatch) -> None:
