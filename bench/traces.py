@@ -15,8 +15,9 @@ Three families, each a list of `Event`s in time order (seconds from the trace st
   addressed now and then, and each time often drawn into a short exchange (follow-ups with the same
   human timing), nothing between midnight and morning (four such groups: one group's two days hold
   about thirty requests, too few to judge a policy by);
-- ended: one-to-one chats of many short conversations that end: two to six a day at random waking
-  hours, each one to ten requests with the human timing above, then silence until the next one (hours);
+- ended: one-to-one chats of many short conversations that end: two to six a day in waking hours, each
+  one to ten requests with the human timing above, then silence until the next one, one to eight hours
+  later (log-uniform: a return soon after the hour is as likely as one after a few hours);
   the person got an answer and left, which the prior timing within a conversation does not know;
 - visitors: many one-to-one chats that are mostly a single short conversation (one to twelve requests with
   the human timing above): a person tries the bot, gets an answer and leaves; about a third come back
@@ -176,15 +177,16 @@ def group_day(rng: random.Random, chat_id: str, *, days: int, address_rate: floa
 def ended_chat(rng: random.Random, chat_id: str, *, days: int) -> list[Event]:
     events: list[Event] = []
     for day in range(days):
-        starts = sorted(day * DAY + rng.uniform(8.0, 23.0) * 3600 for _ in range(rng.randint(2, 6)))
-        t = 0.0
-        for start in starts:
-            t = max(t + 3600.0, start)  # a new conversation, at least an hour after the last one ended
+        t = day * DAY + rng.uniform(8.0, 12.0) * 3600
+        for _ in range(rng.randint(2, 6)):
+            if t > day * DAY + 23.0 * 3600:
+                break
             for _ in range(rng.randint(1, 10)):
                 long_paste = rng.random() < 0.1
                 text = _sentence(rng, 150, 400) if long_paste else _sentence(rng, 4, 40)
                 events.append(Event(t, chat_id, False, f"{chat_id}-u", "Lee", text, True))
                 t += human_gap(rng)
+            t += 3600.0 * math.exp(rng.uniform(0.0, math.log(8.0)))  # the next one 1-8 hours later
     return events
 
 
