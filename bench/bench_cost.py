@@ -54,6 +54,25 @@ from bench.traces import FAMILIES, LONG_FAMILIES, Event, TraceSizes, describe, g
 from tests.fakes.anthropic_effort import ThinkingVolume
 from tests.fakes.anthropic_server import FakeAnthropic
 
+QUICK_SIZES = TraceSizes(
+    private_chats=1,
+    private_days=1,
+    groups=1,
+    group_days=2,
+    tool_chats=1,
+    tool_days=1,
+    help_chats=2,
+    help_days=1,
+    long_group_days=1,
+    long_groups=1,
+    ended_chats=2,
+    ended_days=1,
+    visitor_chats=6,
+    visitor_days=1,
+    document_chats=1,
+    document_days=2,
+)
+"""`--quick`: one or two chats per family (six visitors), one or two days."""
 TARGET_RATIO = 1.05
 SEED = 2026
 """The traces of the main table; `--seeds` replays others beside it."""
@@ -391,6 +410,9 @@ def main() -> None:
         "--seeds", default=None, help="comma-separated trace seeds: fixed TTLs and the default on each"
     )
     parser.add_argument(
+        "--model", default=None, help="with --keepalive: the reply model (default: the default)"
+    )
+    parser.add_argument(
         "--keepalive", action="store_true", help="fixed TTLs and the default per family, and the worst chats"
     )
     parser.add_argument(
@@ -403,7 +425,7 @@ def main() -> None:
         "--workers", type=int, default=default_workers(), help="replays run at once (default: one per core)"
     )
     args = parser.parse_args()
-    sizes = TraceSizes(1, 1, 1, 2, 1, 1, 2, 1, 1, 1, 2, 1, 1, 2) if args.quick else TraceSizes()
+    sizes = QUICK_SIZES if args.quick else TraceSizes()
     db, pg_url, workers = args.db, args.postgres_url, args.workers
     if args.keepalive or args.planned:
         from bench import cost_modes  # it builds on this module
@@ -412,7 +434,13 @@ def main() -> None:
             families = args.families.split(",") if args.families else FAMILIES
             asyncio.run(
                 cost_modes.run_keepalive(
-                    sizes=sizes, db=db, pg_url=pg_url, workers=workers, families=families
+                    sizes=sizes,
+                    db=db,
+                    pg_url=pg_url,
+                    workers=workers,
+                    families=families,
+                    seeds=[int(s) for s in args.seeds.split(",")] if args.seeds else (SEED,),
+                    model=args.model,
                 )
             )
             return

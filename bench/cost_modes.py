@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from bench.bench_cost import Job, Measured, _policy, default_workers, measure_all
+from bench.bench_cost import SEED, Job, Measured, _policy, default_workers, measure_all
 from bench.cost_chats import ChatCost
 from bench.databases import DEFAULT_POSTGRES_URL
 from bench.traces import FAMILIES, LONG_FAMILIES, TraceSizes
@@ -24,28 +24,41 @@ async def run_keepalive(
     pg_url: str = DEFAULT_POSTGRES_URL,
     workers: int | None = None,
     families: Sequence[str] = FAMILIES,
-) -> dict[str, dict[str, Measured]]:
-    """Per family: fixed 5m, fixed 1h and the default, each over the oracle of the default's own
-    requests, with the default's keep-alive refreshes; then each family's worst chats under each."""
+    seeds: Sequence[int] = (SEED,),
+    model: str | None = None,
+) -> dict[str, dict[str, list[Measured]]]:
+    """Per family (its draws over `seeds` summed): fixed 5m, fixed 1h and the default, each over the
+    oracle of the default's own requests, with the default's keep-alive refreshes; then each family's
+    worst chats under each. `model` replays on another reply model's prices (None: the default)."""
     sizes = sizes or TraceSizes()
     jobs = [
-        Job(family, _policy(name), sizes, db, pg_url, bounds=name == "default")
+        Job(family, _policy(name), sizes, db, pg_url, seed=seed, bounds=name == "default", model=model)
         for family in families
+        for seed in seeds
         for name in KEEPALIVE_POLICIES
     ]
-    results: dict[str, dict[str, Measured]] = {}
+    results: dict[str, dict[str, list[Measured]]] = {}
     for m in await measure_all(jobs, workers=workers or default_workers()):
-        results.setdefault(m.job.family, {})[m.job.policy.name] = m
-    print("keep-alive (USD input; ratios to the oracle of the default's own requests)")
+        results.setdefault(m.job.family, {}).setdefault(m.job.policy.name, []).append(m)
+    for row in results.values():
+        for draws in row.values():
+            draws.sort(key=lambda m: m.job.seed)
+    print(
+        f"keep-alive on {model or 'the default model'}, seeds {', '.join(map(str, seeds))} "
+        "(USD input, summed over the seeds; ratios to the oracle of the default's own requests)"
+    )
     print(
         f"{'family':9s} "
         + " ".join(f"{n:>9s} {n + '/or':>9s}" for n in KEEPALIVE_POLICIES)
-        + f" {'refr b/a':>9s}"
+        + f" {'refreshes':>9s} {'worst chat 5m/1h/def':>20s}"
     )
     for family, row in results.items():
-        oracle = row["default"].oracle
-        cells = " ".join(f"{row[n].usd:9.4f} {row[n].usd / oracle:9.3f}" for n in KEEPALIVE_POLICIES)
-        print(f"{family:9s} {cells} {row['default'].refreshes:9d}")
+        oracle = sum(m.oracle for m in row["default"])
+        usd = {n: sum(m.usd for m in row[n]) for n in KEEPALIVE_POLICIES}
+        cells = " ".join(f"{usd[n]:9.4f} {usd[n] / oracle:9.3f}" for n in KEEPALIVE_POLICIES)
+        worst = _worst_chats(row)[:1]
+        tail = " ".join(f"{r:.2f}" for r in worst[0][1]) if worst else "-"
+        print(f"{family:9s} {cells} {sum(m.refreshes for m in row['default']):9d} {tail:>20s}")
     print(
         f"worst chats (default/oracle per chat; the same chat under the other policies), {WORST} per family"
     )
@@ -54,14 +67,34 @@ async def run_keepalive(
     return results
 
 
-def _worst(family: str, row: dict[str, Measured]) -> None:
-    chats = {n: {c.chat_id: c for c in row[n].per_chat} for n in KEEPALIVE_POLICIES}
-    oracle = {c.chat_id: c.oracle for c in row["default"].per_chat if c.oracle > 0}
-    ranked = sorted(oracle, key=lambda cid: chats["default"][cid].usd / oracle[cid], reverse=True)
-    for cid in ranked[:WORST]:
-        d = chats["default"][cid]
-        ratios = " ".join(_cell(n, chats[n][cid], oracle[cid]) for n in KEEPALIVE_POLICIES if cid in chats[n])
-        print(f"  {family:9s} {cid:4s} {d.messages:3d} msgs over {d.span_s / 3600:5.1f} h: {ratios}")
+def _chats(row: dict[str, list[Measured]], name: str) -> dict[tuple[int, str], ChatCost]:
+    return {(m.job.seed, c.chat_id): c for m in row[name] for c in m.per_chat}
+
+
+def _worst_chats(row: dict[str, list[Measured]]) -> list[tuple[tuple[int, str], tuple[float, ...]]]:
+    """The default's chats, worst first, each with its ratio to its own oracle under each policy (in
+    `KEEPALIVE_POLICIES` order)."""
+    chats = {n: _chats(row, n) for n in KEEPALIVE_POLICIES}
+    ranked = []
+    for key, d in chats["default"].items():
+        if d.oracle <= 0:
+            continue
+        ratios = tuple(chats[n][key].usd / d.oracle if key in chats[n] else 0.0 for n in KEEPALIVE_POLICIES)
+        ranked.append((key, ratios))
+    ranked.sort(key=lambda kv: kv[1][KEEPALIVE_POLICIES.index("default")], reverse=True)
+    return ranked
+
+
+def _worst(family: str, row: dict[str, list[Measured]]) -> None:
+    chats = {n: _chats(row, n) for n in KEEPALIVE_POLICIES}
+    for key, _ in _worst_chats(row)[:WORST]:
+        d = chats["default"][key]
+        cells = " ".join(_cell(n, chats[n][key], d.oracle) for n in KEEPALIVE_POLICIES if key in chats[n])
+        seed, cid = key
+        print(
+            f"  {family:9s} {cid:4s} seed {seed:<5d} {d.messages:3d} msgs over {d.span_s / 3600:5.1f} h: "
+            + cells
+        )
 
 
 def _cell(name: str, chat: ChatCost, oracle: float) -> str:

@@ -15,9 +15,14 @@ Three families, each a list of `Event`s in time order (seconds from the trace st
   addressed now and then, and each time often drawn into a short exchange (follow-ups with the same
   human timing), nothing between midnight and morning (four such groups: one group's two days hold
   about thirty requests, too few to judge a policy by);
-- ended: one-to-one chats of many short conversations that end: two to six a day at random waking
-  hours, each one to ten requests with the human timing above, then silence until the next one (hours);
+- ended: one-to-one chats of many short conversations that end: two to six a day in waking hours, each
+  one to ten requests with the human timing above, then silence until the next one, one to eight hours
+  later (log-uniform: a return soon after the hour is as likely as one after a few hours);
   the person got an answer and left, which the prior timing within a conversation does not know;
+- visitors: many one-to-one chats that are mostly a single short conversation (one to twelve requests with
+  the human timing above): a person tries the bot, gets an answer and leaves; about a third come back
+  once or twice, hours to days later. What a public bot sees most, and the hardest case for a keep-alive
+  that cannot tell a pause from an end: after the last answer nobody comes back within the hour;
 - documents: a long-lived work chat in which documents are pasted (half the messages carry one of
   2,000-10,000 words), growing by ~150K tokens a day: the only family that reaches the compaction
   thresholds of a 200K-1M planned window (`bench_cost --planned`; not in the main table).
@@ -34,7 +39,7 @@ from typing import Any
 START = datetime(2026, 11, 16, tzinfo=UTC)
 DAY = 86_400.0
 MINUTE = 60.0
-FAMILIES = ("private", "group", "tools", "help", "groupday", "ended")
+FAMILIES = ("private", "group", "tools", "help", "groupday", "ended", "visitors")
 LONG_FAMILIES = ("documents",)
 """Families replayed only by `bench_cost --planned` (days of large prompts)."""
 
@@ -172,15 +177,29 @@ def group_day(rng: random.Random, chat_id: str, *, days: int, address_rate: floa
 def ended_chat(rng: random.Random, chat_id: str, *, days: int) -> list[Event]:
     events: list[Event] = []
     for day in range(days):
-        starts = sorted(day * DAY + rng.uniform(8.0, 23.0) * 3600 for _ in range(rng.randint(2, 6)))
-        t = 0.0
-        for start in starts:
-            t = max(t + 3600.0, start)  # a new conversation, at least an hour after the last one ended
+        t = day * DAY + rng.uniform(8.0, 12.0) * 3600
+        for _ in range(rng.randint(2, 6)):
+            if t > day * DAY + 23.0 * 3600:
+                break
             for _ in range(rng.randint(1, 10)):
                 long_paste = rng.random() < 0.1
                 text = _sentence(rng, 150, 400) if long_paste else _sentence(rng, 4, 40)
                 events.append(Event(t, chat_id, False, f"{chat_id}-u", "Lee", text, True))
                 t += human_gap(rng)
+            t += 3600.0 * math.exp(rng.uniform(0.0, math.log(8.0)))  # the next one 1-8 hours later
+    return events
+
+
+def visitor_chat(rng: random.Random, chat_id: str, *, days: int) -> list[Event]:
+    events: list[Event] = []
+    t = rng.uniform(0.0, days * DAY * 0.6)
+    for _ in range(1 + (rng.random() < 0.35) + (rng.random() < 0.15)):
+        for _ in range(rng.randint(1, 12)):
+            long_paste = rng.random() < 0.1
+            text = _sentence(rng, 150, 400) if long_paste else _sentence(rng, 4, 40)
+            events.append(Event(t, chat_id, False, f"{chat_id}-u", "Max", text, True))
+            t += human_gap(rng)
+        t += rng.uniform(3.0, 30.0) * 3600  # back hours to a day later, if at all
     return events
 
 
@@ -217,6 +236,8 @@ class TraceSizes:
     long_groups: int = 4
     ended_chats: int = 8
     ended_days: int = 2
+    visitor_chats: int = 24
+    visitor_days: int = 2
     document_chats: int = 1
     document_days: int = 4
 
@@ -244,6 +265,9 @@ def generate(family: str, *, seed: int = 2026, sizes: TraceSizes | None = None) 
     elif family == "ended":
         for i in range(sizes.ended_chats):
             events += ended_chat(rng, f"e{i}", days=sizes.ended_days)
+    elif family == "visitors":
+        for i in range(sizes.visitor_chats):
+            events += visitor_chat(rng, f"v{i}", days=sizes.visitor_days)
     elif family == "documents":
         for i in range(sizes.document_chats):
             events += documents_chat(rng, f"w{i}", days=sizes.document_days)

@@ -50,6 +50,15 @@ PRIORS: Final[Mapping[ChatKind, tuple[tuple[float, float], ...]]] = {
 }
 """Cumulative probability that the next request comes within each gap (seconds), per chat kind;
 log-linear in between, 0 at 1 s."""
+ENDS: Final[Mapping[ChatKind, float]] = {"private": 1 / 3, "group": 0.0}
+"""The prior share of a chat's turns after which its conversation ends (the next request, if any, is a
+new conversation more than `PRIOR_SPAN` later). One-to-one: a conversation with an assistant lasts about
+two to three requests on public logs (2.0 turns on average in LMSYS-Chat-1M, 2.5 in WildChat), taken as
+one end in three turns; each chat's own ends soon outweigh it. A group is a standing conversation: its
+silences are lulls, already in its prior."""
+ENDS_WEIGHT: Final = 9.0
+"""How many turns `ENDS` counts as: three conversations of the public logs' length, so a chat's first
+quick exchange does not talk the prior out of ends before the chat has finished one."""
 PRIOR_SPAN: Final = 3_600.0
 """The silences the priors know about: up to an hour they are the measured timing of requests within a
 conversation; past it they only say that a silence ends within a day, which cannot tell a night from
@@ -146,9 +155,12 @@ class GapForecast:
         chat = PRIOR_WEIGHT * self.chat_cdf(seconds)
         return (self.similar.within(seconds) + chat) / (self.similar.weight + PRIOR_WEIGHT)
 
-    def after(self, elapsed: float) -> SilenceForecast:
-        """The forecast given that the next request has not come in the first `elapsed` seconds."""
-        return SilenceForecast(self, elapsed)
+    def after(self, elapsed: float, *, ends: float = 0.0) -> SilenceForecast:
+        """The forecast given that the next request has not come in the first `elapsed` seconds. With
+        `ends` (the chance a turn ends its conversation, `ended_share`), the prior is a mixture: a
+        conversation that goes on, timed as the prior says, or one that ended; the longer the silence,
+        the likelier the end (`_prior_after`)."""
+        return SilenceForecast(self, elapsed, ends)
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,18 +173,24 @@ class SilenceForecast:
 
     forecast: GapForecast
     elapsed: float
+    ends: float = 0.0
 
     def cdf(self, seconds: float) -> float:
-        prior = _prior_after(self.forecast.kind, self.elapsed, seconds)
+        prior = _prior_after(self.forecast.kind, self.elapsed, seconds, self.ends)
         chat = _sample_after(self.forecast.overall, self.elapsed, seconds, prior)
         return _sample_after(self.forecast.similar, self.elapsed, seconds, chat)
 
 
-def _prior_after(kind: ChatKind, elapsed: float, seconds: float) -> float:
+def _prior_after(kind: ChatKind, elapsed: float, seconds: float, ends: float = 0.0) -> float:
+    """The prior chance of a request within `seconds` more after a silence of `elapsed`. With a share
+    `ends` of conversations ending, the silence is evidence of an end (Bayes: an ended conversation
+    stays silent for certain, a going one only with the prior's survival), so the chance falls steeply
+    once the silence outlasts most of a conversation's pauses."""
     gone = prior_cdf(kind, elapsed)
     if gone >= 1.0 - 1e-9:
         return 0.0  # the prior gives no chance to a silence this long: it knows nothing more
-    return (prior_cdf(kind, elapsed + seconds) - gone) / (1.0 - gone)
+    going = 1.0 if ends <= 0.0 else (1.0 - ends) * (1.0 - gone) / (ends + (1.0 - ends) * (1.0 - gone))
+    return going * (prior_cdf(kind, elapsed + seconds) - gone) / (1.0 - gone)
 
 
 def _sample_after(sample: _Sample, elapsed: float, seconds: float, below: float) -> float:
@@ -227,6 +245,20 @@ def another_call(history: Sequence[TurnStart]) -> float:
         weight += w
         more += w if turn.calls > 1 else 0.0
     return more / (weight + PRIOR_WEIGHT)
+
+
+def ended_share(history: Sequence[TurnStart], now: TurnStart, *, kind: ChatKind) -> float:
+    """The chance that a turn of this chat ends its conversation: the recency-weighted share of its
+    turns followed by a silence longer than `PRIOR_SPAN`, shrunk toward its kind's `ENDS` with the
+    weight of `ENDS_WEIGHT` turns. The present conversation's turns count as turns that did not end it,
+    so a long exchange makes an end after its next turn less likely than a short one."""
+    turns = (*history, now)
+    weight = ended = 0.0
+    for age, (past, following) in enumerate(zip(reversed(turns[:-1]), reversed(turns[1:]), strict=True)):
+        w = RECENCY**age
+        weight += w
+        ended += w if following.at - past.at > PRIOR_SPAN else 0.0
+    return (ended + ENDS_WEIGHT * ENDS[kind]) / (weight + ENDS_WEIGHT)
 
 
 def remember(history: Sequence[TurnStart], turn: TurnStart) -> tuple[TurnStart, ...]:

@@ -27,16 +27,32 @@ How much evidence a longer silence needs depends on the chat's kind: a group is 
 conversation among people who stay, so one such silence it came back from is enough; a one-to-one
 chat's long silences are often the end of a conversation (the person got their answer), so it must
 have come back from two.
+
+A one-to-one conversation also ends: the person got the answer and left, and the next request, if any,
+opens a new conversation hours later. The silence forecast's prior is then a mixture of a conversation
+that goes on and one that ended (`forecast.ENDS`, learned per chat by `forecast.ended_share`), so the
+chance of a request in the next minutes falls steeply with the silence: a conversation of a few quick
+messages is kept warm through its pauses and let go within a few refreshes of its end, instead of being
+refreshed until the within-conversation prior runs out (most of an hour). The refresh's price is the
+model's own read price (`CachePrices.read`: 0.05x on Sonnet and Opus 5.5, 0.025x on Fable), so a cheaper
+read keeps an entry through longer odds.
+
+Within the hour a refresh is valued as the first of a run (`best_refresh_value`): a chat that usually
+comes back twenty minutes after its last answer is worth four refreshes even though the first alone
+(five more minutes) would rarely be used; the run's later reads are counted only for the silences in
+which nobody has come yet. Past the hour each refresh is still judged alone (the forecast is weakest
+there).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Final
 
-from agent.caching.forecast import PRIOR_SPAN, ChatKind, forecast
+from agent.caching.forecast import PRIOR_SPAN, ChatKind, ended_share, forecast
 from agent.caching.plan import CachedPrefix, CacheState
 from agent.caching.policy import GapOdds, LiveEntry, next_request_cost, rebuy_price
 from agent.models import STANDARD_CACHE_PRICES, TTL_SECONDS, CachePrices
@@ -77,15 +93,43 @@ def refresh_value(
     ttl: float,
     rebuy: float,
     prices: CachePrices = STANDARD_CACHE_PRICES,
+    rounds: int = 1,
 ) -> float:
     """Expected saving (token x base input price; negative: not worth it) of refreshing the `newest`
-    layer now for another `ttl` seconds, with `others` (older layers) left as they are."""
+    layer now and then again at each expiry, `rounds` times in all unless a request comes first, with
+    `others` (older layers) left as they are. Refresh `j` (from 0) is paid only if no request came in the
+    `j` lives before it."""
     total = newest.tokens
     kept = next_request_cost([*others, newest], total_tokens=total, odds=odds, rebuy=rebuy, prices=prices)
     refreshed = next_request_cost(
-        [*others, LiveEntry(total, ttl)], total_tokens=total, odds=odds, rebuy=rebuy, prices=prices
+        [*others, LiveEntry(total, ttl * rounds)], total_tokens=total, odds=odds, rebuy=rebuy, prices=prices
     )
-    return kept - refreshed - prices.read * total
+    reads = sum(1.0 - odds.cdf(ttl * j) for j in range(rounds))
+    return kept - refreshed - prices.read * total * reads
+
+
+def best_refresh_value(
+    odds: GapOdds,
+    *,
+    newest: LiveEntry,
+    others: Sequence[LiveEntry],
+    ttl: float,
+    rebuy: float,
+    prices: CachePrices = STANDARD_CACHE_PRICES,
+    reach: float,
+) -> float:
+    """The best `refresh_value` over plans of one refresh up to as many as fit in `reach` seconds (at
+    least one). A single refresh is judged on the next life alone; a chat that comes back after a
+    pause longer than one life (a return half an hour or an hour after its last answer, which its own
+    history shows) is worth a run of refreshes whose first alone would not pay. Each refresh is judged
+    again when its entry is about to expire, so a plan is a way of valuing the first, not a promise.
+    Plans longer than `rebuy / read` refreshes are not weighed: their reads alone cost more than
+    writing the prompt again."""
+    rounds = max(1, min(int(reach // ttl), math.ceil(rebuy / prices.read)))  # more reads cost a re-buy
+    return max(
+        refresh_value(odds, newest=newest, others=others, ttl=ttl, rebuy=rebuy, prices=prices, rounds=k)
+        for k in range(1, rounds + 1)
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,15 +177,17 @@ def plan_refresh(
     ttl = TTL_SECONDS[newest.ttl]
     if elapsed + ttl > PRIOR_SPAN and odds.seen_beyond(elapsed) < MIN_SUPPORT[kind]:
         return Refresh(newest, tokens, left, value=0.0)  # the chat has not come back from such silences
-    silence = odds.after(elapsed)
+    ends = ended_share(state.turns[:-1], state.turns[-1], kind=kind) if kind == "private" else 0.0
+    silence = odds.after(elapsed, ends=ends)
     others = [LiveEntry(sizes[p.message_id], _left(p, now)) for p in live if p is not newest]
-    value = refresh_value(
+    value = best_refresh_value(
         Trusted(silence, state.refreshes.trust()),
         newest=LiveEntry(tokens, left),
         others=others,
         ttl=ttl,
         rebuy=rebuy_price(odds, prices),
         prices=prices,
+        reach=max(PRIOR_SPAN - elapsed, ttl),
     )
     return Refresh(newest, tokens, left, value, odds=silence.cdf(ttl))
 

@@ -9,9 +9,18 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from agent.caching.forecast import ChatKind, TurnStart
+from agent.caching.forecast import ChatKind, TurnStart, ended_share, forecast
 from agent.caching.health import CacheHealth
-from agent.caching.keepalive import HORIZON, LEAD, Refresh, Trusted, next_look, plan_refresh, refresh_value
+from agent.caching.keepalive import (
+    HORIZON,
+    LEAD,
+    Refresh,
+    Trusted,
+    best_refresh_value,
+    next_look,
+    plan_refresh,
+    refresh_value,
+)
 from agent.caching.plan import CachedPrefix, CacheState, advance
 from agent.caching.policy import LiveEntry
 from agent.caching.trust import Pending, RefreshRecord
@@ -113,13 +122,15 @@ def test_a_silence_longer_than_the_chat_has_come_back_from_is_not_bridged() -> N
 
 def test_a_new_one_to_one_chats_first_pause_is_judged_on_the_prior_but_not_past_the_hour() -> None:
     # ten quick turns, no pause yet: within the hour the prior's measured timing says a person who
-    # has been silent four minutes is back within the next five about one time in three, which pays
-    # for the refresh; an hour entry's refresh would reach past the hour, where the prior knows nothing
+    # has been silent four minutes is back within the next five about one time in three if the
+    # conversation goes on; weighing that it may have ended (`forecast.ENDS`) leaves about one in five,
+    # which still pays for the refresh; an hour entry's refresh would reach past the hour, where the
+    # prior knows nothing
     state = cached(history(60.0, 10, last=T0), written=T0)
     tail = decide(state, T0 + timedelta(seconds=240))
     assert tail is not None
     assert tail.due
-    assert 0.25 < tail.odds < 0.45
+    assert 0.15 < tail.odds < 0.3
     hour = decide(cached(history(60.0, 10, last=T0), written=T0, ttl="1h"), T0 + timedelta(seconds=3_540))
     assert hour is not None
     assert not hour.due
@@ -304,3 +315,120 @@ def test_a_cheaper_cache_read_makes_a_long_shot_refresh_pay() -> None:
 
     assert value(0.1) == pytest.approx(-0.031 * 10_000)
     assert value(0.05) == pytest.approx(0.022 * 10_000)
+
+
+def quick_exchange(*, last: datetime) -> tuple[TurnStart, ...]:
+    """A new one-to-one chat's first conversation: nine requests over twelve minutes."""
+    offsets = (0, 60, 150, 200, 300, 420, 500, 620, 720)
+    start = last.timestamp() - offsets[-1]
+    return tuple(
+        TurnStart(start + o, None if i == 0 else float(o - offsets[i - 1]), 0) for i, o in enumerate(offsets)
+    )
+
+
+def test_a_short_conversation_is_let_go_within_a_few_refreshes_of_its_end() -> None:
+    # Sonnet 5.5's read price; each look is the last 90 s of an entry renewed every five minutes
+    sonnet55 = dataclasses.replace(PRICES, read=0.05)
+    turns = quick_exchange(last=T0)
+    due = []
+    for silence in range(210, 3_600, 300):
+        state = cached(turns, written=T0 + timedelta(seconds=silence - 210))
+        refresh = plan_refresh(
+            state, now=T0 + timedelta(seconds=silence), prefix_tokens=lambda _id: 6_000, kind="private",
+            min_cacheable=1_024, prices=sonnet55,
+        )  # fmt: skip
+        assert refresh is not None
+        due.append(refresh.due)
+    # the first pauses are bridged, then the conversation is taken to have ended (before the weighing
+    # of ends, every look of the hour refreshed)
+    assert due[0]
+    assert 1 <= sum(due) <= 5
+    assert due == sorted(due, reverse=True)
+
+
+def test_a_chat_whose_conversations_run_long_keeps_its_pauses_warm() -> None:
+    # three earlier conversations of thirty requests each, hours apart: this chat's turns rarely end one
+    turns: list[TurnStart] = []
+    at = T0.timestamp() - 3 * 6 * 3_600
+    for _ in range(3):
+        for n in range(30):
+            gap = (30.0, 90.0, 240.0, 420.0)[n % 4]
+            turns.append(TurnStart(at, gap, 0))
+            at += gap
+        at += 5 * 3_600
+    turns += quick_exchange(last=T0)
+    assert ended_share(turns[:-1], turns[-1], kind="private") < 0.1
+    refresh = decide(cached(tuple(turns), written=T0), T0 + timedelta(seconds=240))
+    assert refresh is not None
+    assert refresh.due
+    # the same pause in a chat whose conversations were two requests long is let go
+    short: list[TurnStart] = []
+    at = T0.timestamp() - 20 * 3 * 3_600
+    for _ in range(20):
+        short += [TurnStart(at, 3 * 3_600.0, 0), TurnStart(at + 60.0, 60.0, 0)]
+        at += 3 * 3_600
+    short += quick_exchange(last=T0)[-2:]
+    assert ended_share(short[:-1], short[-1], kind="private") > 0.4
+    brief = decide(cached(tuple(short), written=T0), T0 + timedelta(seconds=240))
+    assert brief is not None
+    assert brief.value < refresh.value
+
+
+def test_the_share_of_ending_turns_learns_from_the_chat() -> None:
+    turns = quick_exchange(last=T0)
+    assert ended_share(turns[:1], turns[1], kind="private") == pytest.approx(9 / 3 / (1 + 9))
+    assert ended_share(turns[:-1], turns[-1], kind="group") == 0.0
+    # a conversation that ended after two turns, two hours before: more ends than the quick exchange alone
+    earlier = (TurnStart(turns[0].at - 7_260, None, 0), TurnStart(turns[0].at - 7_200, 60.0, 0))
+    shifted = (*earlier, *turns)
+    assert ended_share(shifted[:-1], shifted[-1], kind="private") > ended_share(
+        turns[:-1], turns[-1], kind="private"
+    )
+
+
+def test_the_silence_forecast_falls_faster_when_conversations_end() -> None:
+    turns = quick_exchange(last=T0)
+    odds = forecast(turns[:-1], turns[-1], kind="private")
+    for silence in (210.0, 810.0, 3_000.0):
+        assert odds.after(silence, ends=1 / 3).cdf(300.0) < odds.after(silence).cdf(300.0)
+    ratio = [odds.after(s, ends=1 / 3).cdf(300.0) / odds.after(s).cdf(300.0) for s in (210.0, 810.0, 3_000.0)]
+    assert ratio == sorted(ratio, reverse=True)  # the longer the silence, the likelier an end
+
+
+def test_a_run_of_refreshes_is_weighed_where_one_alone_would_not_pay() -> None:
+    # the next request surely comes 12-14 minutes from now: one refresh (five more minutes) never
+    # reaches it, three do; the reads are paid only while nobody has come: 3 x 1,000 here
+    odds = Uniform(720.0, 840.0)
+    newest = LiveEntry(10_000, 60.0)
+    one = refresh_value(odds, newest=newest, others=[], ttl=300.0, rebuy=1.25)
+    three = refresh_value(odds, newest=newest, others=[], ttl=300.0, rebuy=1.25, rounds=3)
+    assert one == pytest.approx(-1_000)
+    assert three == pytest.approx(12_500 - 1_000 - 3 * 1_000)
+    best = best_refresh_value(
+        odds, newest=newest, others=[], ttl=300.0, rebuy=1.25, prices=PRICES, reach=3_600
+    )
+    assert best == pytest.approx(three)
+    # the same return out of reach (past the silences the chat has come back from) is not paid for
+    near = best_refresh_value(odds, newest=newest, others=[], ttl=300.0, rebuy=1.25, prices=PRICES, reach=600)
+    assert near < 0
+
+
+def test_a_chat_that_comes_back_after_half_an_hour_is_kept_warm_through_it() -> None:
+    # six conversations of four quick requests, each followed by a 35-minute break; the seventh has
+    # just ended: ten minutes into the silence, its own history says the return is 25 minutes away
+    turns: list[TurnStart] = []
+    at = T0.timestamp() - 6 * (3 * 60 + 2_100)
+    for _ in range(6):
+        for n in range(4):
+            turns.append(TurnStart(at, 2_100.0 if n == 0 else 60.0, 0))
+            at += 60.0 if n < 3 else 2_100.0
+    turns += history(60.0, 4, last=T0)
+    refresh = decide(cached(tuple(turns), written=T0 + timedelta(seconds=300)), T0 + timedelta(seconds=540))
+    assert refresh is not None
+    assert refresh.due
+    # a new chat's first conversation with no such history is let go at the same point
+    new = decide(
+        cached(history(60.0, 4, last=T0), written=T0 + timedelta(seconds=300)), T0 + timedelta(seconds=540)
+    )
+    assert new is not None
+    assert not new.due
