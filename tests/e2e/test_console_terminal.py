@@ -166,15 +166,38 @@ async def _compaction_notice_once(chat: Chat, llm: RemoteFakeAnthropic, tmp: Pat
     await llm.script_reply("REPLY-13 noted.")
     chat.type(f"/file {middle} keep this\r")
     await chat.shows("REPLY-13 noted.")
+    # The session is now past the compression threshold, so a compaction follows the reply. A message
+    # typed before it has read the session is compacted along with it, and the turn answering it has
+    # nothing left to compact (and no notice to print): type once it is done, as a reader would.
+    await _logged(tmp / "chat.log", r"trigger=after_reply outcome=")
     await llm.script_reply(tool_uses=[{"id": "toolu_grow01", "name": "current_time", "input": {}}])
     await llm.script_reply("REPLY-14 after compaction.")
     chat.type(f"/file {newest} and this\r")
     await chat.shows("REPLY-14 after compaction.")
-    await asyncio.sleep(0.5)
-    chat.pump()
+    # The reply streams first; its notice is printed under it once the whole reply is delivered.
+    await chat.until("the compaction notice under REPLY-14", lambda text: _notice_after(text, "REPLY-14"))
     text = chat.text()
     assert text.count("REPLY-13") == 1, text
     assert text.count("REPLY-14") == 1, text
     notices = re.findall(r"\(Context compact[^\n]*", text)
     assert notices, text
     assert len(notices) == len(set(notices)), text
+
+
+def _notice_after(text: str, reply: str) -> bool:
+    return "(Context compact" in text.partition(reply)[2]
+
+
+async def _logged(log: Path, pattern: str, timeout: float = 15.0) -> None:
+    """Wait until a line of the chat's log file matches `pattern`."""
+    regex = re.compile(pattern)
+    started = time.monotonic()
+    while time.monotonic() - started < timeout:
+        if _log_matches(log, regex):
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"no line matching {pattern!r} in {log} after {timeout}s")
+
+
+def _log_matches(log: Path, regex: re.Pattern[str]) -> bool:
+    return log.exists() and any(regex.search(line) for line in log.read_text().splitlines())

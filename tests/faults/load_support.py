@@ -1,7 +1,8 @@
 """Shared instruments for the load, hostile-input and security tests.
 
-`TimedAnthropic` records when each reply request started and finished, so a test can prove that no
-two turns of one chat overlapped. `stored_messages` reads what the gateway committed, straight from
+`load_env` is a Telegram gateway open to every user with the abuse limits lifted. `TimedAnthropic`
+records when each reply request started and finished, so a test can prove that no two turns of one chat
+overlapped. `stored_messages` reads what the gateway committed, straight from
 the database, so assertions are about data that survived, not about what the process said.
 """
 
@@ -14,13 +15,18 @@ import re
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from aiohttp import web
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import create_async_engine
 
+from tests.e2e.harness import base_env
 from tests.fakes.anthropic_server import FakeAnthropic, RecordedRequest
+from tests.fakes.telegram_server import FakeTelegram
+
+LOAD_TOKEN = "123456:LOAD-token-abcdefghijklmnopqrstuvwxyz"
 
 MARKER = re.compile(r"\bc(\d+)m(\d+)\b")
 """Test messages carry `c<chat>m<n>` so a request body tells which chat it belongs to."""
@@ -60,6 +66,21 @@ class TimedAnthropic(FakeAnthropic):
 
     def reply_spans(self) -> list[Span]:
         return [s for s in self.spans if s.record.kind == "reply"]
+
+
+def load_env(pg_url: str, llm: FakeAnthropic, tg: FakeTelegram, tmp: Path, **extra: str) -> dict[str, str]:
+    """A Telegram gateway that answers anyone, with the abuse limits out of the way of a load."""
+    return base_env(
+        database_url=pg_url,
+        anthropic_url=llm.base_url,
+        tmp=tmp,
+        TELEGRAM_BOT_TOKEN=LOAD_TOKEN,
+        TELEGRAM_BASE_URL=tg.base_url,
+        GATEWAY_ALLOW_ALL_USERS="true",
+        LIMITS__USER_MESSAGES_PER_MINUTE="100000",
+        LIMITS__CHAT_DAILY_BUDGET_USD="0",
+        **extra,
+    )
 
 
 def overlapping(spans: list[Span]) -> list[tuple[Span, Span]]:
