@@ -101,6 +101,9 @@ async def test_console_chat_in_a_terminal(tmp_path: Path) -> None:
                 AGENT__MAX_OUTPUT_TOKENS="512",
                 COMPRESSION__PROTECT_LAST_N="1",
                 PROMPT_CACHING__CACHE_TTL="5m",
+                # only the thresholds compact here: whether the cache-aware compaction before a turn
+                # finds anything to shorten depends on a summary's length within a few tokens
+                SCHEDULER__CACHE_AWARE_SHARE="0.99",
                 CONSOLE__LOG_FILE=str(tmp_path / "chat.log"),
                 TERM="xterm",
             ),
