@@ -36,6 +36,10 @@ class GatewayProcess:
         base.update(self.env)
         base["PYTHONPATH"] = str(ROOT) + os.pathsep + base.get("PYTHONPATH", "")
         base.setdefault("PYTHONUNBUFFERED", "1")
+        # The suite starts a few hundred gateways: let the first leave the bytecode of agent/ and gateway/
+        # behind (as a plain `python` does) for the others to load instead of compiling ~180 modules each
+        # (a third of a second of CPU per start) when the shell sets PYTHONDONTWRITEBYTECODE.
+        base.pop("PYTHONDONTWRITEBYTECODE", None)
         self.proc = await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",
