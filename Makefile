@@ -43,7 +43,7 @@ typecheck: setup
 	$(PY) -m mypy
 
 test: setup lint typecheck
-	$(PY) -m pytest -q -n auto
+	$(PY) -m pytest -q -n auto --maxschedchunk=1
 
 bench: setup
 	$(PY) -m bench
