@@ -33,8 +33,6 @@ DEFAULT_TEST_POSTGRES_URL = "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
 
 T = TypeVar("T")
 
-pytest_plugins = ("tests.ordering",)
-
 
 def _server_url() -> str:
     return os.environ.get("TEST_POSTGRES_URL", DEFAULT_TEST_POSTGRES_URL)
