@@ -5,8 +5,9 @@ Run: `python -m bench.bench_morning`. Two private chats are seeded with the same
 Postgres; at 08:00 (simulated) a message arrives in each. In one, the idle-compaction job body ran at
 07:30; in the other nothing ran, so the turn's hygiene compacts first and the user waits for the summary.
 The fake API's summary call takes SUMMARY_DELAY_S (scaled down from a realistic ~8 s to keep the run
-short; the difference between the two cases is that delay plus the compaction's own work). The fake's
-window is raised to 400K so its byte-based token count never rejects the seeded prompt.
+short; the difference between the two cases is that delay plus the compaction's own work). The default
+model runs with a planned window of PLANNED_WINDOW tokens, which the night's history fills to ~86%
+(the default planned window of a 1M model, 500K, would leave it at a third: no threshold reached).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from gateway.store import Store
 from tests.fakes.anthropic_server import FakeAnthropic
 
 SUMMARY_DELAY_S = 3.0
+PLANNED_WINDOW = 200_000
 NIGHT_MESSAGES = 232
 WORDS_PER_MESSAGE = 700
 
@@ -59,17 +61,19 @@ async def run(
     *, pg_url: str = DEFAULT_POSTGRES_URL, summary_delay: float = SUMMARY_DELAY_S
 ) -> dict[str, float]:
     clock = SimClock()
-    fake = FakeAnthropic(
-        api_key=API_KEY, clock=lambda: 0.0, summary_delay=summary_delay, keep_bodies=False,
-        context_windows={"claude-sonnet-4-6": 400_000},
-    )  # fmt: skip
+    fake = FakeAnthropic(api_key=API_KEY, clock=lambda: 0.0, summary_delay=summary_delay, keep_bodies=False)
     hour = 3600.0
     async with fake, fresh_postgres(pg_url) as url:
         store = await Store.open(url, clock=clock.utc)
         llm = AnthropicClient(api_key=API_KEY, base_url=fake.base_url)
         adapter = MemoryAdapter()
         gateway = Gateway(
-            bench_settings(url, fake.base_url, scheduler={"enabled": False}), [adapter], store=store, llm=llm
+            bench_settings(
+                url, fake.base_url, scheduler={"enabled": False}, context={"planned_window": PLANNED_WINDOW}
+            ),
+            [adapter],
+            store=store,
+            llm=llm,
         )
         gateway.clock = clock.utc
         try:
