@@ -149,23 +149,6 @@ def unbind(
     return Unbound(out, dropped, digest.value(), restart)
 
 
-def request_digest(
-    messages: Sequence[Message],
-    *,
-    model: str,
-    system: Sequence[Block] | str,
-    tools: Sequence[Mapping[str, Any]],
-) -> str:
-    """The digest of a whole request as sent (from its last compaction block on): what a thinking block
-    of its response is bound to."""
-    digest = PrefixDigest(model, system, tools)
-    for message in messages:
-        if compacts(message.get("content")):
-            digest = PrefixDigest(model, system, tools)
-        digest.add(message)
-    return digest.value()
-
-
 def thinking_only(content: Sequence[Block]) -> bool:
     """A response that thought and wrote nothing else (it ran out of room while thinking)."""
     return bool(content) and all(is_thinking(b) for b in content)

@@ -3,9 +3,29 @@ before it changed, and every block after the first change goes with it."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from agent.thinking import STAMP, request_digest, stamp, unbind
+from agent.thinking import STAMP, PrefixDigest, compacts, stamp, unbind
+from agent.types import Block, Message
+
+
+def request_digest(
+    messages: Sequence[Message],
+    *,
+    model: str,
+    system: Sequence[Block] | str,
+    tools: Sequence[Mapping[str, Any]],
+) -> str:
+    """The digest of a request exactly as given (from its last compaction block on), computed apart from
+    `unbind`'s walk: what the API binds the thinking of its response to."""
+    digest = PrefixDigest(model, system, tools)
+    for message in messages:
+        if compacts(message.get("content")):
+            digest = PrefixDigest(model, system, tools)
+        digest.add(message)
+    return digest.value()
+
 
 MODEL = "claude-sonnet-5-5"
 SYSTEM: list[dict[str, Any]] = [{"type": "text", "text": "You are helpful."}]
