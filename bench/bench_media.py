@@ -36,7 +36,7 @@ from agent.types import Block, Message
 from bench.databases import DEFAULT_POSTGRES_URL, fresh_database
 from bench.memory_adapter import MemoryAdapter, chat_ref, incoming
 from bench.oracle import SentRequest, billed_input_usd
-from bench.replay import API_KEY, SimClock, bench_settings
+from bench.replay import API_KEY, SimClock, bench_settings, require_all_answered
 from gateway.app.gateway import Gateway
 from gateway.platforms.base import Attachment
 from gateway.store import Store
@@ -196,9 +196,7 @@ async def run_policy(policy: str, messages: Sequence[TraceMessage], database_url
             await gateway.stop()
             await client.close()
             await store.close()
-    failed = [r for r in fake.requests if r.status != 200]
-    if failed:
-        raise RuntimeError(f"{policy}: {len(failed)} API call(s) failed, first status {failed[0].status}")
+    require_all_answered(fake, f"under {policy}")
     sent = [SentRequest(r.at, r.body, r.usage) for r in fake.requests if r.usage is not None]
     replies = [r for r in fake.requests if r.kind == "reply" and r.usage is not None]
     last = replies[-1].body

@@ -72,6 +72,14 @@ class ReplayResult:
     """Cache keep-alive refreshes (`max_tokens: 0` calls), the trailing ones included."""
 
 
+def require_all_answered(fake: FakeAnthropic, during: str) -> None:
+    """Raise if any call to the fake API failed: a benchmark's figures are only worth its whole run."""
+    failed = [r for r in fake.requests if r.status != 200]
+    if failed:
+        first = failed[0]
+        raise RuntimeError(f"{len(failed)} API call(s) failed {during}, first: {first.kind} ({first.status})")
+
+
 SCAN_EVERY = 300.0
 """The idle-compaction job's period in the running gateway (`gateway.jobs.maintenance.IDLE_SCAN_EVERY`)."""
 
@@ -200,9 +208,7 @@ async def replay(
             await gateway.stop()
             await llm.close()
             await store.close()
-        failed = [r for r in fake.requests if r.status != 200]
-        if failed:
-            raise RuntimeError(f"{len(failed)} API call(s) failed during the replay, first: {failed[0].kind}")
+        require_all_answered(fake, "during the replay")
         sent = [SentRequest(r.at, r.body, r.usage) for r in fake.requests if r.usage is not None]
         floors = {name: spec.min_cacheable for name, spec in fake.models.items()}
         compacted = sum(1 for r in fake.requests if r.compacted)

@@ -28,7 +28,7 @@ from typing import Any
 from agent.llm import AnthropicClient
 from bench.bench_latency import FIRST_TOKEN_S, TOKENS_PER_S
 from bench.memory_adapter import StreamingMemoryAdapter, chat_ref, incoming
-from bench.replay import API_KEY, bench_settings
+from bench.replay import API_KEY, bench_settings, require_all_answered
 from bench.traces import Event, TraceSizes, generate
 from gateway.app.gateway import Gateway
 from gateway.store import Store
@@ -132,9 +132,7 @@ async def time_turns(
             await gateway.stop()
             await llm.close()
             await store.close()
-        failed = [r for r in fake.requests if r.status != 200]
-        if failed:
-            raise RuntimeError(f"{len(failed)} API call(s) failed, first: {failed[0].kind}")
+        require_all_answered(fake, "while timing turns")
         sent = {d.message.chat.chat_id: d.at for d in adapter.sent}
         timings = []
         for turn in turns:
