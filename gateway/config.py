@@ -228,7 +228,7 @@ class LimitsSettings(_Section):
 
 class SchedulerSettings(_Section):
     enabled: bool = True
-    idle_minutes: int = Field(30, ge=1)
+    idle_minutes: float = Field(30, gt=0, description="quiet minutes before idle compaction")
     proactive_share: float = Field(0.60, gt=0.0, lt=1.0)
     cache_aware_share: float = Field(0.35, gt=0.0, lt=1.0)
     archive_retention_days: int = Field(0, ge=0, description="0 keeps archived messages forever")

@@ -203,6 +203,10 @@ class Metrics:
     def observe_job(self, job: str, result: str) -> None:
         self.job_runs.labels(job=job, result=result).inc()
 
+    def track_jobs(self, names: list[str], overdue: Callable[[], list[str]]) -> None:
+        """`gateway_job_overdue{job}`: 1 for a job that has not run for three of its intervals, else 0."""
+        self.registry.register(_JobCollector(names, overdue))
+
     def track_leases(self, held: Callable[[], frozenset[str]]) -> None:
         """`gateway_fleet_lease_held{lease}`: 1 for each lease this worker holds (who polls, which shards)."""
         self.registry.register(_LeaseCollector(held))
@@ -232,6 +236,25 @@ class _LeaseCollector(Collector):
         )
         for name in sorted(self._held()):
             family.add_metric([name], 1.0)
+        yield family
+
+
+class _JobCollector(Collector):
+    """Which scheduled jobs are overdue on this worker, read when scraped."""
+
+    def __init__(self, names: list[str], overdue: Callable[[], list[str]]) -> None:
+        self._names = names
+        self._overdue = overdue
+
+    def collect(self) -> Iterator[Metric]:
+        family = GaugeMetricFamily(
+            "gateway_job_overdue",
+            "1 for a scheduled job that has not run for three of its intervals",
+            labels=["job"],
+        )
+        late = set(self._overdue())
+        for name in self._names:
+            family.add_metric([name], 1.0 if name in late else 0.0)
         yield family
 
 

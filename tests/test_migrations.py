@@ -28,6 +28,7 @@ TABLES = {
     "llm_calls",
     "usage_daily",
     "command_receipts",
+    "job_runs",
     "message_vectors",
     "media",
     "message_media",

@@ -9,6 +9,7 @@ import io
 import logging
 import wave
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import TextIO
 
 import anthropic
@@ -17,8 +18,11 @@ from sqlalchemy.engine import make_url
 
 from gateway.config import Settings
 from gateway.errors import StoreError, TranscriptionError
+from gateway.jobs.maintenance import job_intervals
+from gateway.jobs.scheduler import interval_text
 from gateway.platforms.catalog import status_lines
 from gateway.store import Store
+from gateway.store.job_runs import OVERDUE_INTERVALS, JobRunLog
 from gateway.store.leases import PostgresLeases
 from gateway.store.migrate import current_revision_async, head_revision
 from gateway.transcription.transcriber import transcriber_from
@@ -198,6 +202,67 @@ async def check_fleet(settings: Settings) -> Check:
     return Check("fleet", True, "; ".join(parts), required=False)
 
 
+def scheduled_jobs(settings: Settings) -> dict[str, timedelta]:
+    """The jobs a worker with these settings runs, and how often."""
+    sched = settings.scheduler
+    return job_intervals(
+        idle=timedelta(minutes=sched.idle_minutes),
+        retention_days=sched.archive_retention_days,
+        keeps_alive=settings.prompt_caching.keeps_alive,
+    )
+
+
+async def check_jobs(settings: Settings, *, now: datetime | None = None) -> list[Check]:
+    """Each scheduled job with its last run across the fleet and its next one; overdue ones warn."""
+    if not settings.scheduler.enabled:
+        return [Check("jobs", True, "off (SCHEDULER__ENABLED=false): no background job runs", required=False)]
+    at = now or datetime.now(UTC)
+    try:
+        store = await Store.open(settings.database_url, pool_size=1, max_overflow=0)
+        try:
+            runs = await JobRunLog(store, worker="doctor").all()
+        finally:
+            await store.close()
+    except StoreError as exc:
+        return [Check("jobs", False, f"job runs not readable ({exc})", required=False)]
+    checks = []
+    for name, every in scheduled_jobs(settings).items():
+        run = runs.get(name)
+        head = f"every {interval_text(every)}"
+        if run is None:
+            detail = f"{head}; no run recorded yet (the first comes one interval after a worker starts)"
+            checks.append(Check(f"job {name}", True, detail, required=False))
+            continue
+        detail = (
+            f"{head}; last run {_span(at - run.last_run_at)} ago ({run.last_result}, {run.worker}), "
+            f"next due {_due(run.next_due - at)}; {run.runs} run(s)"
+        )
+        if run.overdue(at):
+            last_ok = f"{_span(at - run.last_ok_at)} ago" if run.last_ok_at else "never"
+            detail = (
+                f"OVERDUE: no successful run for {OVERDUE_INTERVALS} intervals (last ok {last_ok}); " + detail
+            )
+            if run.last_error:
+                detail += f"; last error: {run.last_error}"
+        checks.append(Check(f"job {name}", not run.overdue(at), detail, required=False))
+    return checks
+
+
+def _span(delta: timedelta) -> str:
+    seconds = max(0, round(delta.total_seconds()))
+    if seconds < 120:
+        return f"{seconds} s"
+    if seconds < 7200:
+        return f"{seconds // 60} min"
+    if seconds < 2 * 86400:
+        return f"{seconds // 3600} h"
+    return f"{seconds // 86400} d"
+
+
+def _due(delta: timedelta) -> str:
+    return "now" if delta.total_seconds() <= 0 else f"in {_span(delta)}"
+
+
 async def run_checks(settings: Settings, *, request_timeout: float = 5.0) -> list[Check]:
     database, api, heard = await asyncio.gather(
         check_database(settings),
@@ -207,6 +272,7 @@ async def run_checks(settings: Settings, *, request_timeout: float = 5.0) -> lis
     checks = [database, api, check_platforms(settings), heard]
     if database.ok:
         checks.append(await check_fleet(settings))
+        checks.extend(await check_jobs(settings))
     return checks
 
 

@@ -38,10 +38,9 @@ from gateway.intake.auth import Authorizer
 from gateway.intake.pipeline import Pipeline
 from gateway.intake.spool import Spool
 from gateway.intake.voice import VoiceNotes
-from gateway.jobs.cache_keeper import SCAN_EVERY as KEEPALIVE_SCAN_EVERY
 from gateway.jobs.cache_keeper import CacheKeeper
 from gateway.jobs.maintenance import standard_jobs
-from gateway.jobs.scheduler import JobScheduler, JobSpec
+from gateway.jobs.scheduler import JobScheduler
 from gateway.media.aging import MediaAging
 from gateway.media.intake import MediaIntake
 from gateway.media.prepare import MB, MediaLimits
@@ -53,6 +52,8 @@ from gateway.platforms.catalog import status_lines
 from gateway.reply.outbox import Outbox
 from gateway.store import ChatLocks, PinLimits, Store
 from gateway.store.job_lock import JobLocks
+from gateway.store.job_runs import JobRunLog
+from gateway.store.leases import default_worker_name
 from gateway.store.media_store import MediaStore
 from gateway.transcription.transcriber import Transcriber, transcriber_from
 from gateway.turn.kit import SessionKit
@@ -293,7 +294,10 @@ class Gateway:
         sched = self.settings.scheduler
         if not sched.enabled:
             return
-        self.scheduler = JobScheduler(JobLocks(self.store), observe=self.metrics.observe_job)
+        worker = self.settings.fleet.worker_name or default_worker_name()
+        self.scheduler = JobScheduler(
+            JobLocks(self.store), observe=self.metrics.observe_job, runs=JobRunLog(self.store, worker=worker)
+        )
         jobs = standard_jobs(
             store=self.store,
             locks=self.locks,
@@ -301,13 +305,13 @@ class Gateway:
             make_engine=self.kit.engine,
             policy=self.policy,
             retention_days=sched.archive_retention_days,
+            keep_alive=self._keep_caches_warm if self.settings.prompt_caching.keeps_alive else None,
             clock=self.now,
         )
-        if self.settings.prompt_caching.keeps_alive:
-            jobs.append(JobSpec("cache-keepalive", self._keep_caches_warm, KEEPALIVE_SCAN_EVERY))
         for job in jobs:
             self.scheduler.add(job)
         self.scheduler.start()
+        self.metrics.track_jobs(self.scheduler.job_names, self.scheduler.overdue)
 
     async def _keep_caches_warm(self) -> None:
         await self.keeper.run(self.now())

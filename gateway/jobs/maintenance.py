@@ -16,7 +16,8 @@ from datetime import date, datetime, timedelta
 from agent.caching.plan import CacheState
 from gateway.compaction.compactor import CompactionReport, Compactor, EngineFactory
 from gateway.compaction.triggers import CompactionPolicy
-from gateway.jobs.scheduler import JobSpec
+from gateway.jobs.cache_keeper import SCAN_EVERY as KEEPALIVE_SCAN_EVERY
+from gateway.jobs.scheduler import JobBody, JobSpec
 from gateway.store import ChatLocks, Store
 
 logger = logging.getLogger(__name__)
@@ -100,6 +101,16 @@ RETENTION_EVERY = timedelta(hours=6)
 ROLLUP_EVERY = timedelta(hours=1)
 
 
+def job_intervals(*, idle: timedelta, retention_days: int, keeps_alive: bool) -> dict[str, timedelta]:
+    """Which jobs a gateway with these settings runs, and how often (`doctor` lists them too)."""
+    every = {"idle-compaction": min(IDLE_SCAN_EVERY, idle), "usage-rollup": ROLLUP_EVERY}
+    if retention_days > 0:
+        every["archive-retention"] = RETENTION_EVERY
+    if keeps_alive:
+        every["cache-keepalive"] = KEEPALIVE_SCAN_EVERY
+    return every
+
+
 def standard_jobs(
     *,
     store: Store,
@@ -108,9 +119,11 @@ def standard_jobs(
     make_engine: EngineFactory,
     policy: CompactionPolicy,
     retention_days: int,
+    keep_alive: JobBody | None,
     clock: Clock,
 ) -> list[JobSpec]:
-    """The gateway's jobs: idle compaction, archive retention (if an age is set) and the usage rollup."""
+    """The gateway's jobs: idle compaction, the usage rollup, archive retention (if an age is set) and
+    the cache keep-alive (if given)."""
 
     async def compaction_job() -> None:
         await compact_idle_sessions(
@@ -123,10 +136,12 @@ def standard_jobs(
     async def rollup_job() -> None:
         await rollup_usage(store=store, now=clock())
 
-    specs = [
-        JobSpec("idle-compaction", compaction_job, min(IDLE_SCAN_EVERY, policy.idle)),
-        JobSpec("usage-rollup", rollup_job, ROLLUP_EVERY),
-    ]
-    if retention_days > 0:
-        specs.append(JobSpec("archive-retention", retention_job, RETENTION_EVERY))
-    return specs
+    bodies: dict[str, JobBody] = {
+        "idle-compaction": compaction_job,
+        "usage-rollup": rollup_job,
+        "archive-retention": retention_job,
+    }
+    if keep_alive is not None:
+        bodies["cache-keepalive"] = keep_alive
+    every = job_intervals(idle=policy.idle, retention_days=retention_days, keeps_alive=keep_alive is not None)
+    return [JobSpec(name, bodies[name], interval) for name, interval in every.items()]

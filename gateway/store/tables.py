@@ -269,6 +269,27 @@ class UsageDaily(Base):
     updated_at: Mapped[datetime]
 
 
+class JobRun(Base):
+    """The last run of each scheduled job across the fleet: when, how it went, on which worker.
+
+    One row per job name, upserted after every run that was not skipped; `last_ok_at` moves only on a
+    run that succeeded, so `doctor` and the watchdog can tell a job that keeps failing from one that runs.
+    `first_run_at` is the first run ever recorded (a job that never succeeded is overdue from then).
+    """
+
+    __tablename__ = "job_runs"
+
+    name: Mapped[str] = mapped_column(String(64), primary_key=True)
+    every_s: Mapped[int] = mapped_column(Integer)
+    first_run_at: Mapped[datetime]
+    last_run_at: Mapped[datetime]
+    last_ok_at: Mapped[datetime | None]
+    last_result: Mapped[str] = mapped_column(String(16))
+    last_error: Mapped[str | None] = mapped_column(Text)
+    worker: Mapped[str] = mapped_column(String(128))
+    runs: Mapped[int] = mapped_column(BigInteger)
+
+
 class CommandReceipt(Base):
     """A command update already handled in a chat, so a platform's redelivery does not run it twice."""
 

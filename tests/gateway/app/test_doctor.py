@@ -6,12 +6,15 @@ from __future__ import annotations
 import asyncio
 import io
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from gateway.__main__ import main
-from gateway.app.doctor import check_anthropic, check_database, check_transcription, doctor
-from gateway.config import Settings, TranscriptionSettings
+from gateway.app.doctor import check_anthropic, check_database, check_jobs, check_transcription, doctor
+from gateway.config import SchedulerSettings, Settings, TranscriptionSettings
+from gateway.store import Store
+from gateway.store.job_runs import JobRunLog
 from gateway.store.migrate import head_revision
 from tests.fakes.anthropic_server import FakeAnthropic
 from tests.fakes.transcription_server import FakeTranscription
@@ -158,3 +161,34 @@ async def test_fleet_line_names_the_poller_and_each_shard_owner(pg_url: str) -> 
     assert check.detail == (
         "1 worker(s) running; telegram polling: hostA:41; discord shards: 0=nobody, 1=hostA:41"
     )
+
+
+async def test_jobs_are_listed_with_their_last_and_next_run_and_overdue_ones_warn(
+    sqlite_url: str, fake_api: FakeAnthropic
+) -> None:
+    settings = settings_for(sqlite_url, fake_api)
+    store = await Store.open(sqlite_url)
+    try:
+        runs = JobRunLog(store, worker="host:41")
+        await runs.record("usage-rollup", every=timedelta(hours=1), result="ok")
+        await runs.record(
+            "idle-compaction", every=timedelta(minutes=5), result="error", error="StoreError: gone"
+        )
+        recorded = datetime.now(UTC)
+    finally:
+        await store.close()
+    checks = {c.name: c for c in await check_jobs(settings, now=recorded + timedelta(minutes=20))}
+    assert set(checks) == {"job idle-compaction", "job usage-rollup", "job cache-keepalive"}
+    rollup = checks["job usage-rollup"]
+    assert rollup.ok
+    assert rollup.line().startswith("[  ok] job usage-rollup: every 1 h; last run 20 min ago (ok, host:41)")
+    assert "next due in 40 min" in rollup.detail
+    idle = checks["job idle-compaction"]
+    assert not idle.ok
+    assert not idle.required
+    assert idle.line().startswith("[warn] job idle-compaction: OVERDUE: no successful run for 3 intervals")
+    assert "last error: StoreError: gone" in idle.detail
+    assert "no run recorded yet" in checks["job cache-keepalive"].detail
+
+    off = await check_jobs(settings.model_copy(update={"scheduler": SchedulerSettings(enabled=False)}))
+    assert [c.line() for c in off] == ["[  ok] jobs: off (SCHEDULER__ENABLED=false): no background job runs"]

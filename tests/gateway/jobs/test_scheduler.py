@@ -11,6 +11,7 @@ import pytest
 from gateway.jobs.scheduler import JobScheduler, JobSpec
 from gateway.store import Store
 from gateway.store.job_lock import JobLocks
+from gateway.store.job_runs import JobRunLog
 
 
 async def test_two_workers_racing_for_one_job_run_it_once(pg_url: str) -> None:
@@ -104,3 +105,79 @@ async def test_a_failing_job_is_logged_and_the_scheduler_keeps_going(
     assert failures[0].exc_info is not None
     assert results.count(("broken", "error")) >= 2  # it failed, and ran again on schedule
     assert ("healthy", "ok") in results
+
+
+async def test_a_job_without_a_first_run_time_runs_one_interval_after_start(
+    sqlite_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    store = await Store.open(sqlite_url)
+    ran = asyncio.Event()
+    started = 0.0
+
+    async def body() -> None:
+        ran.set()
+
+    sched = JobScheduler(JobLocks(store), runs=JobRunLog(store, worker="w1"))
+    sched.add(JobSpec("rollup", body, timedelta(seconds=0.3)))
+    caplog.set_level(logging.INFO, logger="gateway.jobs.scheduler")
+    loop = asyncio.get_running_loop()
+    sched.start()
+    started = loop.time()
+    try:
+        (job,) = sched.jobs()
+        assert job.next_run is not None  # scheduled, not paused
+        await asyncio.wait_for(ran.wait(), 5)
+        assert loop.time() - started >= 0.25  # not at once: one interval after start
+        for _ in range(50):
+            runs = await JobRunLog(store, worker="doctor").all()
+            if "rollup" in runs:
+                break
+            await asyncio.sleep(0.05)
+    finally:
+        await sched.stop()
+        await store.close()
+    assert runs["rollup"].last_result == "ok"
+    assert runs["rollup"].worker == "w1"
+    assert "job rollup: every 0.3 s, next run 20" in caplog.text
+
+
+async def test_a_job_that_keeps_failing_is_reported_overdue(
+    sqlite_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    store = await Store.open(sqlite_url)
+    healthy_ran = asyncio.Event()
+
+    async def broken() -> None:
+        raise RuntimeError("database on fire")
+
+    async def healthy() -> None:
+        healthy_ran.set()
+
+    sched = JobScheduler(
+        JobLocks(store), runs=JobRunLog(store, worker="w1"), watch_every=timedelta(seconds=0.05)
+    )
+    sched.add(JobSpec("broken", broken, timedelta(seconds=0.1)))
+    sched.add(JobSpec("healthy", healthy, timedelta(seconds=0.1)))
+    caplog.set_level(logging.INFO, logger="gateway.jobs.scheduler")
+    sched.start()
+    try:
+        for _ in range(100):
+            if "job broken has not run for 3 of its intervals" in caplog.text:
+                break
+            await asyncio.sleep(0.05)
+        assert sched.overdue() == ["broken"]
+        runs = await JobRunLog(store, worker="doctor").all()
+    finally:
+        await sched.stop()
+        await store.close()
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert sum("job broken has not run" in w for w in warnings) == 1  # once, not at every look
+    assert not any("job healthy" in w for w in warnings)
+    broken_run = runs["broken"]
+    assert broken_run.last_result == "error"
+    assert broken_run.last_ok_at is None
+    assert "database on fire" in (broken_run.last_error or "")
+    assert broken_run.runs >= 2
+    # Stored intervals are whole seconds: never succeeded, so overdue three intervals after its first run.
+    assert broken_run.overdue(broken_run.first_run_at + timedelta(seconds=3.5))
+    assert not runs["healthy"].overdue(runs["healthy"].last_run_at + timedelta(seconds=2))
