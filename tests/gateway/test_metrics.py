@@ -97,7 +97,11 @@ async def test_metrics_move_after_a_turn(tmp_path: Path, sqlite_url: str) -> Non
                 if after.get(("gateway_turn_seconds_count", ()), 0.0) > 0:
                     break
                 await asyncio.sleep(0.1)
-        assert "scheduler started: cache-keepalive, idle-compaction, usage-rollup" in gw.log_text()
+        log = gw.log_text()
+        assert "scheduler started: 3 job(s)" in log
+        for job in ("cache-keepalive", "idle-compaction", "usage-rollup"):
+            assert f"job {job}: every" in log
+        assert "PAUSED" not in log
 
     def moved(name: str, labels: tuple[tuple[str, str], ...] = ()) -> float:
         return after.get((name, labels), 0.0) - before.get((name, labels), 0.0)
