@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -61,11 +62,14 @@ EXCHANGES = [
 ]
 TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d UTC")
 DURATION = re.compile(r"\d+\.\d s\b")
+SENT_AT = datetime(2026, 11, 22, 8, 15, tzinfo=UTC)
+"""Every message says it was sent then: the date and weekday each request carries are part of its token count."""
 
 
 @pytest.fixture
 async def bot(sqlite_url: str) -> AsyncIterator[Bot]:
     async with FakeAnthropic() as fake, running_bot(fake, sqlite_url, **SETTINGS) as running:
+        running.adapter.clock = lambda: SENT_AT
         yield running
 
 

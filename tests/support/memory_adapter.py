@@ -101,6 +101,8 @@ class MemoryAdapter:
     fail_sends: bool = False
     typing_started: asyncio.Event = field(default_factory=asyncio.Event)
     """Set when a turn starts showing the typing indicator (a turn is running)."""
+    clock: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
+    """The time each incoming message says it was sent (a test fixes it for output that names the date)."""
     _inbox: asyncio.Queue[_Delivery] = field(default_factory=asyncio.Queue)
     _task: asyncio.Task[None] | None = None
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
@@ -162,7 +164,7 @@ class MemoryAdapter:
             "author": user,
             "text": text,
             "platform_message_id": message_id or f"m{next(self._ids)}",
-            "sent_at": datetime.now(UTC),
+            "sent_at": self.clock(),
         }
         if command is not None:
             fields.update(
