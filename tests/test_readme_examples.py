@@ -63,7 +63,7 @@ EXCHANGES = [
 TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d UTC")
 DURATION = re.compile(r"\d+\.\d s\b")
 SENT_AT = datetime(2026, 11, 22, 8, 15, tzinfo=UTC)
-"""Every message says it was sent then: the date and weekday each request carries are part of its token count."""
+"""Every message is sent then: the date and weekday each request carries count as tokens."""
 
 
 @pytest.fixture
