@@ -7,6 +7,7 @@ anything else gets ``"echo: <newest user text>"`` (truncated), so tests can see 
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import re
 from collections.abc import Callable, Iterable, Mapping
@@ -76,7 +77,8 @@ class ScriptedReply:
     (the hidden reasoning's size), ``progress`` (text the model writes before its tool calls, returned as a
     thinking block) and ``thinking_only`` (the reasoning used the whole ``max_tokens``). On any model,
     ``refusal`` makes the answer a refusal whose content is ``text`` as partial output (or nothing).
-    ``within``: only a call whose first message contains this text takes it (several chats at once)."""
+    ``within``: only a call whose first message contains this text takes it (several chats at once).
+    ``hold``: the answer waits until the event is set (models without preserved thinking)."""
 
     text: str | None = None
     tool_uses: list[dict[str, Any]] = field(default_factory=list)
@@ -89,6 +91,7 @@ class ScriptedReply:
     refusal: Refusal | None = None
     thinking_only: bool = False
     within: str | None = None
+    hold: asyncio.Event | None = None
 
     def fits(self, body: Mapping[str, Any]) -> bool:
         if self.within is None:

@@ -286,13 +286,15 @@ class FakeAnthropic:
         refusal: Refusal | str | None = None,
         thinking_only: bool = False,
         within: str | None = None,
+        hold: asyncio.Event | None = None,
     ) -> None:
         """Queue one answer for the next matching call (``scope``: "reply", "summary" or "any"; with
         ``within``, only a call whose first message contains that text: chats at once get their own).
 
         ``thinking``/``thinking_tokens``/``progress``/``thinking_only`` shape the thinking of models with
         preserved thinking (``anthropic_thinking_reply``); ``refusal`` (a category or a ``Refusal``) makes
-        the answer a refusal on any model, ``text`` being its partial output."""
+        the answer a refusal on any model, ``text`` being its partial output; with ``hold`` the answer
+        waits until that event is set (rather than a delay that races the work a test waits for)."""
         if isinstance(refusal, str):
             refusal = Refusal(refusal)
         if not text and not tool_uses and refusal is None and not thinking_only:
@@ -312,6 +314,7 @@ class FakeAnthropic:
                 refusal=refusal,
                 thinking_only=thinking_only,
                 within=within,
+                hold=hold,
             )
         )
 
@@ -436,6 +439,8 @@ class FakeAnthropic:
             reply = self._reply_for(effective, kind, config)
             # a pre-warm generates nothing and is billed no output
             usage = usage_payload(cache, reply.output_tokens if kind != "warm" else 0)
+        if reply.hold is not None:
+            await reply.hold.wait()
         await self._pause(reply.delay + (self.summary_delay if kind == "summary" else self.reply_delay))
         record.usage = usage
         content = reply.content
@@ -560,7 +565,7 @@ class FakeAnthropic:
             if output_tokens(content) > max_tokens:
                 truncated = [{"type": "text", "text": truncate_to_tokens(scripted.text or "", max_tokens)}]
                 return Reply(truncated, "max_tokens", output_tokens(truncated))
-            return Reply(content, stop_reason, output_tokens(content), scripted.delay)
+            return Reply(content, stop_reason, output_tokens(content), scripted.delay, hold=scripted.hold)
         content = [{"type": "text", "text": self._default_text(body, kind, max_tokens)}]
         return Reply(content, "end_turn", output_tokens(content))
 

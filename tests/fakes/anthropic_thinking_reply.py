@@ -15,6 +15,7 @@ Signatures are added afterwards (``anthropic_binding.sign_content``).
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,6 +38,8 @@ class Reply:
     stop_details: dict[str, Any] | None = None
     keep_script: bool = False
     thinking_tokens: int = 0
+    hold: asyncio.Event | None = None
+    """Answered only once this is set (a test holds a reply until what must arrive meanwhile has)."""
 
 
 def _thinking(text: str) -> dict[str, Any]:

@@ -57,14 +57,16 @@ async def history(bot: Bot, exchanges: int, words: int) -> None:
 
 
 async def arrive_while_answering(bot: Bot, *files: tuple[str, bytes]) -> None:
-    """One question whose answer takes a while; files and a second question arrive meanwhile."""
-    bot.fake.script_reply("first answer", delay=0.5)
+    """One question whose answer is held until files and a second question have arrived."""
+    answered = asyncio.Event()
+    bot.fake.script_reply("first answer", hold=answered)
     bot.adapter.typing_started.clear()
     await bot.adapter.post("@testbot question one")
     await asyncio.wait_for(bot.adapter.typing_started.wait(), 10)
     for caption, data in files:
         await bot.adapter.post("", media=("document",), caption=caption, attachments=(text_file(data),))
     await bot.adapter.post(QUESTION, user=ALICE)
+    answered.set()
     await bot.adapter.wait_idle()
 
 
