@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import sqlite3
 import uuid
@@ -167,3 +168,23 @@ async def store(db_url: str) -> AsyncIterator[Store]:
         yield opened
     finally:
         await opened.close()
+
+
+def _ours(handler: logging.Handler) -> bool:
+    return not type(handler).__module__.startswith("_pytest")
+
+
+@pytest.fixture(autouse=True)
+def _root_logging() -> Iterator[None]:
+    """A test that sets up logging (`main`, `setup_logging`) leaves the root logger as it found it, so no
+    handler outlives the test and the output stream it was bound to."""
+    root = logging.getLogger()
+    handlers, level = [h for h in root.handlers if _ours(h)], root.level
+    yield
+    for handler in [h for h in root.handlers if _ours(h) and h not in handlers]:
+        root.removeHandler(handler)
+        handler.close()
+    for handler in handlers:
+        if handler not in root.handlers:
+            root.addHandler(handler)
+    root.setLevel(level)

@@ -11,6 +11,7 @@ import logging
 import re
 import sys
 from collections.abc import Iterable
+from typing import TextIO
 
 from gateway.config import Settings
 
@@ -75,11 +76,34 @@ def secrets_of(settings: Settings) -> list[str]:
 FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 
+class StderrHandler(logging.StreamHandler[TextIO]):
+    """Writes to `sys.stderr` as it is when a record is emitted, not as it was when logging was set up:
+    a stream swapped in meanwhile (a terminal UI, a test's capture) and closed again never receives a
+    record after it is gone."""
+
+    def __init__(self) -> None:
+        super().__init__(sys.stderr)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.stream = sys.stderr  # under the handler's lock, as `handle` holds it
+        super().emit(record)
+
+    def flush(self) -> None:
+        self.stream = sys.stderr
+        super().flush()
+
+
+def _to_stderr(level: int | str) -> None:
+    handler = StderrHandler()
+    handler.setFormatter(logging.Formatter(FORMAT))
+    logging.basicConfig(level=level, handlers=[handler], force=True)
+
+
 def setup_logging(settings: Settings, *, report: bool = False) -> None:
     """Logs to stderr at `log_level`; for a command whose output is a report (`doctor`), only warnings
     and errors, so log lines do not interleave with it."""
     level = logging.WARNING if report else settings.log_level
-    logging.basicConfig(level=level, format=FORMAT, stream=sys.stderr, force=True)
+    _to_stderr(level)
     _quiet_and_redact(settings)
 
 
@@ -88,7 +112,7 @@ def setup_console_logging(settings: Settings) -> str:
     (appended), or only warnings and errors reach stderr when it is off. Returns the line to show once."""
     log_file = settings.console.log_file
     if log_file is None:
-        logging.basicConfig(level=logging.WARNING, format=FORMAT, stream=sys.stderr, force=True)
+        _to_stderr(logging.WARNING)
         _quiet_and_redact(settings)
         return "(logs: warnings and errors only, shown here; set CONSOLE__LOG_FILE to keep them all)"
     path = log_file.expanduser().resolve()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import sys
 from pathlib import Path
 
 import pytest
@@ -54,20 +55,17 @@ def test_console_logs_go_to_a_file_named_once(tmp_path: Path) -> None:
 
     path = tmp_path / "logs" / "chat.log"
     settings = Settings(_env_file=None, console={"log_file": str(path)}, anthropic_api_key=API_KEY)
-    try:
-        line = setup_console_logging(settings)
-        logging.getLogger("gateway.test").info("turn done with key %s", API_KEY)
-        for handler in logging.getLogger().handlers:
-            handler.flush()
-        assert line == f"(logs: {path})"
-        written = path.read_text(encoding="utf-8")
-        assert "turn done with key" in written
-        assert API_KEY not in written
-        quiet = Settings(_env_file=None, console={"log_file": "off"})
-        assert "warnings and errors only" in setup_console_logging(quiet)
-        assert logging.getLogger().level == logging.WARNING
-    finally:
-        logging.basicConfig(level=logging.WARNING, force=True)
+    line = setup_console_logging(settings)
+    logging.getLogger("gateway.test").info("turn done with key %s", API_KEY)
+    for handler in logging.getLogger().handlers:
+        handler.flush()
+    assert line == f"(logs: {path})"
+    written = path.read_text(encoding="utf-8")
+    assert "turn done with key" in written
+    assert API_KEY not in written
+    quiet = Settings(_env_file=None, console={"log_file": "off"})
+    assert "warnings and errors only" in setup_console_logging(quiet)
+    assert logging.getLogger().level == logging.WARNING
 
 
 def test_doctor_report_is_not_interleaved_with_info_log_lines(
@@ -80,10 +78,24 @@ def test_doctor_report_is_not_interleaved_with_info_log_lines(
     monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
     monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:9")
     monkeypatch.setenv("LOG_LEVEL", "INFO")
-    try:
-        main(["doctor"])
-    finally:
-        logging.basicConfig(level=logging.WARNING, force=True)
+    main(["doctor"])
     captured = capsys.readouterr()
     assert "Checks" in captured.out
     assert " INFO " not in captured.out + captured.err, captured.err
+
+
+def test_log_lines_follow_stderr_when_it_is_swapped_and_closed(monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+
+    from gateway.app.logsetup import setup_logging
+    from gateway.config import Settings
+
+    first, second = io.StringIO(), io.StringIO()
+    monkeypatch.setattr(sys, "stderr", first)
+    setup_logging(Settings(_env_file=None))
+    logging.getLogger("gateway.test").warning("one")
+    first.close()  # a terminal UI or a test's capture went away
+    monkeypatch.setattr(sys, "stderr", second)
+    logging.getLogger("gateway.test").warning("two")
+    assert "gateway.test: two" in second.getvalue()
+    assert "Logging error" not in second.getvalue()
