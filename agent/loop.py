@@ -253,7 +253,7 @@ class _Turn(Generic[R]):
     async def call(self) -> LLMResponse:
         """One model call that fits the window (compacting first if needed), with one overflow recovery.
 
-        The turn's first call is also held to the compressor's threshold (seed 000's normal context
+        The turn's first call is also held to the compressor's threshold (the normal context
         management at 50%): a chat without tool calls would otherwise only ever meet hygiene at 85%.
         """
         request, estimate, ttl = self.build()

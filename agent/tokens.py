@@ -237,7 +237,7 @@ def rough_estimate_messages(messages: Iterable[Message]) -> int:
 CALIBRATION_ALPHA: Final = 0.2
 CALIBRATION_MIN: Final = 1.0
 """Never scale estimates below tiktoken's count: an estimate that is too high costs at most an early
-compaction, one that is too low overflows the window (seed 002 §2.4). Fixed per-request overheads the
+compaction, one that is too low overflows the window. Fixed per-request overheads the
 API adds or omits (tool-use preamble) also make small prompts look cheaper than they are."""
 CALIBRATION_MAX: Final = 2.0
 CALIBRATION_MIN_ESTIMATE: Final = 500

@@ -86,8 +86,8 @@ class AuxiliaryModelSettings(_Section):
     model: str | None = Field(None, description="summary model; default: " + DEFAULT_SUMMARY_MODEL)
     provider: Literal["auto", "main", "anthropic"] = Field(
         "auto",
-        description="seed 000's key: the gateway speaks only the Anthropic API, so auto, main and "
-        "anthropic all mean it (main: the reply model's endpoint, so no base_url)",
+        description="accepted for older configurations: the gateway speaks only the Anthropic API, so "
+        "auto, main and anthropic all mean it (main: the reply model's endpoint, so no base_url)",
     )
     base_url: AnyHttpUrl | None = None
 

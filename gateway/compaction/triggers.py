@@ -1,13 +1,13 @@
 """When to compact a stored session outside the agent loop (pure): before a turn, and while it is idle.
 
-- Hygiene (seed 000, layer 1): before a turn at a fixed share (default 85%) of the window, above the
+- Hygiene (the first layer): before a turn at a fixed share (default 85%) of the window, above the
   in-loop compressor's threshold: the safety net.
 - Cache-aware: once a session's prompt cache has expired, its next request writes the whole prefix
   again whatever we do, so compacting first adds no cache write and makes that write (and every later
   read) smaller. A compaction while the cache is warm would throw away a prefix already paid for.
 - Proactive (idle sessions only): above a share of the window whatever the cache, so the next message
   does not wait for a summary.
-- After a reply (seed 000's compressor threshold, default 50%): right after a reply was delivered, when
+- After a reply (the compressor's threshold, default 50%): right after a reply was delivered, when
   the next request would reach the context engine's own threshold. The prompt cache is warm then, so a
   summary call that reuses the cached prefix is cheap, and nobody is waiting for an answer. The agent
   loop still checks the same threshold before every turn's first call (for what arrived meanwhile).
@@ -15,7 +15,7 @@
 Sizes: the last API-reported prompt size plus estimates of what was stored since
 (`SessionRecord.context_tokens`). When no reported size exists (a new session, or one just compacted),
 the fallback is the running estimate of the whole active window: the sum of every stored row's
-estimate, kept up to date on each append, instead of seed 000's rough character count over the window
+estimate, kept up to date on each append, instead of a rough character count over the window
 re-read each turn. Each row's estimate is the cl100k count, itself the rough character count when the
 tokenizer data cannot be loaded, scaled by the learned calibration when there is one.
 

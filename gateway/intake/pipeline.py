@@ -1,4 +1,4 @@
-"""One incoming message, start to finish (DESIGN.md "Data flow").
+"""One incoming message, start to finish.
 
 authorize -> command or message -> store (committed before any LLM call) -> should the bot answer?
 -> hand the chat to its turn task (`gateway/turn/tasks.py`). Commands are run by `dispatch`, the
