@@ -22,8 +22,6 @@ class AgentError(Exception):
 
 
 class LLMError(AgentError):
-    retryable: bool = False
-
     def __init__(self, message: str, *, status_code: int | None = None) -> None:
         super().__init__(message)
         self.status_code = status_code
@@ -46,8 +44,6 @@ class ThinkingBindingError(LLMBadRequestError):
 
 
 class LLMRateLimitError(LLMError):
-    retryable = True
-
     def __init__(
         self, message: str, *, status_code: int | None = 429, retry_after: float | None = None
     ) -> None:
@@ -56,15 +52,15 @@ class LLMRateLimitError(LLMError):
 
 
 class LLMOverloadedError(LLMError):
-    retryable = True
+    pass
 
 
 class LLMServerError(LLMError):
-    retryable = True
+    pass
 
 
 class LLMUnavailableError(LLMError):
-    retryable = True
+    pass
 
 
 class SummarizerError(AgentError):

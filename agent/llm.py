@@ -130,14 +130,6 @@ class LLMClient(Protocol):
     async def create(self, request: LLMRequest) -> LLMResponse: ...
 
 
-class StreamingLLMClient(LLMClient, Protocol):
-    """A client that can also hand over the reply's text as it is generated."""
-
-    async def stream(
-        self, request: LLMRequest, on_text: TextSink, on_progress: TextSink | None = None
-    ) -> LLMResponse: ...
-
-
 async def ask(
     llm: LLMClient,
     request: LLMRequest,

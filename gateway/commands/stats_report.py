@@ -74,7 +74,6 @@ class ContextSize:
     reported: int | None
     since: int
     """Estimated tokens (calibrated as the thresholds calibrate them) stored since the last call."""
-    messages_since: int | None = None
 
 
 def context_lines(

@@ -79,7 +79,6 @@ def encode(msg: IncomingMessage) -> str:
         "forward_origin": msg.forward_origin,
         "media": list(msg.media),
         "caption": msg.caption,
-        "is_interaction": msg.is_interaction,
     }
     if msg.attachments:
         record["attachments"] = [_encode_attachment(a) for a in msg.attachments]
@@ -190,7 +189,6 @@ def decode(line: str) -> IncomingMessage:
             forward_origin=record["forward_origin"],
             media=media,
             caption=record["caption"],
-            is_interaction=bool(record["is_interaction"]),
             attachments=tuple(_decode_attachment(a) for a in record.get("attachments", ())),
             reply_to=_decode_reply(record.get("reply_to")),
         )

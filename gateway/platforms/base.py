@@ -125,7 +125,6 @@ class IncomingMessage:
     read are listed here too, so it can say so, and also in `media`."""
     reply_to: ReplyTo | None = None
     """What this message replies to (a reply, a quote); None for a plain message."""
-    is_interaction: bool = False
     """Discord slash-command interaction: replies go through the interaction response."""
     reply_handle: object | None = field(default=None, compare=False, repr=False)
     """Opaque adapter handle (e.g. a pending interaction) passed back to `send`; never inspected elsewhere."""

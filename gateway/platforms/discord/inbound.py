@@ -47,7 +47,6 @@ def slash_message(interaction: discord.Interaction, command: str, args: str) -> 
         is_command=True,
         command=command.lower(),
         command_args=args.strip(),
-        is_interaction=True,
         reply_handle=interaction,
     )
 

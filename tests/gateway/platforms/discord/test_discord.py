@@ -202,12 +202,7 @@ async def test_typed_command_is_parsed_and_slash_paths_are_not(
             mentions_bot=True,
         )
     )
-    assert (cmd.is_command, cmd.command, cmd.command_args, cmd.is_interaction) == (
-        True,
-        "stats",
-        "all",
-        False,
-    )
+    assert (cmd.is_command, cmd.command, cmd.command_args, cmd.reply_handle) == (True, "stats", "all", None)
     assert not path.is_command
     assert path.command is None
     assert (via_mention.command, via_mention.command_args) == ("compact", "keep the API notes")
@@ -222,7 +217,7 @@ async def test_slash_command_is_deferred_then_answered_by_followup(
     )
     msg = await inbox.message(iid)
     assert [r["type"] for r in dc.interaction_responses] == [5]  # deferred before the gateway saw it
-    assert msg.is_interaction
+    assert msg.reply_handle is not None  # the deferred interaction, answered by a followup
     assert msg.is_command
     assert (msg.command, msg.command_args, msg.chat) == ("compact", "keep decisions", general())
     assert msg.author.user_id == str(ANN)
