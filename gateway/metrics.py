@@ -60,17 +60,37 @@ class Metrics:
 
     def __init__(self) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
-        r = self.registry
+        self._model_metrics(self.registry)
+        self._turn_metrics(self.registry)
+        self._cache_metrics(self.registry)
+        self._delivery_metrics(self.registry)
+        self.arrivals = _Arrivals()
+        self._prompt_tokens = (0, 0)
+        """(cache-read, all prompt) tokens since start, for the hit ratio."""
+
+    def _model_metrics(self, r: CollectorRegistry) -> None:
         self.tokens = Counter(
             "gateway_llm_tokens", "LLM tokens by kind (input = uncached input)", ["kind"], registry=r
         )
+        for kind in TOKEN_KINDS:
+            self.tokens.labels(kind=kind)
         self.llm_calls = Counter("gateway_llm_calls", "LLM requests by purpose", ["purpose"], registry=r)
-        self.cache_hit_ratio = Gauge(
-            "gateway_cache_hit_ratio",
-            "Share of prompt tokens read from the prompt cache since start",
+        self.refusals = Counter(
+            "gateway_llm_refusals",
+            "Replies the model declined (stop_reason refusal), by category",
+            ["category"],
             registry=r,
         )
-        self.cache_hit_ratio.set_function(self._hit_ratio)
+        self.thinking_dropped = Counter(
+            "gateway_thinking_blocks_dropped",
+            "Thinking blocks left out of a request because the conversation before them changed: by the "
+            "gateway (the normal path after an edit), or by the API's drop_block safety net (a binding the "
+            "gateway got wrong)",
+            ["by"],
+            registry=r,
+        )
+
+    def _turn_metrics(self, r: CollectorRegistry) -> None:
         self.compactions = Counter(
             "gateway_compactions", "Compactions by trigger and outcome", ["trigger", "outcome"], registry=r
         )
@@ -88,6 +108,14 @@ class Metrics:
         self.job_runs = Counter(
             "gateway_job_runs", "Scheduled job runs by result", ["job", "result"], registry=r
         )
+
+    def _cache_metrics(self, r: CollectorRegistry) -> None:
+        self.cache_hit_ratio = Gauge(
+            "gateway_cache_hit_ratio",
+            "Share of prompt tokens read from the prompt cache since start",
+            registry=r,
+        )
+        self.cache_hit_ratio.set_function(self._hit_ratio)
         self.cache_waste = Counter(
             "gateway_cache_waste_usd",
             "USD the prompt cache wasted: writes never read, prefixes re-sent just after they expired",
@@ -103,20 +131,8 @@ class Metrics:
             ["result"],
             registry=r,
         )
-        self.refusals = Counter(
-            "gateway_llm_refusals",
-            "Replies the model declined (stop_reason refusal), by category",
-            ["category"],
-            registry=r,
-        )
-        self.thinking_dropped = Counter(
-            "gateway_thinking_blocks_dropped",
-            "Thinking blocks left out of a request because the conversation before them changed: by the "
-            "gateway (the normal path after an edit), or by the API's drop_block safety net (a binding the "
-            "gateway got wrong)",
-            ["by"],
-            registry=r,
-        )
+
+    def _delivery_metrics(self, r: CollectorRegistry) -> None:
         self.reply_parts = Counter(
             "gateway_reply_parts",
             "Reply parts by delivery outcome (sent, retried: a transient failure, failed: given up)",
@@ -139,11 +155,6 @@ class Metrics:
             buckets=LATENCY_BUCKETS,
             registry=r,
         )
-        self.arrivals = _Arrivals()
-        self._prompt_tokens = (0, 0)
-        """(cache-read, all prompt) tokens since start, for the hit ratio."""
-        for kind in TOKEN_KINDS:
-            self.tokens.labels(kind=kind)
 
     def _hit_ratio(self) -> float:
         read, prompt = self._prompt_tokens

@@ -68,86 +68,103 @@ def attachments_of(
     message: Message, bot: Bot, *, max_bytes: int = BOT_API_DOWNLOAD_LIMIT
 ) -> tuple[Attachment, ...]:
     """Every file the message carries, described; readable ones come with a download."""
-    found: list[Attachment] = []
+    found = (
+        _photo(message, bot, max_bytes),
+        _document(message, bot),
+        _sticker(message, bot),
+        _voice(message, bot),
+        _audio(message, bot),
+        _video_note(message, bot),
+        Attachment(kind="video", filename=message.video.file_name) if message.video else None,
+        Attachment(kind="animation", filename=message.animation.file_name) if message.animation else None,
+    )
+    return tuple(a for a in found if a is not None)
+
+
+def _photo(message: Message, bot: Bot, max_bytes: int) -> Attachment | None:
     photo = best_photo(message.photo, max_bytes) if message.photo else None
-    if photo is not None:
-        found.append(
-            Attachment(
-                kind="photo",
-                mime_type="image/jpeg",
-                size=photo.file_size,
-                width=photo.width,
-                height=photo.height,
-                fetch=fetcher(bot, photo.file_id),
-            )
-        )
+    if photo is None:
+        return None
+    return Attachment(
+        kind="photo",
+        mime_type="image/jpeg",
+        size=photo.file_size,
+        width=photo.width,
+        height=photo.height,
+        fetch=fetcher(bot, photo.file_id),
+    )
+
+
+def _document(message: Message, bot: Bot) -> Attachment | None:
     document = message.document
-    if document is not None:
-        found.append(
-            Attachment(
-                kind="document",
-                filename=document.file_name,
-                mime_type=document.mime_type,
-                size=document.file_size,
-                fetch=fetcher(bot, document.file_id),
-            )
-        )
+    if document is None:
+        return None
+    return Attachment(
+        kind="document",
+        filename=document.file_name,
+        mime_type=document.mime_type,
+        size=document.file_size,
+        fetch=fetcher(bot, document.file_id),
+    )
+
+
+def _sticker(message: Message, bot: Bot) -> Attachment | None:
     sticker = message.sticker
-    if sticker is not None:
-        still = not sticker.is_animated and not sticker.is_video
-        source = sticker if still else sticker.thumbnail
-        found.append(
-            Attachment(
-                kind="sticker",
-                mime_type="image/webp" if still else "image/jpeg",
-                size=source.file_size if source is not None else None,
-                width=source.width if source is not None else None,
-                height=source.height if source is not None else None,
-                label=sticker.emoji,
-                fetch=fetcher(bot, source.file_id) if source is not None else None,
-            )
-        )
+    if sticker is None:
+        return None
+    still = not sticker.is_animated and not sticker.is_video
+    source = sticker if still else sticker.thumbnail
+    return Attachment(
+        kind="sticker",
+        mime_type="image/webp" if still else "image/jpeg",
+        size=source.file_size if source is not None else None,
+        width=source.width if source is not None else None,
+        height=source.height if source is not None else None,
+        label=sticker.emoji,
+        fetch=fetcher(bot, source.file_id) if source is not None else None,
+    )
+
+
+def _voice(message: Message, bot: Bot) -> Attachment | None:
     voice = message.voice
-    if voice is not None:
-        found.append(
-            Attachment(
-                kind="voice",
-                mime_type=voice.mime_type or "audio/ogg",
-                size=voice.file_size,
-                duration_s=seconds_of(voice),
-                fetch=fetcher(bot, voice.file_id),
-            )
-        )
+    if voice is None:
+        return None
+    return Attachment(
+        kind="voice",
+        mime_type=voice.mime_type or "audio/ogg",
+        size=voice.file_size,
+        duration_s=seconds_of(voice),
+        fetch=fetcher(bot, voice.file_id),
+    )
+
+
+def _audio(message: Message, bot: Bot) -> Attachment | None:
     audio = message.audio
-    if audio is not None:
-        found.append(
-            Attachment(
-                kind="audio",
-                filename=audio.file_name or audio.title,
-                mime_type=audio.mime_type,
-                size=audio.file_size,
-                duration_s=seconds_of(audio),
-                fetch=fetcher(bot, audio.file_id),
-            )
-        )
+    if audio is None:
+        return None
+    return Attachment(
+        kind="audio",
+        filename=audio.file_name or audio.title,
+        mime_type=audio.mime_type,
+        size=audio.file_size,
+        duration_s=seconds_of(audio),
+        fetch=fetcher(bot, audio.file_id),
+    )
+
+
+def _video_note(message: Message, bot: Bot) -> Attachment | None:
+    """A round video message: its sound is transcribed (the endpoint takes MP4 as it is)."""
     video_note = message.video_note
-    if video_note is not None:
-        # A round video message: its sound is transcribed (the endpoint takes MP4 as it is).
-        found.append(
-            Attachment(
-                kind="video_note",
-                filename="video_note.mp4",
-                mime_type="video/mp4",
-                size=video_note.file_size,
-                duration_s=seconds_of(video_note),
-                fetch=fetcher(bot, video_note.file_id),
-            )
-        )
-    if message.video is not None:
-        found.append(Attachment(kind="video", filename=message.video.file_name))
-    if message.animation is not None:
-        found.append(Attachment(kind="animation", filename=message.animation.file_name))
-    return tuple(found)
+    if video_note is None:
+        return None
+    return Attachment(
+        kind="video_note",
+        filename="video_note.mp4",
+        mime_type="video/mp4",
+        size=video_note.file_size,
+        duration_s=seconds_of(video_note),
+        fetch=fetcher(bot, video_note.file_id),
+    )
 
 
 def with_attachments(
