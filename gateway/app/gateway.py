@@ -106,21 +106,7 @@ class Gateway:
         self.calibration = Calibration(self.model.name)
         self.loop_config = loop_config(settings, self.model, self.calibration)
         self.policy = compaction_policy(settings, self.model)
-        self.kit = SessionKit(
-            kit_settings(settings, self.model, self.loop_config),
-            engines=context_engine(settings),
-            llm=self.llm,
-            summary_llm=self.summary_llm,
-            tools=ChatTools(
-                store=store,
-                media_store=self.media_store,
-                presence=self.media_presence,
-                semantic=self.embeddings.ranker.rank if self.embeddings is not None else None,
-                shown_whole_below=int(self.model.context_window * self.loop_config.oversize_fraction),
-                clock=self.now,
-            ),
-            clock=self.now,
-        )
+        self.kit = self._session_kit()
         self.compactor = Compactor(store=store, loop=self.loop_config, metrics=self.metrics)
         self.outbox = Outbox(
             store=store,
@@ -131,8 +117,43 @@ class Gateway:
             interval_s=settings.streaming.interval_s,
             group_interval_s=settings.streaming.group_interval_s,
         )
-        self.turns = TurnRunner(
+        self.turns = self._turn_runner()
+        self.keeper = CacheKeeper(
             store=store,
+            locks=self.locks,
+            llm=self.llm,
+            kit=self.kit,
+            compacts_first=self.turns.compacts_first,
+            metrics=self.metrics,
+        )
+        self.tasks = ChatTasks(turns=self.turns, send=self.send)
+        self.pipeline = self._pipeline()
+        self._spool_task: asyncio.Task[None] | None = None
+
+    def now(self) -> datetime:
+        return self.clock()
+
+    def _session_kit(self) -> SessionKit:
+        return SessionKit(
+            kit_settings(self.settings, self.model, self.loop_config),
+            engines=context_engine(self.settings),
+            llm=self.llm,
+            summary_llm=self.summary_llm,
+            tools=ChatTools(
+                store=self.store,
+                media_store=self.media_store,
+                presence=self.media_presence,
+                semantic=self.embeddings.ranker.rank if self.embeddings is not None else None,
+                shown_whole_below=int(self.model.context_window * self.loop_config.oversize_fraction),
+                clock=self.now,
+            ),
+            clock=self.now,
+        )
+
+    def _turn_runner(self) -> TurnRunner:
+        settings = self.settings
+        return TurnRunner(
+            store=self.store,
             locks=self.locks,
             llm=self.llm,
             settings=TurnSettings(
@@ -149,20 +170,6 @@ class Gateway:
             metrics=self.metrics,
             media_aging=MediaAging(self.media_store, self.media_presence),
         )
-        self.keeper = CacheKeeper(
-            store=store,
-            locks=self.locks,
-            llm=self.llm,
-            kit=self.kit,
-            compacts_first=self.turns.compacts_first,
-            metrics=self.metrics,
-        )
-        self.tasks = ChatTasks(turns=self.turns, send=self.send)
-        self.pipeline = self._pipeline()
-        self._spool_task: asyncio.Task[None] | None = None
-
-    def now(self) -> datetime:
-        return self.clock()
 
     def _pipeline(self) -> Pipeline:
         settings = self.settings
