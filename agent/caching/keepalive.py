@@ -1,47 +1,21 @@
 """Keeping a chat's newest prompt-cache entry alive between its requests (`prompt_caching.keep_alive`).
 
 An entry lives for its TTL after the request that wrote or last read it. Resending the cached prompt
-with `max_tokens: 0` reads it (0.1x its input price, nothing generated) and restarts that life. Just
-before the chat's newest entry expires, such a refresh is worth its price when the chance that the
-chat's next request comes within the extended life, times what it saves then, exceeds it:
+with `max_tokens: 0` reads it (at the model's cache-read price, `CachePrices.read`; nothing generated)
+and restarts that life. Just before the chat's newest entry expires, a refresh is worth its price when
 
-    value = E[next request's re-use cost | not refreshed] - E[same | refreshed] - 0.1 x prefix tokens
+    value = E[next request's re-use cost | not refreshed] - E[same | refreshed] - read price x prefix
 
-Both expectations are `policy.next_request_cost` (each token of the prompt read if a layer holding it
-is still alive at the next request, else bought again at the chat's re-buy price), under the chat's
-forecast of the gap after its last turn conditioned on the silence so far (`GapForecast.after`: the
-next request has not come in the `elapsed` seconds since that turn started; after a long silence only
-the chat's few gaps that long speak, shrunk toward its kind's prior), scaled by how far the chat's
-earlier refresh decisions held (`agent.caching.trust`: a chat whose refreshes went unused, or that
-came back when it was let go, moves its odds accordingly). So the decision learns from the chat itself. A
-busy group whose mentions come every few minutes is kept warm through the lulls; a one-to-one chat
-whose pauses are breaks is not; and each refresh is judged again when the entry is about to expire,
-with the longer silence by then, so the refreshes stop once the chat's odds of coming back soon fall
-below what they cost (for a five-minute entry, about one chance in twelve that the next request comes
-within five minutes). A refresh that would carry an entry past an hour of silence (`PRIOR_SPAN`) is
-sent only through silences the chat has recently come back from (`MIN_SUPPORT`): past the hour the
-forecast's prior cannot tell a night from a chat that has ended, and a day of hourly refreshes would
-cost more than writing the prompt again. Within the hour the prior is the measured timing of requests
-in a conversation, so a chat's first pauses are judged on it before the chat has shown any of its own.
-How much evidence a longer silence needs depends on the chat's kind: a group is a standing
-conversation among people who stay, so one such silence it came back from is enough; a one-to-one
-chat's long silences are often the end of a conversation (the person got their answer), so it must
-have come back from two.
+is positive. Both expectations are `policy.next_request_cost`, under the chat's forecast of the gap
+after its last turn given the silence so far (`GapForecast.after`), scaled by how far the chat's
+earlier refresh decisions held (`agent.caching.trust`): the decision learns from each chat.
 
-A one-to-one conversation also ends: the person got the answer and left, and the next request, if any,
-opens a new conversation hours later. The silence forecast's prior is then a mixture of a conversation
-that goes on and one that ended (`forecast.ENDS`, learned per chat by `forecast.ended_share`), so the
-chance of a request in the next minutes falls steeply with the silence: a conversation of a few quick
-messages is kept warm through its pauses and let go within a few refreshes of its end, instead of being
-refreshed until the within-conversation prior runs out (most of an hour). The refresh's price is the
-model's own read price (`CachePrices.read`: 0.05x on Sonnet and Opus 5.5, 0.025x on Fable), so a cheaper
-read keeps an entry through longer odds.
-
-Within the hour a refresh is valued as the first of a run (`best_refresh_value`): a chat that usually
-comes back twenty minutes after its last answer is worth four refreshes even though the first alone
-(five more minutes) would rarely be used; the run's later reads are counted only for the silences in
-which nobody has come yet. Past the hour each refresh is still judged alone (the forecast is weakest
-there).
+Rules the code keeps:
+- Within the hour (`PRIOR_SPAN`) a refresh is valued as the first of a run (`best_refresh_value`);
+  past it each refresh is judged alone, and only through silences the chat has come back from
+  (`MIN_SUPPORT`: one for a group, two for a one-to-one chat, whose long silences often end it).
+- A one-to-one conversation may have ended: the forecast's prior mixes a conversation that goes on and
+  one that ended (`forecast.ENDS`, learned per chat), so refreshes stop within a few of its end.
 """
 
 from __future__ import annotations
