@@ -13,7 +13,8 @@ earlier refresh decisions held (`agent.caching.trust`): the decision learns from
 Rules the code keeps:
 - Within the hour (`PRIOR_SPAN`) a refresh is valued as the first of a run (`best_refresh_value`);
   past it each refresh is judged alone, and only through silences the chat has come back from
-  (`MIN_SUPPORT`: one for a group, two for a one-to-one chat, whose long silences often end it).
+  (`MIN_SUPPORT`: a group needs less such evidence than a one-to-one chat, whose long silences often
+  end it).
 - A one-to-one conversation may have ended: the forecast's prior mixes a conversation that goes on and
   one that ended (`forecast.ENDS`, learned per chat), so refreshes stop within a few of its end.
 """
