@@ -372,9 +372,14 @@ async def test_a_sonnet_5_5_chat_on_discord(tmp_path: Path, db_url: str) -> None
             progress="Checking the notes first.",
             tool_uses=[{"id": "toolu_1", "name": "recall", "input": {"query": "replica lag"}}],
         )
-        llm.script_reply("The lag stayed low.", delay=3.0)
+        shown = asyncio.Event()  # the answer waits until the progress is on screen
+        llm.script_reply("The lag stayed low.", hold=shown)
         before = len(dc.sent)
         dc.push_message(DM_ADMIN, "how was the replica lag?", author_id=ADMIN, username="admin")
+        await dc.wait_for(
+            lambda: any("Checking the notes first." in s.content for s in dc.sent[before:]), REPLY_TIMEOUT
+        )
+        shown.set()
         await dc.wait_for(
             lambda: any(s.content == "The lag stayed low." for s in dc.sent[before:]), REPLY_TIMEOUT
         )

@@ -6,6 +6,7 @@ thinking each end in a clear reply."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from tests.e2e.conftest import TelegramWorld, WorldFactory, body_text
@@ -72,8 +73,15 @@ async def test_a_sonnet_5_5_chat_survives_every_edit_of_its_history(telegram_wor
             progress="Let me look that up in our history.",
             tool_uses=[{"id": "toolu_1", "name": "recall", "input": {"query": "staging database"}}],
         )
-        llm.script_reply("Nothing about it yet.", delay=1.5)  # the tool round is on screen meanwhile
-        assert await chat.say("what did we say about the staging database?") == "Nothing about it yet."
+        shown = asyncio.Event()  # the answer waits until the tool round is on screen
+        llm.script_reply("Nothing about it yet.", hold=shown)
+        asking = asyncio.create_task(chat.say("what did we say about the staging database?"))
+        for _ in range(400):
+            if any("Let me look that up in our history." in d.visible_text for d in world.tg.drafts):
+                break
+            await asyncio.sleep(0.05)
+        shown.set()
+        assert await asking == "Nothing about it yet."
         assert any("Let me look that up in our history." in d.visible_text for d in world.tg.drafts)
 
         # the session grows past the compressor's 50%: compacted right after a reply (or, as timing has

@@ -78,7 +78,7 @@ class ScriptedReply:
     thinking block) and ``thinking_only`` (the reasoning used the whole ``max_tokens``). On any model,
     ``refusal`` makes the answer a refusal whose content is ``text`` as partial output (or nothing).
     ``within``: only a call whose first message contains this text takes it (several chats at once).
-    ``hold``: the answer waits until the event is set (models without preserved thinking)."""
+    ``hold``: the answer waits until the event is set."""
 
     text: str | None = None
     tool_uses: list[dict[str, Any]] = field(default_factory=list)

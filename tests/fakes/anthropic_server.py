@@ -544,7 +544,9 @@ class FakeAnthropic:
             del self._script[index]
             partial = [{"type": "text", "text": scripted.text}] if scripted.text else []
             details = scripted.refusal.stop_details()
-            return Reply(partial, "refusal", output_tokens(partial), scripted.delay, details)
+            return Reply(
+                partial, "refusal", output_tokens(partial), scripted.delay, details, hold=scripted.hold
+            )
         if config is not None:
             default = "" if scripted is not None else self._default_text(body, kind, max_tokens)
             question = newest_user_text(body)

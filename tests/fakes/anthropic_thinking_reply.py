@@ -66,9 +66,12 @@ def thinking_reply(
         spent = spent or volume.tokens(config.effort)
         head.append(_thinking(reasoning if config.display == "summarized" else ""))
     delay = reply.delay if scripted else 0.0
+    hold = reply.hold if scripted else None
     if reply.thinking_only or spent >= max_tokens:
         keep = scripted is not None and not reply.thinking_only
-        return Reply(head, "max_tokens", max_tokens, delay, keep_script=keep, thinking_tokens=max_tokens)
+        return Reply(
+            head, "max_tokens", max_tokens, delay, keep_script=keep, thinking_tokens=max_tokens, hold=hold
+        )
     thought = spent
     if reply.progress:
         shown = config.display in ("summarized", "updates") or not adaptive
@@ -79,6 +82,7 @@ def thinking_reply(
     if output_tokens(visible) > room:
         text = truncate_to_tokens(reply.text or "", room)
         tail = [{"type": "text", "text": text}] if text else []
-        return Reply([*head, *tail], "max_tokens", max_tokens, delay, thinking_tokens=thought)
+        return Reply([*head, *tail], "max_tokens", max_tokens, delay, thinking_tokens=thought, hold=hold)
     total = spent + output_tokens(visible)
-    return Reply([*head, *visible], reply.resolved_stop_reason(), total, delay, thinking_tokens=thought)
+    stop = reply.resolved_stop_reason()
+    return Reply([*head, *visible], stop, total, delay, thinking_tokens=thought, hold=hold)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator
 
@@ -70,11 +71,13 @@ async def test_messages_during_a_turn_are_answered_together_in_order(
     bot_any_db: Bot, fake: FakeAnthropic
 ) -> None:
     bot = bot_any_db
-    fake.script_reply("first answer", delay=0.5)
+    answered = asyncio.Event()
+    fake.script_reply("first answer", hold=answered)
     await bot.adapter.post("one")
-    await bot.adapter.typing_started.wait()  # the first turn is running, its reply delayed
+    await bot.adapter.typing_started.wait()  # the first turn is running, its reply held
     await bot.adapter.post("two")
     await bot.adapter.post("three")
+    answered.set()
     await bot.adapter.wait_idle()
     assert bot.adapter.texts() == ["first answer", "echo: two three"]
     second = bot.replies()[1].body
