@@ -201,3 +201,10 @@ def test_embeddings_are_off_by_default_and_checked_when_on(monkeypatch: pytest.M
     monkeypatch.setenv("EMBEDDINGS__PROVIDER", "cohere")
     with pytest.raises(ConfigError, match=r"embeddings\.provider"):
         load_settings()
+
+
+def test_env_example_copied_as_dot_env_changes_no_default() -> None:
+    """The README says to copy `.env.example` to `.env`: its values are the defaults, so a copy changes
+    nothing until the operator edits it (a stale prompt there once dropped the recall instruction)."""
+    example = Path(__file__).resolve().parents[2] / ".env.example"
+    assert Settings(_env_file=example).model_dump() == Settings(_env_file=None).model_dump()
