@@ -124,6 +124,7 @@ class Gateway:
             llm=self.llm,
             kit=self.kit,
             compacts_first=self.turns.compacts_first,
+            presence=self.media_presence,
             metrics=self.metrics,
         )
         self.tasks = ChatTasks(turns=self.turns, send=self.send)

@@ -28,6 +28,7 @@ from agent.llm import LLMClient
 from agent.loop import refresh_cache
 from agent.models import TTL_SECONDS, cost_usd
 from agent.usage import Usage
+from gateway.media.presence import MediaPresence
 from gateway.metrics import Metrics
 from gateway.platforms.base import ChatKind
 from gateway.store import CallRecord, ChatLocks, SessionRecord, Store, TurnSnapshot
@@ -68,9 +69,13 @@ class CacheKeeper:
         llm: LLMClient,
         kit: SessionKit,
         compacts_first: CompactsFirst,
+        presence: MediaPresence,
         metrics: Metrics | None = None,
     ) -> None:
         self.store = store
+        self.presence = presence
+        """Which chats have media: learned here from the stored window as a turn learns it, so a worker
+        that has not served the chat since it started offers the same tools (part of the cached prefix)."""
         self.locks = locks
         self.llm = llm
         self.kit = kit
@@ -145,6 +150,7 @@ class CacheKeeper:
             )
             return None
         end = ends[0]
+        self.presence.note_window(session.chat_pk, (r.content for r in snapshot.rows))
         plan = TurnCachePlan(reads=((end, decision.prefix.ttl),))
         conversation = self.kit.conversation(
             session,

@@ -297,3 +297,30 @@ async def test_a_group_whose_chatter_reached_the_compaction_threshold_is_not_kep
 
         assert [r.session_id for r in refreshed] == [sessions[0].id]
         assert len(warm(fake)) == 1
+
+
+def tool_names(request: RecordedRequest) -> list[str]:
+    return [t["name"] for t in request.body.get("tools", [])]
+
+
+async def test_a_worker_that_never_served_a_chat_with_media_refreshes_the_same_prompt(
+    sqlite_url: str,
+) -> None:
+    """The tools are part of the cached prefix, and `view_media` is offered only in chats with media: a
+    restarted or second worker's keep-alive learns that from the stored window, as a turn does."""
+    async with FakeAnthropic(clock=lambda: 0.0) as fake, running_bot(fake, sqlite_url) as bot:
+        clock = Clock(fake)
+        bot.gateway.clock = lambda: clock.now
+        clock.at(0)
+        await bot.adapter.say(BIG + " and the diagram [photo m1] shows the deploy", user=ALICE)
+        chat_pk = await bot.chat_pk("telegram", ALICE.user_id)
+        await comes_back_every(bot, chat_pk, gap=360.0)
+        (reply,) = bot.replies()
+        assert "view_media" in tool_names(reply)
+        async with running_bot(fake, sqlite_url) as other:  # started after the chat's turn
+            refreshed = await other.gateway.keeper.run(clock.at(240))
+        assert len(refreshed) == 1
+        (request,) = warm(fake)
+        assert tool_names(request) == tool_names(reply)
+        assert usage(request)["cache_read_input_tokens"] == usage(reply)["cache_creation_input_tokens"] > 0
+        assert usage(request)["cache_creation_input_tokens"] == 0
