@@ -56,8 +56,9 @@ async def test_every_job_runs_on_its_own_and_a_quiet_group_is_compacted(db_url: 
         await bot.adapter.wait_idle()
         runs = await wait_for_runs(bot, JOBS)
         assert set(runs) == JOBS, runs
-        for _ in range(100):
-            if any(r.kind == "summary" for r in fake_api.requests):
+        for _ in range(300):  # the compaction is stored after its summary request: wait for the record
+            compactions = await bot.rows("SELECT trigger, outcome FROM compactions")
+            if compactions:
                 break
             await asyncio.sleep(0.1)
         window = await bot.window("telegram", "-700")
@@ -65,6 +66,7 @@ async def test_every_job_runs_on_its_own_and_a_quiet_group_is_compacted(db_url: 
         counted = {job: metrics.job_runs.labels(job=job, result="ok")._value.get() for job in JOBS}
 
     assert bot.replies() == []  # nobody asked: the bot never answered
+    assert [(c.trigger, c.outcome) for c in compactions] == [("scheduled", "ok")]
     assert [r.kind for r in fake_api.requests].count("summary") == 1
     assert [m.state for m in window].count("summary") == 1
     assert len(window) < 40
