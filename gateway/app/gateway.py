@@ -197,7 +197,7 @@ class Gateway:
             ),
             max_bytes=settings.media.max_file_mb * MB,
             presence=self.media_presence,
-            keep_audio=self.transcriber is not None,
+            audio_max_bytes=settings.transcription.max_file_mb * MB if self.transcriber else None,
         )
         voice = (
             VoiceNotes(self.transcriber, log=self.store, observe=self.metrics.observe_transcription)

@@ -85,23 +85,28 @@ def wants_bytes(attachment: Attachment, *, audio: bool = False) -> bool:
     return declared is not Route.UNSUPPORTED or not mime or mime == "application/octet-stream"
 
 
-async def fetch_attachments(msg: IncomingMessage, *, max_bytes: int, audio: bool = False) -> IncomingMessage:
+async def fetch_attachments(
+    msg: IncomingMessage, *, max_bytes: int, audio_max_bytes: int | None = None
+) -> IncomingMessage:
     """The message with the bytes of every readable attachment downloaded (or the reason why not);
-    `audio`: voice notes, audio files and video notes too."""
+    with `audio_max_bytes`, voice notes, audio files and video notes too, up to that size (the
+    transcription endpoint's limit, not the media one)."""
     if not msg.attachments:
         return msg
-    fetched = await asyncio.gather(*(_fetch_one(a, max_bytes, audio) for a in msg.attachments))
+    fetched = await asyncio.gather(*(_fetch_one(a, max_bytes, audio_max_bytes) for a in msg.attachments))
     return dataclasses.replace(msg, attachments=tuple(fetched))
 
 
-async def _fetch_one(attachment: Attachment, max_bytes: int, audio: bool) -> Attachment:
+async def _fetch_one(attachment: Attachment, max_bytes: int, audio_max_bytes: int | None) -> Attachment:
     if (
         attachment.data is not None
         or attachment.error is not None
-        or not wants_bytes(attachment, audio=audio)
+        or not wants_bytes(attachment, audio=audio_max_bytes is not None)
     ):
         return attachment
     assert attachment.fetch is not None
+    if attachment.kind in AUDIO_KINDS and audio_max_bytes is not None:
+        max_bytes = audio_max_bytes
     if attachment.size is not None and attachment.size > max_bytes:
         return dataclasses.replace(attachment, error=_too_big(attachment.size, max_bytes))
     try:
@@ -130,17 +135,22 @@ class MediaIntake:
         limits: MediaLimits,
         max_bytes: int = 20 * MB,
         presence: MediaPresence | None = None,
-        keep_audio: bool = False,
+        audio_max_bytes: int | None = None,
     ) -> None:
         self.store = store
         self.limits = limits
         self.max_bytes = max_bytes
         self.presence = presence
-        self.keep_audio = keep_audio
-        """Fetch and store voice notes, audio files and video notes (transcription is on)."""
+        self.audio_max_bytes = audio_max_bytes
+        """Fetch and store voice notes, audio files and video notes up to this size (transcription is
+        on; its endpoint's limit), or leave them (None)."""
+
+    @property
+    def keep_audio(self) -> bool:
+        return self.audio_max_bytes is not None
 
     async def fetch(self, msg: IncomingMessage) -> IncomingMessage:
-        return await fetch_attachments(msg, max_bytes=self.max_bytes, audio=self.keep_audio)
+        return await fetch_attachments(msg, max_bytes=self.max_bytes, audio_max_bytes=self.audio_max_bytes)
 
     async def take(self, msg: IncomingMessage, chat_pk: int) -> Intake:
         """Prepare and store the (already fetched) attachments of `msg` for chat `chat_pk`."""

@@ -214,3 +214,17 @@ async def test_stats_counts_what_was_heard_and_what_failed(bot: Bot, stt: FakeTr
     ) in stats.text.splitlines()
     [everything] = await bot.adapter.say("/stats all", user=ADMIN)
     assert "Voice notes: 1 transcribed, 1 failed" in everything.text
+
+
+async def test_a_voice_note_above_the_media_limit_is_held_to_the_transcription_limit(
+    fake: FakeAnthropic, stt: FakeTranscription, db_url: str
+) -> None:
+    """Sound goes to the speech-to-text endpoint, not to the model: `transcription.max_file_mb` is its
+    limit, even where it is above `media.max_file_mb`."""
+    big = b"OggS" + bytes(2 * 1024 * 1024)  # 2 MB: over a 1 MB media limit, under a 3 MB transcription one
+    stt.say(big, "the long version of the plan")
+    settings = {"media": {"max_file_mb": 1}, "transcription": transcription(stt, max_file_mb=3)}
+    async with running_bot(fake, db_url, **settings) as bot:
+        await bot.adapter.say("", **heard(data=big))
+        assert [r.audio for r in stt.answered] == [big]
+        assert "the long version of the plan" in last_request_text(bot)
