@@ -37,11 +37,15 @@ _CLOSE_TIMEOUT_S = 1.0
 """Of `shutdown_timeout_s`, what closing the model clients and the database may take at the end."""
 
 
-def _make_llm(settings: Settings) -> AnthropicClient:
+def _make_llm(settings: Settings, base_url: str | None = None) -> AnthropicClient:
+    """A client of the Anthropic API at `base_url` (default: the configured one), with the agent's
+    timeouts: the reply model's and the summary model's clients are made alike."""
     assert settings.anthropic_api_key is not None
+    if base_url is None and settings.anthropic_base_url:
+        base_url = str(settings.anthropic_base_url)
     return AnthropicClient(
         api_key=settings.anthropic_api_key.get_secret_value(),
-        base_url=str(settings.anthropic_base_url).rstrip("/") if settings.anthropic_base_url else None,
+        base_url=base_url.rstrip("/") if base_url else None,
         timeout_s=min(settings.agent.llm_timeout_s, settings.agent.llm_total_timeout_s),
         total_timeout_s=settings.agent.llm_total_timeout_s,
     )
@@ -49,12 +53,7 @@ def _make_llm(settings: Settings) -> AnthropicClient:
 
 def _make_summary_llm(settings: Settings, main: AnthropicClient) -> AnthropicClient:
     base = settings.auxiliary.compression.base_url
-    if base is None:
-        return main
-    assert settings.anthropic_api_key is not None
-    return AnthropicClient(
-        api_key=settings.anthropic_api_key.get_secret_value(), base_url=str(base).rstrip("/")
-    )
+    return main if base is None else _make_llm(settings, str(base))
 
 
 def _wall_clock() -> datetime:

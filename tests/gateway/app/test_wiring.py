@@ -101,3 +101,25 @@ def test_the_seed_provider_key_is_accepted_where_it_means_our_one_api() -> None:
 )
 def test_server_compaction_starts_on_the_current_models(model: str) -> None:
     context_engine(settings(model=model, context={"engine": "server"}))
+
+
+async def test_a_summary_model_on_its_own_endpoint_keeps_the_agent_timeouts() -> None:
+    from gateway.app.serve import _make_llm, _make_summary_llm
+    from gateway.config import Settings
+
+    settings = Settings(
+        _env_file=None,
+        anthropic_api_key="k",
+        agent={"llm_timeout_s": 7, "llm_total_timeout_s": 11},
+        auxiliary={"compression": {"base_url": "http://127.0.0.1:9/summary"}},
+    )
+    main = _make_llm(settings)
+    summary = _make_summary_llm(settings, main)
+    try:
+        assert summary is not main
+        assert str(summary._sdk.base_url).rstrip("/") == "http://127.0.0.1:9/summary"
+        assert summary._total_timeout_s == main._total_timeout_s == 11
+        assert summary._sdk.timeout == main._sdk.timeout
+    finally:
+        await summary.close()
+        await main.close()
