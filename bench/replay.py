@@ -22,7 +22,7 @@ from bench.traces import START, Event
 from gateway.app.gateway import Gateway
 from gateway.config import Settings
 from gateway.jobs.cache_keeper import SCAN_EVERY as KEEPALIVE_SCAN_EVERY
-from gateway.jobs.maintenance import compact_idle_sessions
+from gateway.jobs.maintenance import IDLE_SCAN_EVERY, compact_idle_sessions, job_intervals
 from gateway.store import Store
 from tests.fakes.anthropic_server import FakeAnthropic
 
@@ -80,8 +80,8 @@ def require_all_answered(fake: FakeAnthropic, during: str) -> None:
         raise RuntimeError(f"{len(failed)} API call(s) failed {during}, first: {first.kind} ({first.status})")
 
 
-SCAN_EVERY = 300.0
-"""The idle-compaction job's period in the running gateway (`gateway.jobs.maintenance.IDLE_SCAN_EVERY`)."""
+SCAN_EVERY = IDLE_SCAN_EVERY.total_seconds()
+"""The idle-compaction job's period in the running gateway at the default idle time (30 minutes)."""
 
 
 async def run_idle_scan(gateway: Gateway, at: float, clock: SimClock, fake: FakeAnthropic) -> int:
@@ -100,7 +100,7 @@ async def run_idle_scan(gateway: Gateway, at: float, clock: SimClock, fake: Fake
 
 
 KEEPALIVE_TRAIL_S = 6 * 3600.0
-"""How long after the trace's last message the keep-alive job keeps running (its refreshes then are
+"""How long after the trace's last message the jobs keep running (the keep-alive's refreshes then are
 paid for nothing, as they would be)."""
 
 
@@ -111,30 +111,102 @@ async def _next_look(gateway: Gateway) -> float | None:
     return None if look is None else (look - START).total_seconds()
 
 
-async def run_keepalive_scans(
-    gateway: Gateway, since: float, until: float, clock: SimClock, fake: FakeAnthropic
-) -> tuple[float, int]:
-    """Run the cache keep-alive job body at the scan times in (since, until] at which it could find an
-    entry to look at (the others would find nothing: skipped, to keep days of trace fast); returns the
-    last scan time and the refreshes sent."""
-    step = KEEPALIVE_SCAN_EVERY.total_seconds()
-    at = since - since % step + step
-    sent = 0
-    last = since
-    while at <= until:
-        clock.seconds = at
-        look = await _next_look(gateway)
-        if look is None:
-            break
-        if look > at:
-            at = look - look % step + (step if look % step else 0.0)
-            continue
-        fake.set_time(at)
-        sent += len(await gateway.keeper.run(clock.utc()))
-        last = at
-        at += step
-    clock.seconds = max(last, since)
-    return last, sent
+def _tick_after(at: float, every: float) -> float:
+    """The first run of a job with period `every` strictly after `at` (runs at every multiple of it)."""
+    return at - at % every + every
+
+
+def _tick_from(at: float, every: float) -> float:
+    """The first run at or after `at`."""
+    return at if at % every == 0 else _tick_after(at, every)
+
+
+@dataclass
+class Jobs:
+    """The gateway's idle-compaction and keep-alive jobs run as its scheduler runs them, in simulated
+    time: each at every multiple of its interval (`gateway.jobs.maintenance.job_intervals`, the
+    scheduler's first run one interval after the gateway starts at trace time 0), in time order, the
+    idle job first when both are due at once (the gateway adds it first; its trigger is created first).
+
+    Runs that provably find nothing are skipped, to keep days of trace fast: a keep-alive run before the
+    earliest look any session waits for (`Store.earliest_cache_look`), and every idle run of a quiet
+    spell in which no session could be a candidate (checked once per spell with the candidate query at
+    the spell's end: between two messages no session's size or last activity changes, so the candidates
+    of an earlier run are a subset of those)."""
+
+    gateway: Gateway
+    clock: SimClock
+    fake: FakeAnthropic
+    keep_alive: bool
+    idle_every: float
+    keepalive_every: float
+    scheduled: int = 0
+    refreshes: int = 0
+
+    @classmethod
+    def of(cls, gateway: Gateway, clock: SimClock, fake: FakeAnthropic) -> Jobs:
+        settings = gateway.settings
+        keeps_alive = settings.prompt_caching.keeps_alive
+        every = job_intervals(
+            idle=gateway.policy.idle,
+            retention_days=settings.scheduler.archive_retention_days,
+            keeps_alive=keeps_alive,
+        )
+        keepalive = every.get("cache-keepalive", KEEPALIVE_SCAN_EVERY)
+        return cls(
+            gateway,
+            clock,
+            fake,
+            keeps_alive,
+            every["idle-compaction"].total_seconds(),
+            keepalive.total_seconds(),
+        )
+
+    async def run_until(self, since: float, until: float) -> None:
+        """Every run in (since, until], in time order."""
+        idle_at = _tick_after(since, self.idle_every)
+        keep_at = _tick_after(since, self.keepalive_every)
+        idle_due = await self._candidates_by(until)
+        inf = float("inf")
+        while True:
+            at_idle = idle_at if idle_due and idle_at <= until else inf
+            at_keep = inf
+            if self.keep_alive and keep_at <= until:
+                look = await _next_look(self.gateway)
+                if look is not None:
+                    at_keep = max(keep_at, _tick_from(look, self.keepalive_every))
+                    at_keep = at_keep if at_keep <= until else inf
+            if at_idle == inf and at_keep == inf:
+                break
+            if at_idle <= at_keep:
+                self._at(at_idle)
+                self.scheduled += await run_idle_scan(self.gateway, at_idle, self.clock, self.fake)
+                idle_at = at_idle + self.idle_every
+            else:
+                self._at(at_keep)
+                self.refreshes += len(await self.gateway.keeper.run(self.clock.utc()))
+                keep_at = at_keep + self.keepalive_every
+
+    def _at(self, at: float) -> None:
+        self.clock.seconds = at
+        self.fake.set_time(at)
+
+    async def _candidates_by(self, until: float) -> bool:
+        """Whether the idle job's candidate query finds a session at `until` (then it may at earlier
+        runs of the spell too; if not, at none of them)."""
+        policy = self.gateway.policy
+        if not policy.enabled:
+            return False
+        shares = [policy.proactive_share]
+        if policy.cache_aware_share is not None:
+            shares.append(policy.cache_aware_share)
+        # the body's own floor (`compact_idle_sessions`: the lowest share of the window it acts on)
+        found = await self.gateway.store.idle_sessions(
+            idle_since=START + timedelta(seconds=until) - policy.idle,
+            min_tokens=int(policy.context_length * min(shares)),
+            limit=1,
+        )
+        return bool(found)
 
 
 async def replay(
@@ -145,9 +217,10 @@ async def replay(
     jobs: bool = False,
     prepare: Callable[[FakeAnthropic], None] | None = None,
 ) -> ReplayResult:
-    """Replay `events`; with `jobs`, the idle-compaction job runs at the last scan time before each
-    event (the scheduler itself stays off: job bodies run at simulated times instead). `prepare` sets up
-    the fake API before the gateway starts."""
+    """Replay `events`; with `jobs`, the idle-compaction and keep-alive jobs run as the gateway's
+    scheduler runs them (`Jobs`; the scheduler itself stays off: its runs happen at simulated times
+    instead), until KEEPALIVE_TRAIL_S after the last message. `prepare` sets up the fake API before the
+    gateway starts."""
     clock = SimClock()
     started = time.perf_counter()
     logging.getLogger("gateway").setLevel(logging.WARNING)
@@ -161,27 +234,14 @@ async def replay(
         adapter = MemoryAdapter()
         gateway = Gateway(settings, [adapter], store=store, llm=llm)
         gateway.clock = clock.utc  # cache-expiry decisions before a request follow the trace
-        scheduled = 0
-        refreshes = 0
-        keep_alive = jobs and settings.prompt_caching.keeps_alive
-        last_scan = last_keepalive = events[0].at if events else 0.0
+        runs = Jobs.of(gateway, clock, fake)
+        last = 0.0
         try:
             await gateway.start()
             for n, event in enumerate(events):
-                scan = event.at - event.at % SCAN_EVERY
-                if keep_alive:  # the keep-alive job's runs since the previous event, in time order
-                    last_keepalive, sent = await run_keepalive_scans(
-                        gateway, last_keepalive, min(scan, event.at), clock, fake
-                    )
-                    refreshes += sent
-                if jobs and scan > last_scan:
-                    scheduled += await run_idle_scan(gateway, scan, clock, fake)
-                    last_scan = scan
-                if keep_alive:
-                    last_keepalive, sent = await run_keepalive_scans(
-                        gateway, max(last_keepalive, scan), event.at, clock, fake
-                    )
-                    refreshes += sent
+                if jobs:  # the jobs' runs since the previous message, in time order
+                    await runs.run_until(last, event.at)
+                    last = event.at
                 clock.seconds = event.at
                 fake.set_time(event.at)
                 for calls in event.tool_rounds:
@@ -199,11 +259,8 @@ async def replay(
                     )
                 )
                 await gateway.tasks.drain()
-            if keep_alive and events:  # the refreshes after the trace's last message are paid too
-                _, sent = await run_keepalive_scans(
-                    gateway, last_keepalive, events[-1].at + KEEPALIVE_TRAIL_S, clock, fake
-                )
-                refreshes += sent
+            if jobs and events:  # the runs after the trace's last message (its refreshes are paid too)
+                await runs.run_until(last, events[-1].at + KEEPALIVE_TRAIL_S)
         finally:
             await gateway.stop()
             await llm.close()
@@ -218,8 +275,8 @@ async def replay(
             len(adapter.sent),
             time.perf_counter() - started,
             floors,
-            scheduled,
+            runs.scheduled,
             compacted,
             summaries,
-            refreshes,
+            runs.refreshes,
         )
