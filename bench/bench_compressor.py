@@ -16,8 +16,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from agent.context_compressor import ContextCompressor
-from agent.context_engine import CompressionConfig, SummaryRequest, SummaryResponse
+from agent.compaction.compressor import ContextCompressor
+from agent.compaction.engine import CompressionConfig, SummaryRequest, SummaryResponse
 from agent.tokens import estimate_message, rough_estimate_message
 from agent.types import Block, Message
 

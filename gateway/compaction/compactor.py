@@ -17,10 +17,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from agent.context_engine import CompressionResult, ContextEngine, Outcome
+from agent.compaction.engine import CompressionResult, ContextEngine, Outcome
+from agent.compaction.prompt import frame, is_summary_message
 from agent.loop import LoopConfig
 from agent.models import cost_usd, lookup_model
-from agent.summary import frame, is_summary_message
 from agent.types import Message, text_of
 from gateway.compaction.request_window import build_window, rows_through
 from gateway.metrics import Metrics

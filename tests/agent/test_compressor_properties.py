@@ -10,11 +10,11 @@ from typing import Any
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from agent.context_compressor import ContextCompressor
-from agent.context_engine import CompressionConfig, CompressionResult, Outcome
+from agent.compaction.compressor import ContextCompressor
+from agent.compaction.engine import CompressionConfig, CompressionResult, Outcome
+from agent.compaction.prompt import frame, is_summary_block
 from agent.errors import SummarizerError
 from agent.messages import PRUNE_MIN_CHARS, PRUNED_MARKER, tool_result_text
-from agent.summary import frame, is_summary_block
 from agent.types import Block, Message, blocks_of, tool_result_ids, tool_use_ids
 from agent.usage import Usage
 from gateway.compaction.request_window import build_window

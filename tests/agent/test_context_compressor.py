@@ -7,10 +7,11 @@ import itertools
 
 import pytest
 
-from agent.context_compressor import SUMMARY_PREFIX, ContextCompressor, is_summary_message
-from agent.context_engine import EngineState, Outcome
+from agent.compaction.compressor import SUMMARY_PREFIX, ContextCompressor, is_summary_message
+from agent.compaction.engine import EngineState, Outcome
+from agent.compaction.prompt import FRAMING
 from agent.messages import PRUNED_MARKER
-from agent.summary import FRAMING, SYSTEM_NOTE
+from agent.pins import SYSTEM_NOTE
 from agent.types import blocks_of
 from agent.usage import Usage
 from tests.agent.compressor_support import (

@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-import agent.engines as engines
-from agent.context_compressor import ContextCompressor
-from agent.context_engine import CompressionResult, ContextEngine, EngineState
-from agent.engines import (
+import agent.compaction.registry as engines
+from agent.compaction.compressor import ContextCompressor
+from agent.compaction.engine import CompressionResult, ContextEngine, EngineState
+from agent.compaction.registry import (
     ENTRY_POINT_GROUP,
     UnknownEngineError,
     register_context_engine,
@@ -172,6 +172,31 @@ def test_a_folder_may_name_its_factory_engine(no_entry_points: None, tmp_path: P
     folder = tmp_path / "context_engine" / "named"
     folder.mkdir(parents=True)
     (folder / "__init__.py").write_text(
-        "from agent.context_compressor import ContextCompressor\nENGINE = ContextCompressor\n"
+        "from agent.compaction.compressor import ContextCompressor\nENGINE = ContextCompressor\n"
     )
     assert resolve_engine("named", plugins_dir=tmp_path) is ContextCompressor
+
+
+def test_a_plugin_written_against_the_earlier_names_loads(no_entry_points: None, tmp_path: Path) -> None:
+    """The engine modules' names before they moved into `agent.compaction` still import, as the same
+    modules: the plugin registers into the gateway's own registry and subclasses its own classes."""
+    folder = tmp_path / "context_engine" / "older"
+    folder.mkdir(parents=True)
+    (folder / "__init__.py").write_text(
+        "from agent.context_compressor import ContextCompressor\n"
+        "from agent.context_engine import CompressionResult, ContextEngine, Outcome\n"
+        "from agent.engines import register_context_engine\n"
+        "from agent.server_compaction import ServerCompaction\n"
+        "from agent.summary import frame\n"
+        "class Older(ContextCompressor):\n"
+        "    name = 'older'\n"
+        "register_context_engine('older', Older)\n"
+    )
+    try:
+        factory = resolve_engine("older", plugins_dir=tmp_path)
+        assert isinstance(factory, type)
+        assert issubclass(factory, ContextCompressor)
+        assert issubclass(factory, ContextEngine)
+        assert sys.modules["agent.engines"] is engines
+    finally:
+        unregister_context_engine("older")

@@ -11,7 +11,7 @@ import pytest
 
 from agent.caching.markers import CachedRequest, count_breakpoints
 from agent.caching.plan import TurnCachePlan
-from agent.context_engine import (
+from agent.compaction.engine import (
     CompressionConfig,
     CompressionResult,
     ContextEngine,
@@ -478,9 +478,9 @@ async def test_engine_tools_are_offered_and_dispatched_to_the_engine() -> None:
 
 
 async def test_end_to_end_with_the_sdk_the_compressor_and_the_fake_api() -> None:
-    from agent.context_compressor import ContextCompressor
+    from agent.compaction.compressor import ContextCompressor
+    from agent.compaction.summarizer import LLMSummarizer
     from agent.llm import AnthropicClient
-    from agent.summarizer import LLMSummarizer
     from tests.fakes.anthropic_server import FakeAnthropic
 
     window: list[Entry] = []

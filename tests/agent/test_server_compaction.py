@@ -9,13 +9,13 @@ from typing import Any
 
 import pytest
 
-from agent.context_engine import CompressionConfig, Outcome, SummaryRequest, SummaryResponse
-from agent.engines import resolve_engine
+from agent.compaction.engine import CompressionConfig, Outcome, SummaryRequest, SummaryResponse
+from agent.compaction.registry import resolve_engine
+from agent.compaction.server import BETA, EDIT_TYPE, MIN_TRIGGER_TOKENS, ServerCompaction
 from agent.llm import LLMResponse
 from agent.loop import Entry, LoopConfig
 from agent.messages import COMPACTION_TEXT_PREFIX, NO_SUMMARY, compaction_on_wire
 from agent.models import lookup_model
-from agent.server_compaction import BETA, EDIT_TYPE, MIN_TRIGGER_TOKENS, ServerCompaction
 from agent.tokens import Calibration, estimate_message
 from agent.tools.current_time import current_time_tool
 from agent.tools.registry import ToolRegistry

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from agent.context_engine import CompressionResult, ContextEngine, Outcome
-from agent.engines import register_context_engine
-from agent.summary import frame
+from agent.compaction.engine import CompressionResult, ContextEngine, Outcome
+from agent.compaction.prompt import frame
+from agent.compaction.registry import register_context_engine
 from agent.types import Message
 
 NOTE = "[{n} earlier messages are archived; search them with the recall tool]"

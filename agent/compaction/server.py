@@ -21,8 +21,8 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from agent.context_compressor import ContextCompressor
-from agent.context_engine import CompressionResult, Outcome
+from agent.compaction.compressor import ContextCompressor
+from agent.compaction.engine import CompressionResult, Outcome
 from agent.types import Message, blocks_of
 
 logger = logging.getLogger(__name__)

@@ -1,7 +1,7 @@
 """The pluggable context engine: when to compress, how, and what it reports.
 
-The built-in engine is `compressor` (`agent.context_compressor.ContextCompressor`); `agent.engines`
-finds an engine by name.
+The built-in engine is `compressor` (`agent.compaction.compressor.ContextCompressor`);
+`agent.compaction.registry` finds an engine by name.
 
 An engine instance serves one session. Its durable state (`EngineState`) is loaded from and saved to
 the session row by the caller, so engines hold no I/O of their own: the summarizer and token counter
