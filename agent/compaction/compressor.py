@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from agent import messages as shapes
 from agent.compaction import boundaries, prompt
 from agent.compaction.engine import (
-    CompressionResult,
+    CompactionResult,
     ContextEngine,
     Outcome,
     SummaryRequest,
@@ -48,7 +48,7 @@ from agent.pins import SYSTEM_NOTE
 from agent.types import Block, Message, Role, blocks_of
 from agent.usage import Usage
 
-__all__ = ["SUMMARY_PREFIX", "ContextCompressor", "is_summary_message"]
+__all__ = ["SUMMARY_PREFIX", "ContextCompactor", "ContextCompressor", "is_summary_message"]
 
 logger = logging.getLogger(__name__)
 
@@ -86,8 +86,9 @@ class _Assembly:
     """Earlier standalone summaries in the head or tail, removed with the middle."""
 
 
-class ContextCompressor(ContextEngine):
-    """Lossy summarizing compressor; one instance per session, state persisted by the caller."""
+class ContextCompactor(ContextEngine):
+    """Lossy summarizing compactor (the engine named `compressor`); one instance per session, state
+    persisted by the caller."""
 
     name = "compressor"
 
@@ -138,7 +139,7 @@ class ContextCompressor(ContextEngine):
         focus: str | None = None,
         force: bool = False,
         keep_from: int | None = None,
-    ) -> CompressionResult:
+    ) -> CompactionResult:
         """Compact `messages`; `force=True` (manual /compact) skips the enabled/threshold/pause checks.
         Messages from `keep_from` on (awaiting a reply) always stay in the tail."""
         msgs = list(messages)
@@ -191,7 +192,7 @@ class ContextCompressor(ContextEngine):
             after,
             made.reason,
         )
-        return CompressionResult(
+        return CompactionResult(
             messages=built.messages,
             origin=built.origin,
             removed_indices=tuple(sorted({*range(head, tail), *built.superseded})),
@@ -473,8 +474,8 @@ class ContextCompressor(ContextEngine):
 
     # -- outcomes ----------------------------------------------------------------------------------
 
-    def _aborted(self, msgs: list[Message], tokens: int, reason: str) -> CompressionResult:
-        return CompressionResult(
+    def _aborted(self, msgs: list[Message], tokens: int, reason: str) -> CompactionResult:
+        return CompactionResult(
             messages=msgs,
             origin=tuple(range(len(msgs))),
             removed_indices=(),
@@ -485,7 +486,7 @@ class ContextCompressor(ContextEngine):
             tokens_after=tokens,
         )
 
-    def _not_effective(self, msgs: list[Message], tokens: int, force: bool, reason: str) -> CompressionResult:
+    def _not_effective(self, msgs: list[Message], tokens: int, force: bool, reason: str) -> CompactionResult:
         if not force:
             self._ineffective(reason, max(tokens, self.state.last_prompt_tokens or 0))
         logger.info("compaction aborted: %s", reason)
@@ -503,6 +504,10 @@ class ContextCompressor(ContextEngine):
                 why,
                 size + self.tail_token_budget,
             )
+
+
+ContextCompressor = ContextCompactor
+"""The earlier name, kept for engine plugins that subclass the built-in engine."""
 
 
 def _kept(message: Message) -> Message:

@@ -24,7 +24,7 @@ from importlib.metadata import entry_points
 from pathlib import Path
 from types import ModuleType
 
-from agent.compaction.compressor import ContextCompressor
+from agent.compaction.compressor import ContextCompactor
 from agent.compaction.engine import ContextEngine
 from agent.compaction.server import ServerCompaction
 
@@ -37,7 +37,7 @@ FOLDER = "context_engine"
 
 EngineFactory = Callable[..., ContextEngine]
 
-BUILTINS: dict[str, EngineFactory] = {BUILTIN_ENGINE: ContextCompressor, "server": ServerCompaction}
+BUILTINS: dict[str, EngineFactory] = {BUILTIN_ENGINE: ContextCompactor, "server": ServerCompaction}
 _registered: dict[str, EngineFactory] = {}
 
 
@@ -62,7 +62,7 @@ def unregister_context_engine(name: str) -> None:
 def resolve_engine(name: str, *, plugins_dir: Path | None = None) -> EngineFactory:
     """The factory for engine `name` (see the module docstring for the order)."""
     if name == BUILTIN_ENGINE:
-        return ContextCompressor
+        return ContextCompactor
     folder = plugins_dir / FOLDER / name if plugins_dir is not None else None
     if folder is not None and (folder / "__init__.py").is_file():
         return _from_folder(name, folder)

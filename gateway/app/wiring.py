@@ -9,7 +9,7 @@ import dataclasses
 import logging
 from datetime import timedelta
 
-from agent.compaction.engine import CompressionConfig
+from agent.compaction.engine import CompactionConfig
 from agent.compaction.registry import EngineFactory, UnknownEngineError, resolve_engine
 from agent.compaction.server import ServerCompaction
 from agent.loop import LoopConfig
@@ -163,7 +163,7 @@ def kit_settings(settings: Settings, model: ModelInfo, loop: LoopConfig) -> KitS
         model=model,
         summary_model=summary_model(settings, model),
         base_prompt=settings.agent.system_prompt,
-        compression=CompressionConfig(
+        compression=CompactionConfig(
             enabled=comp.enabled,
             threshold=comp.threshold,
             target_ratio=comp.target_ratio,

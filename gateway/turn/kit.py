@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import TypeVar
 
 from agent.caching.plan import CacheState, TurnCachePlan
-from agent.compaction.engine import CompressionConfig, ContextEngine, EngineState, Summarizer
+from agent.compaction.engine import CompactionConfig, ContextEngine, EngineState, Summarizer
 from agent.compaction.registry import EngineFactory
 from agent.compaction.summarizer import CostAwareSummarizer, PrefixContext
 from agent.llm import LLMClient
@@ -40,7 +40,7 @@ class KitSettings:
     model: ModelInfo
     summary_model: ModelInfo
     base_prompt: str
-    compression: CompressionConfig
+    compression: CompactionConfig
     loop: LoopConfig
     cache_ttl: CacheTTL | None
     """The TTL a prefix summary call marks its cache reads with; None when caching is off."""

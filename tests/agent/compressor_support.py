@@ -8,8 +8,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent.compaction.compressor import ContextCompressor
-from agent.compaction.engine import CompressionConfig, EngineState, SummaryRequest, SummaryResponse
+from agent.compaction.compressor import ContextCompactor
+from agent.compaction.engine import CompactionConfig, EngineState, SummaryRequest, SummaryResponse
 from agent.errors import SummarizerError
 from agent.types import Block, Message, blocks_of, tool_result_ids
 from agent.usage import Usage
@@ -81,10 +81,10 @@ def make(
     threshold: float = 0.50,
     enabled: bool = True,
     state: EngineState | None = None,
-) -> ContextCompressor:
-    return ContextCompressor(
+) -> ContextCompactor:
+    return ContextCompactor(
         context_length=context_length,
-        config=CompressionConfig(
+        config=CompactionConfig(
             enabled=enabled, threshold=threshold, target_ratio=target_ratio, protect_last_n=protect_last_n
         ),
         summarizer=summarizer if summarizer is not None else ScriptedSummarizer(),
