@@ -19,7 +19,7 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from agent.caching.markers import cache_marker
 from agent.caching.plan import CacheCursor, CachePoint, TurnCachePlan
-from agent.context_engine import ContextEngine
+from agent.compaction.engine import ContextEngine
 from agent.errors import ContextOverflowError
 from agent.llm import LLMClient, LLMRequest, LLMResponse, ask
 from agent.messages import has_compaction

@@ -1,5 +1,6 @@
 """Pinned facts as the model sees them (pure): one block of the system prompt, and a note for the
-summarizer so a summary does not repeat what every request already carries word for word.
+summarizer so a summary does not repeat what every request already carries word for word; and the
+session's system prompt, assembled here next to them (`system_prompt`).
 
 The block sits in the system prompt, the most stable part of a request: it is byte-identical from turn
 to turn, so the cached prefix holds. On models that take mid-conversation system messages a change is
@@ -15,6 +16,20 @@ HEADER = (
     "Pinned facts of this chat (kept word for word by the chat's admins; they stay true until unpinned, "
     "whatever was said since):"
 )
+
+
+SYSTEM_NOTE = (
+    "[Note: Some earlier conversation turns have been compacted into a summary to save context space.]"
+)
+"""Appended to the system prompt once the session has been compacted."""
+
+
+def system_prompt(base: str, *, compacted: bool, pins: Sequence[str] = ()) -> str:
+    """The session's system prompt: byte-stable between compactions and pin changes, with the chat's
+    pinned facts and the note once it has been compacted (seed 000: one line appended on the first
+    compaction)."""
+    parts = [base, pins_block(pins), SYSTEM_NOTE if compacted else ""]
+    return "\n\n".join(part for part in parts if part)
 
 
 def pins_block(pins: Sequence[str]) -> str:

@@ -1,4 +1,4 @@
-"""CPU time of `ContextCompressor.compress` on a synthetic ~200K-token history (target: under 50 ms).
+"""CPU time of `ContextCompactor.compress` on a synthetic ~200K-token history (target: under 50 ms).
 
 Run: `python -m bench.bench_compressor`. The summarizer answers instantly, so this measures the
 compressor alone (prune, boundaries, serialization of the middle, assembly, verification): the
@@ -16,8 +16,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from agent.context_compressor import ContextCompressor
-from agent.context_engine import CompressionConfig, SummaryRequest, SummaryResponse
+from agent.compaction.compressor import ContextCompactor
+from agent.compaction.engine import CompactionConfig, SummaryRequest, SummaryResponse
 from agent.tokens import estimate_message, rough_estimate_message
 from agent.types import Block, Message
 
@@ -106,9 +106,9 @@ def _time_compress(history: list[Message], count: Callable[[Message], int], runs
     samples: list[float] = []
     result = None
     for _ in range(runs):
-        engine = ContextCompressor(
+        engine = ContextCompactor(
             context_length=CONTEXT_LENGTH,
-            config=CompressionConfig(),
+            config=CompactionConfig(),
             summarizer=_instant_summary,
             count_tokens=count,
         )

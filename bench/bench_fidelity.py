@@ -25,8 +25,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from agent.compaction.prompt import is_summary_message
 from agent.llm import AnthropicClient
-from agent.summary import is_summary_message
 from agent.tools.recall_types import RecallQuery
 from agent.types import text_of
 from bench.databases import DEFAULT_POSTGRES_URL, fresh_database

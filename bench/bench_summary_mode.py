@@ -4,7 +4,7 @@ For one session window (~60K tokens) the last reply call has cached the whole wi
 then summarizes the middle either standalone (summary model, no markers) or by resending the cached
 window with the session's model. Both are run side by side, warm (within the TTL) and cold (after
 it), with a cheap summary model and with the main model as summary model; the table shows the
-measured cost of each and which mode `agent.summary_mode.estimate_costs` would pick.
+measured cost of each and which mode `agent.compaction.summarizer.estimate_costs` would pick.
 
 Run: `python -m bench.bench_summary_mode`.
 """
@@ -16,12 +16,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from agent.caching.markers import apply_cache_control
-from agent.context_engine import SummaryRequest
+from agent.compaction.engine import SummaryRequest
+from agent.compaction.prompt import build_instructions, serialize_conversation
+from agent.compaction.summarizer import (
+    EXPECTED_OUTPUT_SHARE,
+    LLMSummarizer,
+    PrefixContext,
+    SummaryMode,
+    estimate_costs,
+)
 from agent.llm import AnthropicClient, LLMRequest
 from agent.models import cost_usd, lookup_model
-from agent.summarizer import LLMSummarizer, PrefixContext, SummaryMode
-from agent.summary import build_instructions, serialize_conversation
-from agent.summary_mode import EXPECTED_OUTPUT_SHARE, estimate_costs
 from agent.tokens import estimate_message
 from agent.types import Message
 from tests.fakes.anthropic_server import FakeAnthropic

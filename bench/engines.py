@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from agent.engines import register_context_engine
-from agent.server_compaction import MIN_TRIGGER_TOKENS, ServerCompaction
-from agent.summary import summary_budget
+from agent.compaction.prompt import summary_budget
+from agent.compaction.registry import register_context_engine
+from agent.compaction.server import MIN_TRIGGER_TOKENS, ServerCompaction
 from tests.fakes.anthropic_server import FakeAnthropic
 
 SCALED = "server-scaled"

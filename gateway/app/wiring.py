@@ -9,11 +9,11 @@ import dataclasses
 import logging
 from datetime import timedelta
 
-from agent.context_engine import CompressionConfig
-from agent.engines import EngineFactory, UnknownEngineError, resolve_engine
+from agent.compaction.engine import CompactionConfig
+from agent.compaction.registry import EngineFactory, UnknownEngineError, resolve_engine
+from agent.compaction.server import ServerCompaction
 from agent.loop import LoopConfig
 from agent.models import MODELS, CacheTTL, ModelInfo, lookup_model
-from agent.server_compaction import ServerCompaction
 from agent.tokens import Calibration
 from gateway.compaction.triggers import CompactionPolicy
 from gateway.config import DEFAULT_PLANNED_WINDOW, ConfigError, Settings
@@ -163,7 +163,7 @@ def kit_settings(settings: Settings, model: ModelInfo, loop: LoopConfig) -> KitS
         model=model,
         summary_model=summary_model(settings, model),
         base_prompt=settings.agent.system_prompt,
-        compression=CompressionConfig(
+        compression=CompactionConfig(
             enabled=comp.enabled,
             threshold=comp.threshold,
             target_ratio=comp.target_ratio,

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from agent.compaction.prompt import is_summary_message
 from agent.pins import pins_block
-from agent.summary import is_summary_message
 from agent.tokens import estimate_text
 from agent.types import Message, blocks_of
 from gateway.commands.stats_report import Line

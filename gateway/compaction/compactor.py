@@ -17,10 +17,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from agent.context_engine import CompressionResult, ContextEngine, Outcome
+from agent.compaction.engine import CompactionResult, ContextEngine, Outcome
+from agent.compaction.prompt import frame, is_summary_message
 from agent.loop import LoopConfig
 from agent.models import cost_usd, lookup_model
-from agent.summary import frame, is_summary_message
 from agent.types import Message, text_of
 from gateway.compaction.request_window import build_window, rows_through
 from gateway.metrics import Metrics
@@ -51,7 +51,7 @@ class CompactionReport:
     duration_s: float
     changed: bool
     idle: bool = False
-    """There was nothing to do (see `CompressionResult.idle`)."""
+    """There was nothing to do (see `CompactionResult.idle`)."""
 
 
 MANUAL = "manual"
@@ -114,7 +114,7 @@ class Compactor:
     async def _persist(
         self,
         session: SessionRecord,
-        result: CompressionResult,
+        result: CompactionResult,
         refs: Sequence[Ref],
         *,
         trigger: str,
@@ -160,7 +160,7 @@ class Compactor:
             ),
         )
 
-    async def _record_summary_call(self, session: SessionRecord, result: CompressionResult) -> None:
+    async def _record_summary_call(self, session: SessionRecord, result: CompactionResult) -> None:
         """The summary call costs money whatever the outcome: it is accounted like every other call."""
         usage = result.summary_usage
         if usage is None or not (usage.prompt_tokens or usage.output_tokens):
@@ -179,13 +179,13 @@ def _flatten(refs: Sequence[Ref], indices: Sequence[int]) -> list[int]:
     return [message_id for i in indices for message_id in refs[i]]
 
 
-def _messages_after(result: CompressionResult, refs: Sequence[Ref]) -> int:
+def _messages_after(result: CompactionResult, refs: Sequence[Ref]) -> int:
     kept = sum(len(refs[o]) for o in result.origin if o is not None)
     return kept + (1 if result.summary else 0)
 
 
 def _report(
-    result: CompressionResult, refs: Sequence[Ref], *, trigger: str, duration_s: float
+    result: CompactionResult, refs: Sequence[Ref], *, trigger: str, duration_s: float
 ) -> CompactionReport:
     changed = result.changed
     return CompactionReport(
@@ -224,7 +224,7 @@ def _first_pending(rows: Sequence[StoredMessage], refs: Sequence[Ref]) -> int | 
 
 
 def _summary_row(
-    result: CompressionResult, refs: Sequence[Ref], count: Callable[[Message], int]
+    result: CompactionResult, refs: Sequence[Ref], count: Callable[[Message], int]
 ) -> tuple[NewSummary | None, int | None]:
     """The summary's own row and the stored message it goes before (the first kept tail message).
 

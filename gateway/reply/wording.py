@@ -3,7 +3,7 @@ over budget, a failed turn or command), and what a compaction did (pure renderin
 
 from __future__ import annotations
 
-from agent.context_engine import Outcome
+from agent.compaction.engine import Outcome
 from agent.errors import (
     ContextOverflowError,
     LLMAuthError,

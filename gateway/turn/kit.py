@@ -14,15 +14,14 @@ from datetime import datetime
 from typing import TypeVar
 
 from agent.caching.plan import CacheState, TurnCachePlan
-from agent.context_engine import CompressionConfig, ContextEngine, EngineState, Summarizer
-from agent.engines import EngineFactory
+from agent.compaction.engine import CompactionConfig, ContextEngine, EngineState, Summarizer
+from agent.compaction.registry import EngineFactory
+from agent.compaction.summarizer import CostAwareSummarizer, PrefixContext
 from agent.llm import LLMClient
 from agent.loop import Conversation, Entry, LoopConfig, RefLabel
 from agent.models import CacheTTL, ModelInfo
+from agent.pins import system_prompt
 from agent.streaming import StreamSink
-from agent.summarizer import PrefixContext
-from agent.summary import system_prompt
-from agent.summary_mode import CostAwareSummarizer
 from agent.tokens import CalibratedCounter, Calibration, estimate_tools
 from agent.tools.registry import ToolRegistry
 from agent.types import Message
@@ -41,7 +40,7 @@ class KitSettings:
     model: ModelInfo
     summary_model: ModelInfo
     base_prompt: str
-    compression: CompressionConfig
+    compression: CompactionConfig
     loop: LoopConfig
     cache_ttl: CacheTTL | None
     """The TTL a prefix summary call marks its cache reads with; None when caching is off."""

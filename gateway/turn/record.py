@@ -17,7 +17,7 @@ from agent.caching.forecast import TurnStart
 from agent.caching.health import CacheHealth
 from agent.caching.plan import CacheState, TurnCachePlan, advance
 from agent.caching.waste import CacheCall, between
-from agent.context_engine import ContextEngine
+from agent.compaction.engine import ContextEngine
 from agent.llm import LLMResponse
 from agent.loop import Compacted, Entry, TurnResult
 from agent.models import TTL_SECONDS, CacheTTL, cost_usd

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from agent.caching.plan import CacheMode, CacheState, TurnCachePlan, adopt_calibration, plan_turn
-from agent.context_engine import ContextEngine
+from agent.compaction.engine import ContextEngine
 from agent.errors import LLMError
 from agent.llm import LLMClient
 from agent.loop import Entry, TurnResult, run_turn

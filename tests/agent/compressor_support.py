@@ -8,8 +8,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent.context_compressor import ContextCompressor
-from agent.context_engine import CompressionConfig, EngineState, SummaryRequest, SummaryResponse
+from agent.compaction.compressor import ContextCompactor
+from agent.compaction.engine import CompactionConfig, EngineState, SummaryRequest, SummaryResponse
 from agent.errors import SummarizerError
 from agent.types import Block, Message, blocks_of, tool_result_ids
 from agent.usage import Usage
@@ -81,10 +81,10 @@ def make(
     threshold: float = 0.50,
     enabled: bool = True,
     state: EngineState | None = None,
-) -> ContextCompressor:
-    return ContextCompressor(
+) -> ContextCompactor:
+    return ContextCompactor(
         context_length=context_length,
-        config=CompressionConfig(
+        config=CompactionConfig(
             enabled=enabled, threshold=threshold, target_ratio=target_ratio, protect_last_n=protect_last_n
         ),
         summarizer=summarizer if summarizer is not None else ScriptedSummarizer(),
@@ -123,7 +123,7 @@ def tool_head(n_after: int) -> list[Message]:
 
 def summary_blocks(messages: Sequence[Message]) -> list[tuple[int, Any]]:
     """(position, text) of every compaction summary block in `messages`."""
-    from agent.summary import is_summary_block
+    from agent.compaction.prompt import is_summary_block
 
     return [(i, b["text"]) for i, m in enumerate(messages) for b in blocks_of(m) if is_summary_block(b)]
 

@@ -3,7 +3,7 @@ previous-summary fallbacks, results that are not smaller, and the pause after in
 
 from __future__ import annotations
 
-from agent.context_engine import EngineState, Outcome
+from agent.compaction.engine import EngineState, Outcome
 from agent.usage import Usage
 from tests.agent.compressor_support import (
     ScriptedSummarizer,

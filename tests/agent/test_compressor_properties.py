@@ -10,11 +10,11 @@ from typing import Any
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from agent.context_compressor import ContextCompressor
-from agent.context_engine import CompressionConfig, CompressionResult, Outcome
+from agent.compaction.compressor import ContextCompactor
+from agent.compaction.engine import CompactionConfig, CompactionResult, Outcome
+from agent.compaction.prompt import frame, is_summary_block
 from agent.errors import SummarizerError
 from agent.messages import PRUNE_MIN_CHARS, PRUNED_MARKER, tool_result_text
-from agent.summary import frame, is_summary_block
 from agent.types import Block, Message, blocks_of, tool_result_ids, tool_use_ids
 from agent.usage import Usage
 from gateway.compaction.request_window import build_window
@@ -43,11 +43,11 @@ def histories(draw: st.DrawFn) -> list[Message]:
     return out
 
 
-def engines(summarizer: ScriptedSummarizer) -> st.SearchStrategy[ContextCompressor]:
+def engines(summarizer: ScriptedSummarizer) -> st.SearchStrategy[ContextCompactor]:
     return st.builds(
-        lambda ctx, ratio, last_n: ContextCompressor(
+        lambda ctx, ratio, last_n: ContextCompactor(
             context_length=ctx,
-            config=CompressionConfig(target_ratio=ratio, protect_last_n=last_n),
+            config=CompactionConfig(target_ratio=ratio, protect_last_n=last_n),
             summarizer=summarizer,
             count_tokens=count_tokens,
         ),
@@ -71,7 +71,7 @@ def own_blocks(message: Message) -> list[Block]:
     return [b for b in blocks_of(message) if not is_summary_block(b)]
 
 
-def check(before: list[Message], result: CompressionResult) -> None:
+def check(before: list[Message], result: CompactionResult) -> None:
     out = result.messages
     event(f"outcome: {result.outcome.value}")
     if result.outcome is Outcome.ABORTED:
@@ -108,7 +108,7 @@ def check(before: list[Message], result: CompressionResult) -> None:
     assert all(o is None or o > ask for o in result.origin[position + 1 :])
 
 
-def check_tail_opens_with_a_question(before: list[Message], result: CompressionResult) -> None:
+def check_tail_opens_with_a_question(before: list[Message], result: CompactionResult) -> None:
     """The kept tail starts right after the summarized middle, with a user message: never with a reply
     whose question went into the summary."""
     if result.outcome is Outcome.ABORTED:
@@ -124,7 +124,7 @@ def check_tail_opens_with_a_question(before: list[Message], result: CompressionR
     assert opening - 1 in result.removed_indices  # it follows the middle, it is not the head
 
 
-def check_pending_kept(before: list[Message], result: CompressionResult, keep_from: int) -> None:
+def check_pending_kept(before: list[Message], result: CompactionResult, keep_from: int) -> None:
     """Every message from the first one awaiting a reply on stays in the window, word for word."""
     assert not any(i >= keep_from for i in result.removed_indices)
     for i in range(keep_from, len(before)):
@@ -238,9 +238,9 @@ def test_a_stored_session_above_the_threshold_always_has_a_middle(
     data: st.DataObject, session: list[Message]
 ) -> None:
     context = data.draw(st.sampled_from([6_000, 12_000, 20_000]))
-    engine = ContextCompressor(
+    engine = ContextCompactor(
         context_length=context,
-        config=CompressionConfig(protect_last_n=data.draw(st.integers(min_value=1, max_value=20))),
+        config=CompactionConfig(protect_last_n=data.draw(st.integers(min_value=1, max_value=20))),
         summarizer=ScriptedSummarizer(default="## Goal\nKeep going."),
         count_tokens=count_tokens,
     )

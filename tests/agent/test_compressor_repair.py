@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agent.context_engine import Outcome
+from agent.compaction.engine import Outcome
 from agent.messages import ORPHAN_PREFIX, REMOVED_RESULT, repair_tool_pairs
 from agent.types import Message, blocks_of, tool_result_ids
 from tests.agent.compressor_support import assert_valid_pairs, assistant, call, make, plain, results, user

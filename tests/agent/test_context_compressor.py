@@ -7,10 +7,11 @@ import itertools
 
 import pytest
 
-from agent.context_compressor import SUMMARY_PREFIX, ContextCompressor, is_summary_message
-from agent.context_engine import EngineState, Outcome
+from agent.compaction.compressor import SUMMARY_PREFIX, ContextCompactor, is_summary_message
+from agent.compaction.engine import EngineState, Outcome
+from agent.compaction.prompt import FRAMING
 from agent.messages import PRUNED_MARKER
-from agent.summary import FRAMING, SYSTEM_NOTE
+from agent.pins import SYSTEM_NOTE
 from agent.types import blocks_of
 from agent.usage import Usage
 from tests.agent.compressor_support import (
@@ -394,7 +395,7 @@ async def test_removed_and_kept_partition_the_input_and_input_is_not_mutated() -
 
 
 def test_engine_name_and_exports() -> None:
-    assert ContextCompressor.name == "compressor"
+    assert ContextCompactor.name == "compressor"
     assert FRAMING.startswith(SUMMARY_PREFIX)
     assert not is_summary_message(user("hello [CONTEXT COMPACTION]"))
 

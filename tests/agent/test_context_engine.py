@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-import agent.engines as engines
-from agent.context_compressor import ContextCompressor
-from agent.context_engine import CompressionResult, ContextEngine, EngineState
-from agent.engines import (
+import agent.compaction.registry as engines
+from agent.compaction.compressor import ContextCompactor
+from agent.compaction.engine import CompactionConfig, CompactionResult, ContextEngine, EngineState
+from agent.compaction.registry import (
     ENTRY_POINT_GROUP,
     UnknownEngineError,
     register_context_engine,
@@ -38,7 +38,7 @@ class LosslessEngine(ContextEngine):
 
     async def compress(
         self, messages: Sequence[Message], *, focus: str | None = None, force: bool = False
-    ) -> CompressionResult:
+    ) -> CompactionResult:
         raise NotImplementedError
 
 
@@ -70,7 +70,7 @@ def test_builtin_compressor_is_the_default_even_when_a_plugin_claims_its_name(
         "entry_points",
         _plugins(("compressor", f"{__name__}:LosslessEngine"), ("lossless", f"{__name__}:LosslessEngine")),
     )
-    assert resolve_engine("compressor") is ContextCompressor
+    assert resolve_engine("compressor") is ContextCompactor
     assert loaded == []  # no plugin is even imported unless named
 
 
@@ -135,7 +135,7 @@ def no_entry_points(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 def test_a_plugin_folder_is_found_first(no_entry_points: None) -> None:
     factory = resolve_engine("keeper", plugins_dir=PLUGINS)
     assert getattr(factory, "name", None) == "keeper"
-    assert resolve_engine("compressor", plugins_dir=PLUGINS) is ContextCompressor
+    assert resolve_engine("compressor", plugins_dir=PLUGINS) is ContextCompactor
 
 
 def test_an_engine_registered_by_the_plugin_system_is_found(no_entry_points: None) -> None:
@@ -148,7 +148,7 @@ def test_an_engine_registered_by_the_plugin_system_is_found(no_entry_points: Non
 def test_registering_compressor_never_replaces_the_builtin(no_entry_points: None) -> None:
     register_context_engine("compressor", LosslessEngine)
     try:
-        assert resolve_engine("compressor") is ContextCompressor
+        assert resolve_engine("compressor") is ContextCompactor
     finally:
         unregister_context_engine("compressor")
 
@@ -172,6 +172,35 @@ def test_a_folder_may_name_its_factory_engine(no_entry_points: None, tmp_path: P
     folder = tmp_path / "context_engine" / "named"
     folder.mkdir(parents=True)
     (folder / "__init__.py").write_text(
-        "from agent.context_compressor import ContextCompressor\nENGINE = ContextCompressor\n"
+        "from agent.compaction.compressor import ContextCompactor\nENGINE = ContextCompactor\n"
     )
-    assert resolve_engine("named", plugins_dir=tmp_path) is ContextCompressor
+    assert resolve_engine("named", plugins_dir=tmp_path) is ContextCompactor
+
+
+def test_a_plugin_written_against_the_earlier_names_loads(no_entry_points: None, tmp_path: Path) -> None:
+    """The engine modules' and classes' names before they moved into `agent.compaction` (and took the
+    word compaction) still import, as the same modules and classes: the plugin registers into the
+    gateway's own registry and subclasses its own classes."""
+    folder = tmp_path / "context_engine" / "older"
+    folder.mkdir(parents=True)
+    (folder / "__init__.py").write_text(
+        "from agent.context_compressor import ContextCompressor\n"
+        "from agent.context_engine import CompressionConfig, CompressionResult, ContextEngine, Outcome\n"
+        "from agent.engines import register_context_engine\n"
+        "from agent.server_compaction import ServerCompaction\n"
+        "from agent.summary import frame\n"
+        "class Older(ContextCompressor):\n"
+        "    name = 'older'\n"
+        "register_context_engine('older', Older)\n"
+    )
+    try:
+        factory = resolve_engine("older", plugins_dir=tmp_path)
+        assert isinstance(factory, type)
+        assert issubclass(factory, ContextCompactor)
+        assert issubclass(factory, ContextEngine)
+        assert sys.modules["agent.engines"] is engines
+        plugin = sys.modules["chat_gateway_plugins.context_engine.older"]
+        assert plugin.CompressionResult is CompactionResult
+        assert plugin.CompressionConfig is CompactionConfig
+    finally:
+        unregister_context_engine("older")

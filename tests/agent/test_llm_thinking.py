@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
+from agent.compaction.server import BETA, EDIT_TYPE
 from agent.llm import AnthropicClient, LLMRequest, LLMResponse
-from agent.server_compaction import BETA, EDIT_TYPE
 from agent.thinking import DISPLAY_UPDATES_BETA
 from agent.types import Message
 from tests.fakes.anthropic_server import FakeAnthropic

@@ -11,9 +11,9 @@ import pytest
 
 from agent.caching.markers import CachedRequest, count_breakpoints
 from agent.caching.plan import TurnCachePlan
-from agent.context_engine import (
-    CompressionConfig,
-    CompressionResult,
+from agent.compaction.engine import (
+    CompactionConfig,
+    CompactionResult,
     ContextEngine,
     Outcome,
     SummaryRequest,
@@ -80,7 +80,7 @@ class KeepTail(ContextEngine):
     ) -> None:
         super().__init__(
             context_length=MODEL.context_window,
-            config=CompressionConfig(threshold=threshold),
+            config=CompactionConfig(threshold=threshold),
             summarizer=_unused_summarizer,
             count_tokens=count_tokens,
         )
@@ -94,17 +94,15 @@ class KeepTail(ContextEngine):
 
     async def compress(
         self, messages: Sequence[Message], *, focus: str | None = None, force: bool = False
-    ) -> CompressionResult:
+    ) -> CompactionResult:
         msgs = list(messages)
         self.calls.append((msgs, force))
         cut = len(msgs) - self.keep
         if cut <= 0:
-            return CompressionResult(
-                msgs, tuple(range(len(msgs))), (), (), Outcome.ABORTED, "too short", 0, 0
-            )
+            return CompactionResult(msgs, tuple(range(len(msgs))), (), (), Outcome.ABORTED, "too short", 0, 0)
         summary: Message = {"role": "user", "content": f"[summary of {cut} messages]"}
         kept = msgs[cut:]
-        return CompressionResult(
+        return CompactionResult(
             messages=[summary, *kept],
             origin=(None, *range(cut, len(msgs))),
             removed_indices=tuple(range(cut)),
@@ -127,7 +125,7 @@ class Hooks:
         self.engine: ContextEngine | None = None
         self.stored: dict[int, Message] = {}
         self.persisted: list[Message] = []
-        self.compactions: list[tuple[CompressionResult, list[object | None], str]] = []
+        self.compactions: list[tuple[CompactionResult, list[object | None], str]] = []
         self.usages: list[tuple[LLMResponse, str, object | None]] = []
 
     async def persist(self, messages: list[Message]) -> list[object]:
@@ -478,9 +476,9 @@ async def test_engine_tools_are_offered_and_dispatched_to_the_engine() -> None:
 
 
 async def test_end_to_end_with_the_sdk_the_compressor_and_the_fake_api() -> None:
-    from agent.context_compressor import ContextCompressor
+    from agent.compaction.compressor import ContextCompactor
+    from agent.compaction.summarizer import LLMSummarizer
     from agent.llm import AnthropicClient
-    from agent.summarizer import LLMSummarizer
     from tests.fakes.anthropic_server import FakeAnthropic
 
     window: list[Entry] = []
@@ -491,9 +489,9 @@ async def test_end_to_end_with_the_sdk_the_compressor_and_the_fake_api() -> None
     async with FakeAnthropic(api_key="k", context_windows={MODEL.name: MODEL.context_window}) as fake:
         client = AnthropicClient(api_key="k", base_url=fake.base_url)
         try:
-            engine = ContextCompressor(
+            engine = ContextCompactor(
                 context_length=MODEL.context_window,
-                config=CompressionConfig(protect_last_n=4),
+                config=CompactionConfig(protect_last_n=4),
                 summarizer=LLMSummarizer(client, model="claude-haiku-4-5"),
                 count_tokens=estimate_message,
             )

@@ -9,13 +9,13 @@ from typing import Any
 
 import pytest
 
-from agent.context_engine import CompressionConfig, Outcome, SummaryRequest, SummaryResponse
-from agent.engines import resolve_engine
+from agent.compaction.engine import CompactionConfig, Outcome, SummaryRequest, SummaryResponse
+from agent.compaction.registry import resolve_engine
+from agent.compaction.server import BETA, EDIT_TYPE, MIN_TRIGGER_TOKENS, ServerCompaction
 from agent.llm import LLMResponse
 from agent.loop import Entry, LoopConfig
 from agent.messages import COMPACTION_TEXT_PREFIX, NO_SUMMARY, compaction_on_wire
 from agent.models import lookup_model
-from agent.server_compaction import BETA, EDIT_TYPE, MIN_TRIGGER_TOKENS, ServerCompaction
 from agent.tokens import Calibration, estimate_message
 from agent.tools.current_time import current_time_tool
 from agent.tools.registry import ToolRegistry
@@ -40,7 +40,7 @@ async def _summarize(request: SummaryRequest) -> SummaryResponse:
 def engine(window: int = 200_000, threshold: float = 0.5) -> ServerCompaction:
     return ServerCompaction(
         context_length=window,
-        config=CompressionConfig(threshold=threshold, protect_last_n=2),
+        config=CompactionConfig(threshold=threshold, protect_last_n=2),
         summarizer=_summarize,
         count_tokens=estimate_message,
     )
@@ -164,7 +164,7 @@ async def test_the_loop_takes_the_apis_compaction_into_the_window() -> None:
 async def test_the_builtin_engines_send_no_edit_below_the_minimum(kind: str) -> None:
     eng: Any = resolve_engine(kind)(
         context_length=20_000,
-        config=CompressionConfig(),
+        config=CompactionConfig(),
         summarizer=_summarize,
         count_tokens=estimate_message,
     )

@@ -5,7 +5,9 @@ from __future__ import annotations
 import pytest
 
 from agent.caching.markers import apply_cache_control, count_breakpoints
-from agent.context_engine import SummaryRequest
+from agent.compaction.engine import SummaryRequest
+from agent.compaction.prompt import build_instructions, serialize_conversation
+from agent.compaction.summarizer import STANDALONE_SYSTEM, LLMSummarizer, PrefixContext
 from agent.errors import (
     ContextOverflowError,
     LLMAuthError,
@@ -16,8 +18,6 @@ from agent.errors import (
     SummarizerError,
 )
 from agent.llm import AnthropicClient, LLMRequest, LLMResponse
-from agent.summarizer import STANDALONE_SYSTEM, LLMSummarizer, PrefixContext
-from agent.summary import build_instructions, serialize_conversation
 from agent.types import Message
 from agent.usage import Usage
 from tests.fakes.anthropic_server import FakeAnthropic

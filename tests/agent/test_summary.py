@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agent.summary import (
+from agent.compaction.prompt import (
     FRAMING,
     SUMMARY_PREFIX,
     TOOL_RESULT_CLIP,

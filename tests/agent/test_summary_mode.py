@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from agent.context_engine import SummaryRequest
+from agent.compaction.engine import SummaryRequest
+from agent.compaction.summarizer import CostAwareSummarizer, PrefixContext, estimate_costs
 from agent.llm import LLMRequest, LLMResponse
 from agent.models import lookup_model
-from agent.summarizer import PrefixContext
-from agent.summary_mode import CostAwareSummarizer, estimate_costs
 from agent.types import Message
 from agent.usage import Usage
 from bench.bench_summary_mode import measure

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.summary import SUMMARY_PREFIX
+from agent.compaction.prompt import SUMMARY_PREFIX
 from tests.e2e.conftest import BOT_USERNAME, WorldFactory, body_text
 from tests.e2e.harness import GatewayProcess, base_env
 from tests.fakes.anthropic_server import RecordedRequest

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from agent.caching.plan import CachedPrefix, CacheState
-from agent.context_engine import ContextEngine, EngineState
+from agent.compaction.engine import ContextEngine, EngineState
 from agent.loop import LoopConfig
 from agent.models import lookup_model
 from gateway.compaction.compactor import CompactionReport, Compactor

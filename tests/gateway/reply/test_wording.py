@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agent.context_engine import Outcome
+from agent.compaction.engine import Outcome
 from agent.errors import LLMOverloadedError, LLMRateLimitError
 from gateway.compaction.compactor import CompactionReport
 from gateway.reply.wording import compaction_notice, compaction_result, human_error

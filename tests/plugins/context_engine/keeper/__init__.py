@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from agent.context_engine import CompressionResult, ContextEngine, Outcome
-from agent.engines import register_context_engine
-from agent.summary import frame
+from agent.compaction.engine import CompactionResult, ContextEngine, Outcome
+from agent.compaction.prompt import frame
+from agent.compaction.registry import register_context_engine
 from agent.types import Message
 
 NOTE = "[{n} earlier messages are archived; search them with the recall tool]"
@@ -30,7 +30,7 @@ class KeeperEngine(ContextEngine):
         focus: str | None = None,
         force: bool = False,
         keep_from: int | None = None,
-    ) -> CompressionResult:
+    ) -> CompactionResult:
         msgs = list(messages)
         before = sum(self.count_tokens(m) for m in msgs)
         keep = max(1, self.config.protect_last_n)
@@ -40,7 +40,7 @@ class KeeperEngine(ContextEngine):
         while start > 1 and msgs[start]["role"] != "user":
             start -= 1  # the kept part starts with a user message
         if start <= 1:
-            return CompressionResult(
+            return CompactionResult(
                 msgs, tuple(range(len(msgs))), (), (), Outcome.ABORTED, "nothing to drop", before, before
             )
         text = NOTE.format(n=start - 1)
@@ -48,7 +48,7 @@ class KeeperEngine(ContextEngine):
         kept = [msgs[0], note, *msgs[start:]]
         after = sum(self.count_tokens(m) for m in kept)
         self.state.compression_count += 1
-        return CompressionResult(
+        return CompactionResult(
             messages=kept,
             origin=(0, None, *range(start, len(msgs))),
             removed_indices=tuple(range(1, start)),

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from agent.summary import is_summary_message
+from agent.compaction.prompt import is_summary_message
 from agent.types import Message, blocks_of, tool_result_ids, tool_use_ids
 
 

@@ -1,7 +1,7 @@
-"""The pluggable context engine: when to compress, how, and what it reports.
+"""The pluggable context engine: when to compact, how, and what it reports.
 
-The built-in engine is `compressor` (`agent.context_compressor.ContextCompressor`); `agent.engines`
-finds an engine by name.
+The built-in engine is `compressor` (`agent.compaction.compressor.ContextCompactor`);
+`agent.compaction.registry` finds an engine by name.
 
 An engine instance serves one session. Its durable state (`EngineState`) is loaded from and saved to
 the session row by the caller, so engines hold no I/O of their own: the summarizer and token counter
@@ -32,8 +32,9 @@ class Outcome(StrEnum):
 
 
 @dataclass(frozen=True, slots=True)
-class CompressionConfig:
-    """Seed 000's `compression` section, already validated by the gateway's settings."""
+class CompactionConfig:
+    """Seed 000's `compression` section (the operator's settings keep that name), already validated by
+    the gateway's settings."""
 
     enabled: bool = True
     threshold: float = 0.50
@@ -45,12 +46,17 @@ class CompressionConfig:
         return min(0.80, max(0.10, self.target_ratio))
 
 
+CompressionConfig = CompactionConfig
+"""The earlier name, kept for engine plugins written against it."""
+
+
 @dataclass(slots=True)
 class EngineState:
     """What an engine remembers about one session between turns (persisted as JSON on the session)."""
 
     previous_summary: str | None = None
     compression_count: int = 0
+    """Compactions so far (as `sessions.compaction_count`); the name is the persisted JSON key."""
     last_prompt_tokens: int | None = None
     ineffective_auto_compactions: int = 0
     paused_at_tokens: int | None = None
@@ -103,7 +109,7 @@ class Summarizer(Protocol):
 
 
 @dataclass(frozen=True, slots=True)
-class CompressionResult:
+class CompactionResult:
     """What `compress` did. The caller archives `removed_indices` and persists the new window atomically."""
 
     messages: list[Message]
@@ -135,6 +141,10 @@ class CompressionResult:
         return self.outcome is not Outcome.ABORTED and bool(self.removed_indices or self.pruned_indices)
 
 
+CompressionResult = CompactionResult
+"""The earlier name, kept for engine plugins written against it."""
+
+
 class ContextEngine(ABC):
     """Decides when the session's context must shrink and shrinks it."""
 
@@ -144,7 +154,7 @@ class ContextEngine(ABC):
         self,
         *,
         context_length: int,
-        config: CompressionConfig,
+        config: CompactionConfig,
         summarizer: Summarizer,
         count_tokens: TokenCounter,
         state: EngineState | None = None,
@@ -171,7 +181,7 @@ class ContextEngine(ABC):
         focus: str | None = None,
         force: bool = False,
         keep_from: int | None = None,
-    ) -> CompressionResult:
+    ) -> CompactionResult:
         """Shrink `messages` (the session's active window, system prompt excluded). `keep_from`: the
         first message still awaiting a reply; it and every later message must stay in the window (they
         may be shown shortened, never summarized before they are answered)."""

@@ -9,7 +9,7 @@ other failures fall back to a smaller slice and then to an extractive summary (`
 
 Choices made where the seeds are silent:
 - Old tool output is cleared (pruned) in the kept head only; the summarizer reads the middle unpruned,
-  with each tool result clipped to `summary.TOOL_RESULT_CLIP` characters, because the cleared marker
+  with each tool result clipped to `prompt.TOOL_RESULT_CLIP` characters, because the cleared marker
   would hide exactly the facts a summary should keep.
 - Role of the summary: a message of its own when both neighbours share a role (it takes the other
   one); otherwise it is merged, as a text block, into the tail's first message when that is a user
@@ -33,21 +33,22 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from agent import boundaries, summary
 from agent import messages as shapes
-from agent.context_engine import (
-    CompressionResult,
+from agent.compaction import boundaries, prompt
+from agent.compaction.engine import (
+    CompactionResult,
     ContextEngine,
     Outcome,
     SummaryRequest,
     SummaryResponse,
 )
+from agent.compaction.prompt import SUMMARY_PREFIX, is_summary_message
 from agent.errors import SummarizerError
-from agent.summary import SUMMARY_PREFIX, is_summary_message
+from agent.pins import SYSTEM_NOTE
 from agent.types import Block, Message, Role, blocks_of
 from agent.usage import Usage
 
-__all__ = ["SUMMARY_PREFIX", "ContextCompressor", "is_summary_message"]
+__all__ = ["SUMMARY_PREFIX", "ContextCompactor", "ContextCompressor", "is_summary_message"]
 
 logger = logging.getLogger(__name__)
 
@@ -85,8 +86,9 @@ class _Assembly:
     """Earlier standalone summaries in the head or tail, removed with the middle."""
 
 
-class ContextCompressor(ContextEngine):
-    """Lossy summarizing compressor; one instance per session, state persisted by the caller."""
+class ContextCompactor(ContextEngine):
+    """Lossy summarizing compactor (the engine named `compressor`); one instance per session, state
+    persisted by the caller."""
 
     name = "compressor"
 
@@ -101,10 +103,10 @@ class ContextCompressor(ContextEngine):
 
     @property
     def max_summary_tokens(self) -> int:
-        return min(int(self.context_length * summary.SUMMARY_CONTEXT_SHARE), summary.MAX_SUMMARY_TOKENS)
+        return min(int(self.context_length * prompt.SUMMARY_CONTEXT_SHARE), prompt.MAX_SUMMARY_TOKENS)
 
     def summary_budget(self, content_tokens: int) -> int:
-        return summary.summary_budget(content_tokens, self.context_length)
+        return prompt.summary_budget(content_tokens, self.context_length)
 
     def should_compress(self, prompt_tokens: int | None = None) -> bool:
         size = prompt_tokens if prompt_tokens is not None else self.state.last_prompt_tokens
@@ -137,7 +139,7 @@ class ContextCompressor(ContextEngine):
         focus: str | None = None,
         force: bool = False,
         keep_from: int | None = None,
-    ) -> CompressionResult:
+    ) -> CompactionResult:
         """Compact `messages`; `force=True` (manual /compact) skips the enabled/threshold/pause checks.
         Messages from `keep_from` on (awaiting a reply) always stay in the tail."""
         msgs = list(messages)
@@ -160,7 +162,7 @@ class ContextCompressor(ContextEngine):
             # re-summarizing the summary alone costs a call and frees nothing
             return self._not_effective(msgs, before, force, "nothing to compact but the current summary")
 
-        previous = self.state.previous_summary or summary.summary_text_in(msgs)
+        previous = self.state.previous_summary or prompt.summary_text_in(msgs)
         budget = self.summary_budget(sum(tokens[head:tail]))
         try:
             made = await self._summarize(msgs, head, tail, tokens, safe, previous, focus, budget)
@@ -190,7 +192,7 @@ class ContextCompressor(ContextEngine):
             after,
             made.reason,
         )
-        return CompressionResult(
+        return CompactionResult(
             messages=built.messages,
             origin=built.origin,
             removed_indices=tuple(sorted({*range(head, tail), *built.superseded})),
@@ -201,7 +203,7 @@ class ContextCompressor(ContextEngine):
             tokens_after=after,
             summary=made.body,
             summary_role=built.role,
-            system_note=summary.SYSTEM_NOTE if first else None,
+            system_note=SYSTEM_NOTE if first else None,
             summarizer_model=made.model,
             summary_usage=made.usage,
             stubbed_tool_ids=built.stubbed,
@@ -220,7 +222,7 @@ class ContextCompressor(ContextEngine):
 
     @staticmethod
     def _only_summary(middle: Sequence[Message]) -> bool:
-        return all(summary.without_summaries(m) is None for m in middle)
+        return all(prompt.without_summaries(m) is None for m in middle)
 
     def _bounds(
         self,
@@ -304,7 +306,7 @@ class ContextCompressor(ContextEngine):
                 retry = "retry on the newer half returned an empty summary too"
             else:
                 body = response.text.strip()
-                older = summary.extractive_summary(
+                older = prompt.extractive_summary(
                     msgs[head:split],
                     previous_summary=None,
                     budget_tokens=max(budget - self._count_text(body), MIN_EXTRACT_TOKENS),
@@ -318,7 +320,7 @@ class ContextCompressor(ContextEngine):
                     response.model,
                     response.usage,
                 )
-        body = summary.extractive_summary(
+        body = prompt.extractive_summary(
             msgs[head:tail], previous_summary=previous, budget_tokens=budget, count=self._count_text
         )
         reason = f"{failure}; {retry}; extractive summary of {n} messages"
@@ -357,7 +359,7 @@ class ContextCompressor(ContextEngine):
                 newer.model,
                 older.usage + newer.usage,
             )
-        extracted = summary.extractive_summary(
+        extracted = prompt.extractive_summary(
             msgs[split:tail],
             previous_summary=None,
             budget_tokens=max(budget - self._count_text(older.text), MIN_EXTRACT_TOKENS),
@@ -381,9 +383,9 @@ class ContextCompressor(ContextEngine):
         focus: str | None,
         budget: int,
     ) -> SummaryResponse:
-        middle = [m for m in (summary.without_summaries(x) for x in msgs[lo:hi]) if m is not None]
-        instructions = summary.build_instructions(
-            conversation=summary.serialize_conversation(msgs[lo:hi]),
+        middle = [m for m in (prompt.without_summaries(x) for x in msgs[lo:hi]) if m is not None]
+        instructions = prompt.build_instructions(
+            conversation=prompt.serialize_conversation(msgs[lo:hi]),
             previous_summary=previous,
             focus=focus,
             max_tokens=budget,
@@ -399,7 +401,7 @@ class ContextCompressor(ContextEngine):
             middle_end=hi,
         )
         response = await self.summarizer(request)
-        body = summary.strip_framing(response.text)
+        body = prompt.strip_framing(response.text)
         if not body:
             raise _Unusable
         return dataclasses.replace(response, text=body)
@@ -424,7 +426,7 @@ class ContextCompressor(ContextEngine):
         # An earlier summary standing alone in the head or the tail is superseded by the new one (which
         # updates it): it leaves the window with the middle, so a request never carries two summaries.
         superseded = [
-            i for i in (*range(head), *range(tail, len(msgs))) if summary.without_summaries(msgs[i]) is None
+            i for i in (*range(head), *range(tail, len(msgs))) if prompt.without_summaries(msgs[i]) is None
         ]
         for i in range(head):
             if i in superseded:
@@ -438,13 +440,13 @@ class ContextCompressor(ContextEngine):
         tail_indices = [i for i in range(tail, len(msgs)) if i not in superseded]
         kept_tail = [_kept(msgs[i]) for i in tail_indices]
 
-        framed: Block = {"type": "text", "text": summary.frame(body)}
+        framed: Block = {"type": "text", "text": prompt.frame(body)}
         left = out[-1]["role"] if out else None
         right = kept_tail[0]["role"]
         role: Role
         if left == right or (left is None and right == "assistant"):
             role = "user" if right == "assistant" else "assistant"
-            out.append({"role": role, "content": summary.frame(body)})
+            out.append({"role": role, "content": prompt.frame(body)})
             origin.append(None)
         elif right == "user":
             role = "user"
@@ -472,8 +474,8 @@ class ContextCompressor(ContextEngine):
 
     # -- outcomes ----------------------------------------------------------------------------------
 
-    def _aborted(self, msgs: list[Message], tokens: int, reason: str) -> CompressionResult:
-        return CompressionResult(
+    def _aborted(self, msgs: list[Message], tokens: int, reason: str) -> CompactionResult:
+        return CompactionResult(
             messages=msgs,
             origin=tuple(range(len(msgs))),
             removed_indices=(),
@@ -484,7 +486,7 @@ class ContextCompressor(ContextEngine):
             tokens_after=tokens,
         )
 
-    def _not_effective(self, msgs: list[Message], tokens: int, force: bool, reason: str) -> CompressionResult:
+    def _not_effective(self, msgs: list[Message], tokens: int, force: bool, reason: str) -> CompactionResult:
         if not force:
             self._ineffective(reason, max(tokens, self.state.last_prompt_tokens or 0))
         logger.info("compaction aborted: %s", reason)
@@ -504,9 +506,13 @@ class ContextCompressor(ContextEngine):
             )
 
 
+ContextCompressor = ContextCompactor
+"""The earlier name, kept for engine plugins that subclass the built-in engine."""
+
+
 def _kept(message: Message) -> Message:
     """A kept message: a shallow copy, minus any summary an earlier compaction merged into it."""
-    stripped = summary.without_summaries(message)
+    stripped = prompt.without_summaries(message)
     if stripped is None or stripped is message:
         return {"role": message["role"], "content": message["content"]}
     return stripped

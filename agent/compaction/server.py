@@ -21,8 +21,8 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from agent.context_compressor import ContextCompressor
-from agent.context_engine import CompressionResult, Outcome
+from agent.compaction.compressor import ContextCompactor
+from agent.compaction.engine import CompactionResult, Outcome
 from agent.types import Message, blocks_of
 
 logger = logging.getLogger(__name__)
@@ -34,7 +34,7 @@ MIN_TRIGGER_TOKENS = 50_000
 ADOPTED = "the API compacted the conversation (server-side compaction)"
 
 
-class ServerCompaction(ContextCompressor):
+class ServerCompaction(ContextCompactor):
     """Server-side compaction at the threshold; the built-in compressor for everything else."""
 
     name = "server"
@@ -69,7 +69,7 @@ class ServerCompaction(ContextCompressor):
         focus: str | None = None,
         force: bool = False,
         keep_from: int | None = None,
-    ) -> CompressionResult:
+    ) -> CompactionResult:
         """Adopt a compaction the API made (everything before its block leaves the window), or compact
         with the built-in compressor when there is none to adopt. An adoption ignores `keep_from`: the
         API compacted those messages in the call that answers them."""
@@ -79,7 +79,7 @@ class ServerCompaction(ContextCompressor):
             return await super().compress(msgs, focus=focus, force=force, keep_from=keep_from)
         return self._adopt(msgs, newest)
 
-    def _adopt(self, msgs: list[Message], newest: int) -> CompressionResult:
+    def _adopt(self, msgs: list[Message], newest: int) -> CompactionResult:
         """Everything before the newest compaction block leaves the window: the API no longer shows it
         to the model, so it only made our estimates wrong until archived."""
         tokens = [self.count_tokens(m) for m in msgs]
@@ -92,7 +92,7 @@ class ServerCompaction(ContextCompressor):
         logger.info(
             "adopted a server-side compaction: %d messages archived, %d -> %d tokens", newest, before, after
         )
-        return CompressionResult(
+        return CompactionResult(
             messages=kept,
             origin=tuple(range(newest, len(msgs))),
             removed_indices=tuple(range(newest)),

@@ -12,7 +12,6 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 
 from agent.media import is_media_ref
-from agent.pins import pins_block
 from agent.types import Block, Message, blocks_of
 
 SUMMARY_PREFIX = "[CONTEXT COMPACTION]"
@@ -21,18 +20,6 @@ FRAMING = (
     "only: do not resume or repeat tasks it lists as done; respond to the latest user message. "
     "The original messages are kept: recall searches them, or lists them with originals=true."
 )
-SYSTEM_NOTE = (
-    "[Note: Some earlier conversation turns have been compacted into a summary to save context space.]"
-)
-
-
-def system_prompt(base: str, *, compacted: bool, pins: Sequence[str] = ()) -> str:
-    """The session's system prompt: byte-stable between compactions and pin changes, with the chat's
-    pinned facts (`agent.pins`) and the note once it has been compacted (seed 000: one line appended
-    on the first compression)."""
-    parts = [base, pins_block(pins), SYSTEM_NOTE if compacted else ""]
-    return "\n\n".join(part for part in parts if part)
-
 
 SUMMARY_RATIO = 0.20
 MIN_SUMMARY_TOKENS = 2_000

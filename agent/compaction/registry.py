@@ -7,7 +7,7 @@
    imported only when an engine name is not found in step 1);
 3. the `chat_gateway.context_engines` entry-point group (name -> factory);
 4. the built-in engines: `compressor` (which always means the built-in one, whatever a plugin claims)
-   and `server` (the Messages API's server-side compaction, `agent.server_compaction`).
+   and `server` (the Messages API's server-side compaction, `agent.compaction.server`).
 
 A plugin is never activated implicitly: only the configured name is looked up, and nothing is imported
 for the default `compressor`. An unknown name raises `UnknownEngineError` naming the engines available.
@@ -24,9 +24,9 @@ from importlib.metadata import entry_points
 from pathlib import Path
 from types import ModuleType
 
-from agent.context_compressor import ContextCompressor
-from agent.context_engine import ContextEngine
-from agent.server_compaction import ServerCompaction
+from agent.compaction.compressor import ContextCompactor
+from agent.compaction.engine import ContextEngine
+from agent.compaction.server import ServerCompaction
 
 logger = logging.getLogger(__name__)
 
@@ -37,7 +37,7 @@ FOLDER = "context_engine"
 
 EngineFactory = Callable[..., ContextEngine]
 
-BUILTINS: dict[str, EngineFactory] = {BUILTIN_ENGINE: ContextCompressor, "server": ServerCompaction}
+BUILTINS: dict[str, EngineFactory] = {BUILTIN_ENGINE: ContextCompactor, "server": ServerCompaction}
 _registered: dict[str, EngineFactory] = {}
 
 
@@ -62,7 +62,7 @@ def unregister_context_engine(name: str) -> None:
 def resolve_engine(name: str, *, plugins_dir: Path | None = None) -> EngineFactory:
     """The factory for engine `name` (see the module docstring for the order)."""
     if name == BUILTIN_ENGINE:
-        return ContextCompressor
+        return ContextCompactor
     folder = plugins_dir / FOLDER / name if plugins_dir is not None else None
     if folder is not None and (folder / "__init__.py").is_file():
         return _from_folder(name, folder)
