@@ -1,12 +1,14 @@
 """Storage: SQLAlchemy models, the session repository (the only code that writes SQL), per-chat locks.
 
 Callers use `Store` and the plain records in `gateway.store.records`; nothing SQLAlchemy-typed leaves
-this package.
+this package. The core modules sit here (`repository`: `Store`; `db`: engine, errors, `StoreBase`;
+`tables`; `records`; `rows`; `migrate`), each part of the store in its folder:
+`messages/`, `pins/`, `compaction/`, `cache/`, `deliveries/`, `reports/`, `jobs/`, `locks/`, `search/`.
 """
 
-from gateway.store.deliveries import DeliveryRecord, NewReply
-from gateway.store.lock import ChatLocks
-from gateway.store.pin_store import PinLimitError, PinLimits, PinRecord
+from gateway.store.deliveries.reply_parts import DeliveryRecord, NewReply
+from gateway.store.locks.chat_lock import ChatLocks
+from gateway.store.pins.chat_pins import PinLimitError, PinLimits, PinRecord
 from gateway.store.records import (
     AppendResult,
     BusyChat,
