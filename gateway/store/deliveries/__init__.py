@@ -1,1 +1,1 @@
-"""Reply deliveries: each part of a reply with its state."""
+"""Reply deliveries: each part of a reply with its state; `DeliveryStore` is what the outbox uses."""
