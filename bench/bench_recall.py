@@ -35,7 +35,7 @@ from agent.tools.recall_types import RecallQuery, RecallResults
 from bench.databases import DEFAULT_POSTGRES_URL, fresh_database
 from bench.recall_corpus import KINDS, Corpus, Question, generate
 from gateway.embeddings.index import VectorIndex
-from gateway.store.active_window import SEQ_STEP
+from gateway.store.messages.window import SEQ_STEP
 from gateway.store.records import CompactionApply, NewMessage, NewSummary
 from gateway.store.repository import Store
 from gateway.store.rows import messages, sessions

@@ -22,8 +22,8 @@ from gateway.jobs.maintenance import job_intervals
 from gateway.jobs.scheduler import interval_text
 from gateway.platforms.catalog import status_lines
 from gateway.store import Store
-from gateway.store.job_runs import OVERDUE_INTERVALS, JobRunLog
-from gateway.store.leases import PostgresLeases
+from gateway.store.jobs.runs import OVERDUE_INTERVALS, JobRunLog
+from gateway.store.locks.leases import PostgresLeases
 from gateway.store.migrate import current_revision_async, head_revision
 from gateway.transcription.transcriber import transcriber_from
 

@@ -51,10 +51,10 @@ from gateway.platforms.base import ChatRef, IncomingMessage, OutgoingMessage, Pl
 from gateway.platforms.catalog import status_lines
 from gateway.reply.outbox import Outbox
 from gateway.store import ChatLocks, PinLimits, Store
-from gateway.store.job_lock import JobLocks
-from gateway.store.job_runs import JobRunLog
-from gateway.store.leases import default_worker_name
-from gateway.store.media_store import MediaStore
+from gateway.store.jobs.runs import JobRunLog
+from gateway.store.locks.job_lock import JobLocks
+from gateway.store.locks.leases import default_worker_name
+from gateway.store.messages.media import MediaStore
 from gateway.transcription.transcriber import Transcriber, transcriber_from
 from gateway.turn.kit import SessionKit
 from gateway.turn.runner import TurnRunner, TurnSettings

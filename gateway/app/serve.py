@@ -23,7 +23,7 @@ from gateway.platforms.base import PlatformAdapter
 from gateway.platforms.catalog import build_adapters, status_lines
 from gateway.platforms.fleet import Fleet, SoleWorker
 from gateway.store import Store
-from gateway.store.leases import PostgresLeases
+from gateway.store.locks.leases import PostgresLeases
 from gateway.store.migrate import ensure_schema
 
 logger = logging.getLogger(__name__)

@@ -16,6 +16,7 @@ from gateway.commands.outcomes_report import outcomes_lines
 from gateway.commands.stats_report import (
     ContextSize,
     Line,
+    Report,
     chat_report,
     context_lines,
     delivery_line,
@@ -27,8 +28,21 @@ from gateway.compaction.compactor import MANUAL, Compactor
 from gateway.errors import NothingToUndoError
 from gateway.platforms.base import ChatKind
 from gateway.reply.wording import compaction_result
-from gateway.store import ChatLocks, SessionRecord, Store
+from gateway.store import ChatLocks, ReportStore, SessionRecord, Store
 from gateway.turn.kit import SessionKit
+
+
+async def all_chats_report(reports: ReportStore) -> Report:
+    """`/stats all`: every chat at a glance, with the reply parts, the cache's waste, the model's
+    refusals and the voice notes of all chats."""
+    counts = await reports.delivery_counts()
+    report = global_report(await reports.global_stats(top=5))
+    if counts:
+        report.extend([delivery_line(counts)])
+    report.extend([waste_line(await reports.cache_waste(), detail=False)])
+    report.extend(outcomes_lines(await reports.call_outcomes()))
+    report.extend(voice_lines(await reports.transcription_counts()))
+    return report
 
 
 @dataclass
@@ -42,6 +56,11 @@ class AdminHandlers:
     compactor: Compactor
     protect_last_n: int
     clock: Callable[[], datetime]
+
+    @property
+    def reports(self) -> ReportStore:
+        """What `/stats` reads for its report lines: the store's reports, nothing else."""
+        return self.store
 
     def handlers(self) -> dict[str, Handler]:
         return {"help": self.help, "new": self.new, "stats": self.stats, "compact": self.compact}
@@ -63,19 +82,13 @@ class AdminHandlers:
         if args == "all":
             if ctx.message.chat.kind is not ChatKind.PRIVATE:
                 return "/stats all shows every chat's numbers, so it only works in a private chat with me."
-            counts = await self.store.delivery_counts()
-            report = global_report(await self.store.global_stats(top=5))
-            if counts:
-                report.extend([delivery_line(counts)])
-            report.extend([waste_line(await self.store.cache_waste(), detail=False)])
-            report.extend(outcomes_lines(await self.store.call_outcomes()))
-            report.extend(voice_lines(await self.store.transcription_counts()))
-            return report.render()
+            return (await all_chats_report(self.reports)).render()
         if args not in ("", "detail"):
             return "Usage: /stats, /stats detail or /stats all"
         session = await self.store.active_session(ctx.chat_pk)  # a chat seen only via commands had none
-        stats = await self.store.chat_stats(ctx.chat_pk)
-        today = await self.store.cost_since(ctx.chat_pk, self.clock() - timedelta(days=1))
+        reports = self.reports
+        stats = await reports.chat_stats(ctx.chat_pk)
+        today = await reports.cost_since(ctx.chat_pk, self.clock() - timedelta(days=1))
         report = chat_report(
             stats,
             context=context_lines(
@@ -86,11 +99,11 @@ class AdminHandlers:
             ),
             today_cost=today,
             window_lines=await self._window_lines(session, ctx.chat_pk),
-            deliveries=await self.store.delivery_counts(ctx.chat_pk),
+            deliveries=await reports.delivery_counts(ctx.chat_pk),
         )
-        report.extend([waste_line(await self.store.cache_waste(ctx.chat_pk))])
-        report.extend(voice_lines(await self.store.transcription_counts(ctx.chat_pk)))
-        report.extend(outcomes_lines(await self.store.call_outcomes(ctx.chat_pk)))
+        report.extend([waste_line(await reports.cache_waste(ctx.chat_pk))])
+        report.extend(voice_lines(await reports.transcription_counts(ctx.chat_pk)))
+        report.extend(outcomes_lines(await reports.call_outcomes(ctx.chat_pk)))
         return report.render(detail=args == "detail")
 
     def _context_size(self, session: SessionRecord) -> ContextSize:

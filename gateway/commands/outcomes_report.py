@@ -4,7 +4,7 @@ happened)."""
 from __future__ import annotations
 
 from gateway.commands.stats_report import Line
-from gateway.store.call_outcomes import CallOutcomes
+from gateway.store.reports.call_outcomes import CallOutcomes
 
 
 def outcomes_lines(outcomes: CallOutcomes) -> list[Line]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from gateway.commands.stats_report import Line
-from gateway.store.transcripts import TranscriptionCounts
+from gateway.store.messages.transcripts import TranscriptionCounts
 
 CAUSE_WORDS = {
     "timeout": "timed out",

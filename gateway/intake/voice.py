@@ -20,7 +20,7 @@ from gateway.intake.rendering import clean_name
 from gateway.media.intake import AudioItem, Intake
 from gateway.media.notes import AUDIO_KINDS, Problem, transcript_label, untranscribed_label
 from gateway.platforms.base import Attachment, IncomingMessage
-from gateway.store.transcripts import NewTranscription, TranscriptMethods
+from gateway.store.messages.transcripts import NewTranscription, TranscriptMethods
 from gateway.transcription.transcriber import Transcriber, clock_text
 
 logger = logging.getLogger(__name__)

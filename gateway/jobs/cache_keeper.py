@@ -1,7 +1,7 @@
 """Keeping chats' prompt caches warm between their requests (`prompt_caching.keep_alive`): the job body.
 
 Every `SCAN_EVERY`, the sessions whose cache entry is about to expire are looked at (the store keeps
-when each is due: `gateway.store.cache_looks`, so the scan reads only those), and
+when each is due: `gateway.store.cache.looks`, so the scan reads only those), and
 `agent.caching.keepalive.plan_refresh` decides from the chat's own forecast whether a refresh pays.
 Where it does, the chat's lock is taken (a turn running in the chat, here or in another worker, goes
 first, and the decision is made again on what it left), and the prompt up to that entry is resent with

@@ -26,8 +26,8 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.interval import IntervalTrigger
 
 from gateway.errors import StoreError
-from gateway.store.job_lock import JobLocks
-from gateway.store.job_runs import OVERDUE_INTERVALS, JobRunLog
+from gateway.store.jobs.runs import OVERDUE_INTERVALS, JobRunLog
+from gateway.store.locks.job_lock import JobLocks
 
 logger = logging.getLogger(__name__)
 # APScheduler's executor logs each failure itself; `_on_event` is the one place that reports them.

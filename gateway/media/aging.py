@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from agent.media_aging import rows_to_demote
 from gateway.media.presence import MediaPresence
 from gateway.store import SessionRecord, StoredMessage
-from gateway.store.media_store import MediaStore
+from gateway.store.messages.media import MediaStore
 
 logger = logging.getLogger(__name__)
 

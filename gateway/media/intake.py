@@ -34,7 +34,7 @@ from gateway.media.prepare import (
 )
 from gateway.media.presence import MediaPresence
 from gateway.platforms.base import Attachment, IncomingMessage
-from gateway.store.media_store import MediaStore, NewMedia
+from gateway.store.messages.media import MediaStore, NewMedia
 
 logger = logging.getLogger(__name__)
 

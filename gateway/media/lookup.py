@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from agent.tools.view_media import MediaView
-from gateway.store.media_store import MediaStore
+from gateway.store.messages.media import MediaStore
 
 
 class ChatMediaLookup:

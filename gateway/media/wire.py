@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from agent.llm import LLMClient, LLMRequest, LLMResponse, ask
 from agent.media import MediaBytes, referenced_media, render_media
 from agent.streaming import TextSink
-from gateway.store.media_store import MediaStore
+from gateway.store.messages.media import MediaStore
 
 logger = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """What an adapter needs from the fleet: named leases shared by every worker on one database.
 
-The store implements it (`gateway.store.leases`: advisory locks on Postgres, this process alone on
+The store implements it (`gateway.store.locks.leases`: advisory locks on Postgres, this process alone on
 SQLite); the app hands it to the adapters, which use it for what only one worker may do at a time:
 changing the Telegram webhook, polling Telegram, connecting a Discord shard. `FleetTimings` are how
 often a holder checks its leases and a standby or a shard keeper looks for free ones.
@@ -17,7 +17,7 @@ from typing import Protocol
 
 
 class Fleet(Protocol):
-    """Named leases; a worker that dies loses its leases at once (see `gateway.store.leases`)."""
+    """Named leases; a worker that dies loses its leases at once (see `gateway.store.locks.leases`)."""
 
     worker: str
 

@@ -19,7 +19,7 @@ from gateway.errors import SendError, SendGone, SendRejected, SendRetryLater
 from gateway.metrics import Metrics
 from gateway.platforms.base import ChatKind, ChatRef, OutgoingMessage, SentMessage, StreamingAdapter
 from gateway.reply.live_reply import LiveReply
-from gateway.store import DeliveryRecord, NewReply, Store
+from gateway.store import DeliveryRecord, DeliveryStore, NewReply
 
 logger = logging.getLogger(__name__)
 
@@ -40,7 +40,7 @@ class Outbox:
     def __init__(
         self,
         *,
-        store: Store,
+        store: DeliveryStore,
         send: SendFn,
         adapters: Mapping[str, object] | None = None,
         metrics: Metrics | None = None,

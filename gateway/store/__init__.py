@@ -1,12 +1,16 @@
 """Storage: SQLAlchemy models, the session repository (the only code that writes SQL), per-chat locks.
 
 Callers use `Store` and the plain records in `gateway.store.records`; nothing SQLAlchemy-typed leaves
-this package.
+this package. A consumer that needs one part of the store types it against that part's protocol
+(`DeliveryStore`, `ReportStore`). The core modules sit here (`repository`: `Store`; `db`: engine,
+errors, `StoreBase`; `tables`; `records`; `rows`; `migrate`), each part of the store in its folder:
+`messages/`, `pins/`, `compaction/`, `cache/`, `deliveries/`, `reports/`, `jobs/`, `locks/`, `search/`.
 """
 
-from gateway.store.deliveries import DeliveryRecord, NewReply
-from gateway.store.lock import ChatLocks
-from gateway.store.pin_store import PinLimitError, PinLimits, PinRecord
+from gateway.store.deliveries.protocol import DeliveryStore
+from gateway.store.deliveries.reply_parts import DeliveryRecord, NewReply
+from gateway.store.locks.chat_lock import ChatLocks
+from gateway.store.pins.chat_pins import PinLimitError, PinLimits, PinRecord
 from gateway.store.records import (
     AppendResult,
     BusyChat,
@@ -25,6 +29,7 @@ from gateway.store.records import (
     TurnSnapshot,
     UsageTotals,
 )
+from gateway.store.reports.protocol import ReportStore
 from gateway.store.repository import Store
 
 __all__ = [
@@ -37,6 +42,7 @@ __all__ = [
     "CompactionApply",
     "CompactionRecord",
     "DeliveryRecord",
+    "DeliveryStore",
     "GlobalStats",
     "NewMessage",
     "NewReply",
@@ -45,6 +51,7 @@ __all__ = [
     "PinLimits",
     "PinRecord",
     "PromptPins",
+    "ReportStore",
     "Role",
     "SessionRecord",
     "Store",

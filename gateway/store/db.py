@@ -1,4 +1,5 @@
-"""Engine construction for both backends and the translation of driver errors into gateway errors.
+"""Engine construction for both backends, the translation of driver errors into gateway errors, and
+`StoreBase`: the engine, the clock and one transaction per call, which every part of `Store` builds on.
 
 SQLite gets WAL, foreign keys, a busy timeout and `BEGIN IMMEDIATE` transactions (a deferred
 transaction that later writes can fail at once with "database is locked" instead of waiting).
@@ -7,15 +8,18 @@ transaction that later writes can fail at once with "database is locked" instead
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from datetime import UTC, datetime
 from typing import Any
 
 import asyncpg  # type: ignore[import-untyped]
 from sqlalchemy import event
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Connection, make_url
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError, SQLAlchemyError
-from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
 from gateway.errors import DatabaseUnavailableError, StoreError
 
@@ -129,3 +133,36 @@ def _driver_message(exc: BaseException) -> str:
     """The database's own words, without the SQL statement and parameters SQLAlchemy appends."""
     orig = getattr(exc, "orig", None)
     return f"{type(orig).__name__}: {orig}" if isinstance(orig, BaseException) else str(exc)
+
+
+Clock = Callable[[], datetime]
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+class StoreBase:
+    """The engine, the clock and one transaction per call: what `Store` and each group of its methods
+    (pins, usage, compactions, deliveries, reports, ...) build on, declared once."""
+
+    def __init__(self, engine: AsyncEngine, *, clock: Clock = utc_now) -> None:
+        self._engine = engine
+        self._clock = clock
+        self.dialect: str = engine.dialect.name
+
+    @property
+    def engine(self) -> AsyncEngine:
+        return self._engine
+
+    def now(self) -> datetime:
+        return self._clock()
+
+    @asynccontextmanager
+    async def _tx(self, operation: str) -> AsyncIterator[AsyncConnection]:
+        with translate_errors(operation):
+            async with self._engine.begin() as conn:
+                yield conn
+
+    def _insert(self, table: Any) -> Any:
+        return pg_insert(table) if self.dialect == "postgresql" else sqlite_insert(table)

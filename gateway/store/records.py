@@ -117,7 +117,7 @@ class NewMessage:
     needs_reply: bool = False
     created_at: datetime | None = None
     media_ids: tuple[int, ...] = ()
-    """Stored media (`gateway.store.media_store`) the content refers to, linked in the same transaction."""
+    """Stored media (`gateway.store.messages.media`) the content refers to, linked in the same transaction."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,35 +4,34 @@ Race safety comes from the database, not from Python: chats and active sessions 
 INSERT .. ON CONFLICT DO NOTHING followed by a SELECT, and appends serialise on the session row through
 `UPDATE sessions SET next_seq = next_seq + step .. RETURNING`. Driver errors leave as
 `DatabaseUnavailableError` (cannot reach the database) or `StoreError` (the database refused).
-`Store` mixes in the methods kept next to their queries: pins (`pins`), model usage and cache state
-(`usage`), compactions (`compaction`), reply deliveries (`deliveries`), recall (`recall_store`) and
-reports (`reporting`).
+`Store` mixes in the methods kept next to their queries, each on `StoreBase` (`db`): pins (`pins/`),
+model usage (`reports/usage`), cache looks (`cache/`), compactions (`compaction/`), reply deliveries
+(`deliveries/`), recall (`search/recall_store`), the jobs' queries (`jobs/`), reports (`reports/`) and
+transcripts (`messages/transcripts`).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Callable, Sequence
-from contextlib import asynccontextmanager
-from datetime import UTC, datetime, timedelta
+from collections.abc import Callable, Sequence
+from datetime import timedelta
 from typing import Any
 
 from sqlalchemy import select, text, update
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from gateway.errors import StoreError
-from gateway.store import appends as _appends
-from gateway.store import hotpath as _hot
-from gateway.store import receipts as _receipts
-from gateway.store.active_window import SEQ_STEP, window_query
-from gateway.store.cache_looks import save_cache_state
-from gateway.store.compaction_apply import CompactionMethods
-from gateway.store.db import create_engine, dialect_of, translate_errors
-from gateway.store.deliveries import DeliveryMethods, DeliveryRecord, NewReply, insert_reply
-from gateway.store.llm_calls import UsageMethods
-from gateway.store.pin_store import PinMethods
+from gateway.store.cache.looks import CacheLookMethods, save_cache_state
+from gateway.store.compaction.apply import CompactionMethods
+from gateway.store.db import Clock, create_engine, dialect_of, utc_now
+from gateway.store.deliveries.reply_parts import DeliveryMethods, DeliveryRecord, NewReply, insert_reply
+from gateway.store.jobs.queries import JobMethods
+from gateway.store.messages import appends as _appends
+from gateway.store.messages import incoming as _hot
+from gateway.store.messages import receipts as _receipts
+from gateway.store.messages.transcripts import TranscriptMethods
+from gateway.store.messages.window import SEQ_STEP, window_query
+from gateway.store.pins.chat_pins import PinMethods
 from gateway.store.records import (
     AppendResult,
     CallRecord,
@@ -46,7 +45,8 @@ from gateway.store.records import (
     StoredMessage,
     TurnSnapshot,
 )
-from gateway.store.reporting import ReportingMethods
+from gateway.store.reports.reporting import ReportingMethods
+from gateway.store.reports.usage import UsageMethods
 from gateway.store.rows import (
     chats,
     clean_text,
@@ -57,7 +57,6 @@ from gateway.store.rows import (
     to_session,
 )
 from gateway.store.search.recall_store import RecallMethods
-from gateway.store.transcripts import TranscriptMethods
 
 __all__ = [
     "AppendResult",
@@ -74,12 +73,6 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-Clock = Callable[[], datetime]
-
-
-def utc_now() -> datetime:
-    return datetime.now(UTC)
-
 
 class Store(
     PinMethods,
@@ -88,14 +81,14 @@ class Store(
     RecallMethods,
     DeliveryMethods,
     ReportingMethods,
+    JobMethods,
+    CacheLookMethods,
     TranscriptMethods,
 ):
     """Async access to chats, sessions, messages, compactions and LLM usage."""
 
     def __init__(self, engine: AsyncEngine, *, clock: Clock = utc_now) -> None:
-        self._engine = engine
-        self._clock = clock
-        self.dialect: str = engine.dialect.name
+        super().__init__(engine, clock=clock)
         self.on_stored: Callable[[str, int], None] | None = None
         """Called after a commit with (role, count) of newly stored messages (for metrics)."""
         self._chats: dict[tuple[str, str, str], ChatRecord] = {}
@@ -116,28 +109,12 @@ class Store(
         logger.info("store opened (%s)", dialect_of(database_url))
         return store
 
-    @property
-    def engine(self) -> AsyncEngine:
-        return self._engine
-
-    def now(self) -> datetime:
-        return self._clock()
-
     async def close(self) -> None:
         await self._engine.dispose()
 
     async def ping(self) -> None:
         async with self._tx("ping") as conn:
             await conn.execute(text("SELECT 1"))
-
-    @asynccontextmanager
-    async def _tx(self, operation: str) -> AsyncIterator[AsyncConnection]:
-        with translate_errors(operation):
-            async with self._engine.begin() as conn:
-                yield conn
-
-    def _insert(self, table: Any) -> Any:
-        return pg_insert(table) if self.dialect == "postgresql" else sqlite_insert(table)
 
     async def claim_command(self, chat_pk: int, platform_message_id: str) -> bool:
         """True the first time a command update is seen in the chat; False for a redelivery."""

@@ -121,7 +121,7 @@ class ChatSession(Base):
             postgresql_where=sql_text("active"),
             sqlite_where=sql_text("active"),
         ),
-        # The cache keep-alive job's scan for sessions due a look (gateway.store.cache_looks).
+        # The cache keep-alive job's scan for sessions due a look (gateway.store.cache.looks).
         Index(
             "ix_sessions_cache_look",
             "cache_look_at",

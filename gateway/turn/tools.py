@@ -13,7 +13,7 @@ from agent.tools.view_media import view_media_tool
 from gateway.media.lookup import ChatMediaLookup
 from gateway.media.presence import MediaPresence
 from gateway.store import Store
-from gateway.store.media_store import MediaStore
+from gateway.store.messages.media import MediaStore
 from gateway.turn.recall_history import ChatHistorySearch, SemanticRank
 
 

@@ -15,7 +15,7 @@ from sqlalchemy import Integer, literal_column, select, text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from agent.tools.recall_types import Excerpt, RecallHit, RecallQuery, RecallResults, SessionLabel
-from gateway.store.active_window import SEQ_STEP
+from gateway.store.messages.window import SEQ_STEP
 from gateway.store.rows import compactions, messages, sessions
 from gateway.store.search.terms import QueryTerms, excerpt
 

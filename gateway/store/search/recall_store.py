@@ -7,13 +7,10 @@ one `Store`.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from contextlib import AbstractAsyncContextManager
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
-
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from agent.tools.recall_types import OriginalsPage, RecallQuery, RecallResults
+from gateway.store.db import StoreBase
 from gateway.store.search import originals as _originals
 from gateway.store.search import query as _search
 from gateway.store.search import vectors as _vectors
@@ -22,18 +19,8 @@ EMBED_MAX_CHARS = 8_000
 """Characters of a message sent to the embeddings endpoint (its beginning)."""
 
 
-class RecallMethods:
-    """Mixed into `Store`, which provides the transaction, the dialect's insert and the clock."""
-
-    dialect: str
-
-    if TYPE_CHECKING:
-
-        def _tx(self, operation: str) -> AbstractAsyncContextManager[AsyncConnection]: ...
-
-        def _insert(self, table: Any) -> Any: ...
-
-        def now(self) -> datetime: ...
+class RecallMethods(StoreBase):
+    """Mixed into `Store`; `StoreBase` provides the transaction, the dialect's insert and the clock."""
 
     async def search_history(
         self,

@@ -14,7 +14,7 @@ from gateway.__main__ import main
 from gateway.app.doctor import check_anthropic, check_database, check_jobs, check_transcription, doctor
 from gateway.config import SchedulerSettings, Settings, TranscriptionSettings
 from gateway.store import Store
-from gateway.store.job_runs import JobRunLog
+from gateway.store.jobs.runs import JobRunLog
 from gateway.store.migrate import head_revision
 from tests.fakes.anthropic_server import FakeAnthropic
 from tests.fakes.transcription_server import FakeTranscription
@@ -148,7 +148,7 @@ async def test_transcription_is_reported_and_its_endpoint_checked(
 @pytest.mark.postgres
 async def test_fleet_line_names_the_poller_and_each_shard_owner(pg_url: str) -> None:
     from gateway.app.doctor import check_fleet
-    from gateway.store.leases import PostgresLeases
+    from gateway.store.locks.leases import PostgresLeases
 
     settings = Settings(database_url=pg_url, discord={"shard_count": 2})
     worker = PostgresLeases(pg_url, worker="hostA:41")

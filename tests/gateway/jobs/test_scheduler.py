@@ -10,8 +10,8 @@ import pytest
 
 from gateway.jobs.scheduler import JobScheduler, JobSpec
 from gateway.store import Store
-from gateway.store.job_lock import JobLocks
-from gateway.store.job_runs import JobRunLog
+from gateway.store.jobs.runs import JobRunLog
+from gateway.store.locks.job_lock import JobLocks
 
 
 async def test_two_workers_racing_for_one_job_run_it_once(pg_url: str) -> None:

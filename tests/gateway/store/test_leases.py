@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.store.leases import PostgresLeases
+from gateway.store.locks.leases import PostgresLeases
 from tests.faults.conftest import query
 
 pytestmark = pytest.mark.postgres

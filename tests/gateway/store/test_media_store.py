@@ -10,7 +10,7 @@ import pytest
 
 from agent.media import media_ref
 from gateway.store import CompactionApply, NewMessage, Store
-from gateway.store.media_store import MediaStore, NewMedia
+from gateway.store.messages.media import MediaStore, NewMedia
 from tests.support.media_files import image_bytes
 
 from .helpers import new_chat

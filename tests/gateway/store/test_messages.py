@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 from sqlalchemy import text
 
 from gateway.store import NewMessage, Store
-from gateway.store.active_window import window_query
+from gateway.store.messages.window import window_query
 from gateway.store.rows import NUL_REPLACEMENT
 from tests.gateway.store.helpers import append_one
 

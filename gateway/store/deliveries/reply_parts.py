@@ -8,14 +8,14 @@ part left in `sending` by a process that died is claimable again once its claim 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import Any, Literal, cast
 
 from sqlalchemy import Table, func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from gateway.store.db import StoreBase
 from gateway.store.records import StoredMessage
 from gateway.store.rows import clean_text, messages, to_message
 from gateway.store.tables import Delivery
@@ -91,14 +91,8 @@ async def insert_reply(conn: AsyncConnection, reply: NewReply, now: datetime) ->
     return records
 
 
-class DeliveryMethods:
-    """Mixed into `Store`, which provides the transaction and the clock."""
-
-    if TYPE_CHECKING:
-
-        def _tx(self, operation: str) -> AbstractAsyncContextManager[AsyncConnection]: ...
-
-        def now(self) -> datetime: ...
+class DeliveryMethods(StoreBase):
+    """Mixed into `Store`; `StoreBase` provides the transaction, the dialect's insert and the clock."""
 
     async def claim_delivery(self, delivery_id: int, *, stale_before: datetime | None = None) -> bool:
         """Take a part for one send attempt; False when it is sent, failed or being sent elsewhere."""

@@ -17,6 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from agent.caching.keepalive import next_look
 from agent.caching.plan import CacheState
+from gateway.store.db import StoreBase
 from gateway.store.records import SessionRecord
 from gateway.store.rows import chats, sessions, to_session
 
@@ -51,3 +52,23 @@ async def earliest_look(conn: AsyncConnection) -> datetime | None:
     query = select(func.min(sessions.c.cache_look_at)).where(sessions.c.active)
     value: datetime | None = (await conn.execute(query)).scalar_one()
     return value
+
+
+class CacheLookMethods(StoreBase):
+    """Mixed into `Store`: the keep-alive job's scan and its next look, one transaction each."""
+
+    async def cache_looks_due(self, now: datetime, *, limit: int = 500) -> list[tuple[SessionRecord, str]]:
+        """Active sessions (with their chat's kind) whose prompt cache the keep-alive job should look at
+        now, longest due first (`looks_due`)."""
+        async with self._tx("cache_looks_due") as conn:
+            return await looks_due(conn, now=now, limit=limit)
+
+    async def set_cache_look(self, session_pk: int, at: datetime | None) -> None:
+        """When the keep-alive job next looks at the session (after a look that saved no cache state)."""
+        async with self._tx("set_cache_look") as conn:
+            await conn.execute(update(sessions).where(sessions.c.id == session_pk).values(cache_look_at=at))
+
+    async def earliest_cache_look(self) -> datetime | None:
+        """The earliest look any active session waits for."""
+        async with self._tx("earliest_cache_look") as conn:
+            return await earliest_look(conn)

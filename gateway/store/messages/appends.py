@@ -2,8 +2,8 @@
 
 Every append (a platform message on the hot path, a turn's replies and tool results) updates the
 session's counters with `counter_values`; a turn's messages go right after the messages they answer,
-at seqs from `gateway.store.active_window.seqs_between` (as a compaction's summary does). Each function takes
-an open connection; `Store` owns the transactions.
+at seqs from `gateway.store.messages.window.seqs_between` (as a compaction's summary does). Each
+function takes an open connection; `Store` owns the transactions.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway.errors import StoreError
-from gateway.store.active_window import SEQ_STEP, seqs_between
+from gateway.store.messages.window import SEQ_STEP, seqs_between
 from gateway.store.records import AppendResult, NewMessage, StoredMessage
 from gateway.store.rows import clean_json, clean_text, messages, sessions, to_message
 

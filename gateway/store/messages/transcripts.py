@@ -5,14 +5,12 @@
 
 from __future__ import annotations
 
-from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
-from datetime import datetime
-from typing import TYPE_CHECKING, cast
+from typing import cast
 
 from sqlalchemy import Table, func, insert, select
-from sqlalchemy.ext.asyncio import AsyncConnection
 
+from gateway.store.db import StoreBase
 from gateway.store.tables import Transcription
 
 transcriptions = cast(Table, Transcription.__table__)
@@ -45,14 +43,8 @@ class TranscriptionCounts:
         return self.ok + sum(self.failed.values())
 
 
-class TranscriptMethods:
-    """Mixed into `Store`, which provides the transaction and the clock."""
-
-    if TYPE_CHECKING:
-
-        def _tx(self, operation: str) -> AbstractAsyncContextManager[AsyncConnection]: ...
-
-        def now(self) -> datetime: ...
+class TranscriptMethods(StoreBase):
+    """Mixed into `Store`; `StoreBase` provides the transaction, the dialect's insert and the clock."""
 
     async def record_transcription(self, chat_pk: int, item: NewTranscription) -> None:
         async with self._tx("record_transcription") as conn:

@@ -14,10 +14,10 @@ from typing import Any
 from sqlalchemy import Row, bindparam, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from gateway.store.active_window import SEQ_STEP, WINDOW_STATES
-from gateway.store.appends import counter_values
-from gateway.store.media_store import link_rows, message_media
-from gateway.store.pin_store import pin_texts
+from gateway.store.messages.appends import counter_values
+from gateway.store.messages.media import link_rows, message_media
+from gateway.store.messages.window import SEQ_STEP, WINDOW_STATES
+from gateway.store.pins.chat_pins import pin_texts
 from gateway.store.records import NewMessage, SessionRecord, StoredMessage, TurnSnapshot
 from gateway.store.rows import messages, sessions, to_message, to_session
 

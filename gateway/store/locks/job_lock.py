@@ -16,8 +16,7 @@ from contextlib import asynccontextmanager
 
 from sqlalchemy import text
 
-from gateway.store.db import translate_errors
-from gateway.store.repository import Store
+from gateway.store.db import StoreBase, translate_errors
 
 logger = logging.getLogger(__name__)
 
@@ -34,7 +33,7 @@ def job_key(name: str) -> int:
 class JobLocks:
     """Non-blocking per-job locks: `async with locks.try_hold(name) as held:` runs the job if `held`."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: StoreBase) -> None:
         self._store = store
         self._local: dict[str, asyncio.Lock] = {}
 

@@ -21,8 +21,7 @@ from sqlalchemy import TextClause, text
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from gateway.errors import ChatLockTimeout
-from gateway.store.db import create_engine, translate_errors
-from gateway.store.repository import Store
+from gateway.store.db import StoreBase, create_engine, translate_errors
 
 logger = logging.getLogger(__name__)
 
@@ -44,7 +43,7 @@ class _Slot:
 class ChatLocks:
     """Per-chat mutual exclusion across tasks and, on Postgres, across processes."""
 
-    def __init__(self, store: Store, *, timeout: float | None = 600.0) -> None:
+    def __init__(self, store: StoreBase, *, timeout: float | None = 600.0) -> None:
         self._store = store
         self._timeout = timeout
         self._slots: dict[int, _Slot] = {}

@@ -14,7 +14,8 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from gateway.store.media_store import delete_unreferenced_in
+from gateway.store.db import StoreBase
+from gateway.store.messages.media import delete_unreferenced_in
 from gateway.store.records import SessionRecord
 from gateway.store.rows import compactions, llm_calls, messages, sessions, to_session
 from gateway.store.tables import UsageDaily
@@ -162,3 +163,28 @@ async def daily_usage(conn: AsyncConnection, day: date) -> list[DailyUsage]:
         )
         for r in rows
     ]
+
+
+class JobMethods(StoreBase):
+    """Mixed into `Store`: the queries above, one transaction each."""
+
+    async def idle_sessions(
+        self, *, idle_since: datetime, min_tokens: int, limit: int = 100
+    ) -> list[SessionRecord]:
+        """Active sessions idle since `idle_since` with at least `min_tokens` of context, oldest first."""
+        async with self._tx("idle_sessions") as conn:
+            return await idle_sessions(conn, idle_since=idle_since, min_tokens=min_tokens, limit=limit)
+
+    async def delete_archived_before(self, cutoff: datetime) -> int:
+        """Delete one batch of archived messages older than `cutoff` (never active or summary rows)."""
+        async with self._tx("delete_archived_before") as conn:
+            return await delete_archived_before(conn, cutoff)
+
+    async def rollup_usage_day(self, day: date) -> int:
+        """Recompute `usage_daily` rows for one UTC day from the usage log; returns the rows written."""
+        async with self._tx("rollup_usage_day") as conn:
+            return await rollup_day(conn, day, now=self.now(), dialect=self.dialect)
+
+    async def daily_usage(self, day: date) -> list[DailyUsage]:
+        async with self._tx("daily_usage") as conn:
+            return await daily_usage(conn, day)

@@ -21,8 +21,8 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from gateway.store.active_window import mark_pruned, recount
 from gateway.store.db import translate_errors
+from gateway.store.messages.window import mark_pruned, recount
 from gateway.store.rows import sessions
 from gateway.store.tables import Media, MessageMedia
 

@@ -16,8 +16,7 @@ from sqlalchemy import Table, select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
-from gateway.store.db import translate_errors
-from gateway.store.repository import Store
+from gateway.store.db import StoreBase, translate_errors
 from gateway.store.tables import JobRun
 
 job_runs = cast(Table, JobRun.__table__)
@@ -53,7 +52,7 @@ class JobRunRecord:
 class JobRunLog:
     """Upserts and reads the `job_runs` rows (see the module docstring)."""
 
-    def __init__(self, store: Store, *, worker: str) -> None:
+    def __init__(self, store: StoreBase, *, worker: str) -> None:
         self._store = store
         self._worker = worker[:128]
 

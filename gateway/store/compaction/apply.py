@@ -9,15 +9,15 @@ in the caller's transaction; `Store` mixes in `CompactionMethods`, which opens o
 from __future__ import annotations
 
 import logging
-from contextlib import AbstractAsyncContextManager
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sqlalchemy import Row, case, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway.errors import NothingToUndoError, StoreError
-from gateway.store.active_window import SEQ_STEP, WINDOW_STATES, mark_pruned, recount, seq_before
+from gateway.store.db import StoreBase
+from gateway.store.messages.window import SEQ_STEP, WINDOW_STATES, mark_pruned, recount, seq_before
 from gateway.store.records import OUTCOMES, TRIGGERS, CompactionApply, CompactionRecord, Outcome, Trigger
 from gateway.store.rows import clean_json, clean_text, compactions, messages, sessions, to_compaction
 
@@ -299,14 +299,8 @@ async def undo_last(conn: AsyncConnection, session_pk: int) -> CompactionRecord:
     return await _fetch(conn, target.id)
 
 
-class CompactionMethods:
-    """Mixed into `Store`, which provides the transaction and the clock."""
-
-    if TYPE_CHECKING:
-
-        def _tx(self, operation: str) -> AbstractAsyncContextManager[AsyncConnection]: ...
-
-        def now(self) -> datetime: ...
+class CompactionMethods(StoreBase):
+    """Mixed into `Store`; `StoreBase` provides the transaction, the dialect's insert and the clock."""
 
     async def apply_compaction(self, session_pk: int, change: CompactionApply) -> CompactionRecord:
         """Archive, prune, insert the summary and update the counters: all or nothing."""

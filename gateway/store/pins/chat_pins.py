@@ -6,15 +6,15 @@ admins pinning at once cannot pass them together. `Store` mixes in `PinMethods`,
 
 from __future__ import annotations
 
-from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, cast
+from typing import cast
 
 from sqlalchemy import Table, delete, func, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway.errors import StoreError
+from gateway.store.db import StoreBase
 from gateway.store.rows import chats
 from gateway.store.tables import Pin
 
@@ -110,14 +110,8 @@ async def pin_texts(conn: AsyncConnection, chat_pk: int) -> tuple[str, ...]:
     return tuple(row.text for row in rows)
 
 
-class PinMethods:
-    """Mixed into `Store`, which provides the transaction and the clock."""
-
-    if TYPE_CHECKING:
-
-        def _tx(self, operation: str) -> AbstractAsyncContextManager[AsyncConnection]: ...
-
-        def now(self) -> datetime: ...
+class PinMethods(StoreBase):
+    """Mixed into `Store`; `StoreBase` provides the transaction, the dialect's insert and the clock."""
 
     async def pins(self, chat_pk: int) -> list[PinRecord]:
         async with self._tx("pins") as conn:

@@ -8,15 +8,15 @@ or that cache state alone, each in one transaction.
 
 from __future__ import annotations
 
-from contextlib import AbstractAsyncContextManager
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from gateway.store.active_window import WINDOW_STATES
-from gateway.store.cache_looks import save_cache_state
+from gateway.store.cache.looks import save_cache_state
+from gateway.store.db import StoreBase
+from gateway.store.messages.window import WINDOW_STATES
 from gateway.store.records import CallRecord
 from gateway.store.rows import llm_calls, messages, sessions
 
@@ -82,14 +82,8 @@ async def record_call(
     await conn.execute(update(sessions).where(sessions.c.id == session_pk).values(**values))
 
 
-class UsageMethods:
-    """Mixed into `Store`, which provides the transaction and the clock."""
-
-    if TYPE_CHECKING:
-
-        def _tx(self, operation: str) -> AbstractAsyncContextManager[AsyncConnection]: ...
-
-        def now(self) -> datetime: ...
+class UsageMethods(StoreBase):
+    """Mixed into `Store`; `StoreBase` provides the transaction, the dialect's insert and the clock."""
 
     async def record_call(
         self,

@@ -1,0 +1,1 @@
+"""The prompt cache's state per session and when the keep-alive job looks at it."""

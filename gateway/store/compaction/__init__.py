@@ -1,0 +1,1 @@
+"""Compactions: applying, recording and undoing them, one transaction each."""

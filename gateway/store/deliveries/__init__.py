@@ -1,0 +1,1 @@
+"""Reply deliveries: each part of a reply with its state; `DeliveryStore` is what the outbox uses."""

@@ -1,0 +1,1 @@
+"""Pinned facts of a chat, bounded."""
