@@ -37,7 +37,7 @@ from bench.traces import DAY, Event, group_chat, private_chat
 from gateway.app.gateway import Gateway
 from gateway.platforms.base import Author, ChatKind, ChatRef, IncomingMessage
 from gateway.store import Store
-from tests.fakes.anthropic_server import FakeAnthropic
+from tests.fakes.anthropic import FakeAnthropic
 
 FACTS_PER_CHAT = 100
 PIN_EVERY = 12

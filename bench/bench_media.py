@@ -40,7 +40,7 @@ from bench.replay import API_KEY, SimClock, bench_settings, require_all_answered
 from gateway.app.gateway import Gateway
 from gateway.platforms.base import Attachment
 from gateway.store import Store
-from tests.fakes.anthropic_server import FakeAnthropic
+from tests.fakes.anthropic import FakeAnthropic
 from tests.support.media_files import image_bytes
 
 USER_MESSAGES = 200

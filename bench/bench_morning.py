@@ -23,7 +23,7 @@ from bench.replay import API_KEY, SimClock, bench_settings, run_idle_scan
 from bench.seeding import seed_history
 from gateway.app.gateway import Gateway
 from gateway.store import Store
-from tests.fakes.anthropic_server import FakeAnthropic
+from tests.fakes.anthropic import FakeAnthropic
 
 SUMMARY_DELAY_S = 3.0
 PLANNED_WINDOW = 200_000

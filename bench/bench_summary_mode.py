@@ -24,7 +24,7 @@ from agent.summary import build_instructions, serialize_conversation
 from agent.summary_mode import EXPECTED_OUTPUT_SHARE, estimate_costs
 from agent.tokens import estimate_message
 from agent.types import Message
-from tests.fakes.anthropic_server import FakeAnthropic
+from tests.fakes.anthropic import FakeAnthropic
 
 MAIN = "claude-sonnet-4-6"
 SYSTEM = "You are the house assistant of a busy group chat. " + "Answer briefly and precisely. " * 60

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from agent.engines import register_context_engine
 from agent.server_compaction import MIN_TRIGGER_TOKENS, ServerCompaction
 from agent.summary import summary_budget
-from tests.fakes.anthropic_server import FakeAnthropic
+from tests.fakes.anthropic import FakeAnthropic
 
 SCALED = "server-scaled"
 SCALED_FLOOR = 2_048

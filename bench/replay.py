@@ -24,7 +24,7 @@ from gateway.config import Settings
 from gateway.jobs.cache_keeper import SCAN_EVERY as KEEPALIVE_SCAN_EVERY
 from gateway.jobs.maintenance import compact_idle_sessions
 from gateway.store import Store
-from tests.fakes.anthropic_server import FakeAnthropic
+from tests.fakes.anthropic import FakeAnthropic
 
 API_KEY = "bench-key"
 

@@ -481,7 +481,7 @@ async def test_end_to_end_with_the_sdk_the_compressor_and_the_fake_api() -> None
     from agent.context_compressor import ContextCompressor
     from agent.llm import AnthropicClient
     from agent.summarizer import LLMSummarizer
-    from tests.fakes.anthropic_server import FakeAnthropic
+    from tests.fakes.anthropic import FakeAnthropic
 
     window: list[Entry] = []
     for i in range(30):

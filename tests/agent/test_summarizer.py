@@ -20,7 +20,7 @@ from agent.summarizer import STANDALONE_SYSTEM, LLMSummarizer, PrefixContext
 from agent.summary import build_instructions, serialize_conversation
 from agent.types import Message
 from agent.usage import Usage
-from tests.fakes.anthropic_server import FakeAnthropic
+from tests.fakes.anthropic import FakeAnthropic
 
 MODEL = "claude-sonnet-4-6"
 SYSTEM = "You are the house assistant. " + "Keep answers short and exact. " * 250

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from tests.e2e.conftest import TelegramWorld, WorldFactory, body_text
-from tests.fakes.anthropic_replies import Refusal
+from tests.fakes.anthropic.replies import Refusal
 from tests.support.media_files import image_bytes
 
 ALICE, BOB = 42, 43

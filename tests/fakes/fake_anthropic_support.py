@@ -9,7 +9,7 @@ from typing import Any
 import anthropic
 import pytest
 
-from tests.fakes.anthropic_server import FakeAnthropic
+from tests.fakes.anthropic import FakeAnthropic
 
 MODEL = "claude-sonnet-4-6"
 TOOLS: list[Any] = [

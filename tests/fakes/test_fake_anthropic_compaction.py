@@ -10,10 +10,10 @@ import pytest
 from anthropic.types.beta import BetaCompactionBlock, BetaMessage
 
 from agent.usage import Usage
-from tests.fakes.anthropic_compaction import compaction_instructions
-from tests.fakes.anthropic_process import spawn_fake_anthropic
-from tests.fakes.anthropic_server import FakeAnthropic
-from tests.fakes.anthropic_tokens import BLOCK_OVERHEAD, MESSAGE_OVERHEAD, text_tokens
+from tests.fakes.anthropic import FakeAnthropic
+from tests.fakes.anthropic.compaction import compaction_instructions
+from tests.fakes.anthropic.process import spawn_fake_anthropic
+from tests.fakes.anthropic.tokens import BLOCK_OVERHEAD, MESSAGE_OVERHEAD, text_tokens
 
 MODEL = "claude-sonnet-4-6"
 BETAS: list[Any] = ["compact-2026-01-12"]

@@ -10,9 +10,7 @@ from typing import Any
 import anthropic
 import pytest
 
-from tests.fakes.anthropic_effort import ThinkingVolume
-from tests.fakes.anthropic_server import FakeAnthropic
-from tests.fakes.anthropic_wire import Pacing
+from tests.fakes.anthropic import FakeAnthropic, Pacing, ThinkingVolume
 from tests.fakes.fake_anthropic_support import user
 
 SONNET = "claude-sonnet-5-5"

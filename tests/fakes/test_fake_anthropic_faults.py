@@ -11,7 +11,7 @@ import aiohttp
 import anthropic
 import pytest
 
-from tests.fakes.anthropic_server import FakeAnthropic
+from tests.fakes.anthropic import FakeAnthropic
 from tests.fakes.fake_anthropic_support import (
     MODEL,
     ask,

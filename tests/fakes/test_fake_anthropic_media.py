@@ -10,7 +10,7 @@ from typing import Any
 import anthropic
 import pytest
 
-from tests.fakes.anthropic_server import FakeAnthropic
+from tests.fakes.anthropic import FakeAnthropic
 from tests.support.media_files import image_bytes, pdf_bytes
 
 MODEL = "claude-sonnet-4-6"

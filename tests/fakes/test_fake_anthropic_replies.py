@@ -6,8 +6,8 @@ from __future__ import annotations
 import anthropic
 import pytest
 
-from tests.fakes.anthropic_process import spawn_fake_anthropic
-from tests.fakes.anthropic_server import FakeAnthropic
+from tests.fakes.anthropic import FakeAnthropic
+from tests.fakes.anthropic.process import spawn_fake_anthropic
 from tests.fakes.fake_anthropic_support import (
     MODEL,
     TOOLS,

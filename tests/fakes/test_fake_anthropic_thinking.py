@@ -10,8 +10,8 @@ from typing import Any
 import anthropic
 import pytest
 
-from tests.fakes.anthropic_process import spawn_fake_anthropic
-from tests.fakes.anthropic_server import FakeAnthropic
+from tests.fakes.anthropic import FakeAnthropic
+from tests.fakes.anthropic.process import spawn_fake_anthropic
 from tests.fakes.fake_anthropic_support import TOOLS, user
 
 SONNET = "claude-sonnet-5-5"

@@ -9,7 +9,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from tests.fakes.discord_server import FakeDiscord
+from tests.fakes.discord import FakeDiscord
 
 GUILD, GENERAL, THREAD = 700, 701, 702
 

@@ -15,11 +15,11 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
-from tests.fakes import discord_payloads as p
-from tests.fakes.discord_gateway import FakeGateway
-from tests.fakes.discord_http import FaultSpec, error_response, json_response
-from tests.fakes.discord_payloads import Channel, Json
-from tests.fakes.discord_records import InteractionRecord, SentMessage
+from tests.fakes.discord import payloads as p
+from tests.fakes.discord.gateway import FakeGateway
+from tests.fakes.discord.http import FaultSpec, error_response, json_response
+from tests.fakes.discord.payloads import Channel, Json
+from tests.fakes.discord.records import InteractionRecord, SentMessage
 
 logger = logging.getLogger(__name__)
 

@@ -29,9 +29,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tests.fakes.anthropic_compaction import effective_body
-from tests.fakes.anthropic_tokens import ModelSpec, canonical_json
-from tests.fakes.anthropic_validation import InvalidRequest
+from tests.fakes.anthropic.compaction import effective_body
+from tests.fakes.anthropic.tokens import ModelSpec, canonical_json
+from tests.fakes.anthropic.validation import InvalidRequest
 
 THINKING_TYPES = ("thinking", "redacted_thinking")
 PREFIX = "prefix_binding_mismatch"

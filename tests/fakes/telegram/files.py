@@ -16,7 +16,7 @@ from typing import Any
 from aiohttp import web
 from PIL import Image
 
-from tests.fakes.telegram_wire import ApiError, Params
+from tests.fakes.telegram.wire import ApiError, Params
 from tests.support.media_files import pdf_bytes
 
 BOT_DOWNLOAD_LIMIT = 20 * 1024 * 1024
