@@ -40,7 +40,7 @@ def pdf(data: bytes) -> dict[str, Any]:
 
 
 async def send(client: anthropic.AsyncAnthropic, *blocks: dict[str, Any]) -> anthropic.types.Message:
-    content = [*blocks, {"type": "text", "text": "what is this?"}]
+    content: list[Any] = [*blocks, {"type": "text", "text": "what is this?"}]
     result: anthropic.types.Message = await client.messages.create(
         model=MODEL, max_tokens=64, messages=[{"role": "user", "content": content}]
     )

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import hashlib
 import hmac
 import json
@@ -63,6 +64,10 @@ def _blocks(content: Any) -> list[Any]:
     return list(content) if isinstance(content, list) else []
 
 
+def _canonical_message(message: Mapping[str, Any]) -> dict[str, Any]:
+    return {"role": message.get("role"), "content": _clean(_blocks(message.get("content")))}
+
+
 class _Canon:
     """The canonical JSON of a request's parts, each made once: a request checks every thinking block
     it sends back against its own prefix, and those prefixes share their messages, system and tools.
@@ -94,10 +99,7 @@ def prefix_digest(
     messages = [*(body.get("messages") or []), {"role": role, "content": list(before)}]
     seen = effective_body({**body, "messages": messages})
     system, tools = seen.get("system"), seen.get("tools")
-    parts = ",".join(
-        canon.json(m, lambda m=m: {"role": m.get("role"), "content": _clean(_blocks(m.get("content")))})
-        for m in seen["messages"]
-    )
+    parts = ",".join(canon.json(m, functools.partial(_canonical_message, m)) for m in seen["messages"])
     text = (
         f'{{"messages":[{parts}],"system":{canon.json(system, lambda: _clean(_blocks(system)))},'
         f'"tools":{canon.json(tools, lambda: _clean(list(tools or [])))}}}'

@@ -21,7 +21,7 @@ import json
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, TypedDict
 
 from tests.fakes.anthropic.media import MediaError, document_tokens, image_tokens
 
@@ -64,12 +64,18 @@ class ModelSpec:
     line: str | None = None
 
 
+class _Family(TypedDict):
+    preserved_thinking: bool
+    compaction: bool
+    system_messages: bool
+
+
 def preserved_thinking_models() -> list[ModelSpec]:
     """The current family (docs, Nov 2026): 1M context, 128K output, 512-token minimum cacheable prefix,
     server-side compaction; forced tool choice is refused except on Haiku 5.5; Fable 5.1 reads Opus 5 and
     Opus 5.5 thinking (not the reverse); Haiku 5.5 thinking replays on the others; Opus 5.5 and Haiku 5.5
     default to medium effort, the others to high."""
-    family = {"preserved_thinking": True, "compaction": True, "system_messages": True}
+    family = _Family(preserved_thinking=True, compaction=True, system_messages=True)
     return [
         ModelSpec(
             "claude-fable-5-1", "Claude Fable 5.1", 1_000_000, 128_000, 512, forced_tool_choice=False,

@@ -221,10 +221,23 @@ class FakeDiscord(DiscordRest):
         self.gateway.dispatch("MESSAGE_CREATE", msg)
         return int(msg["id"])
 
-    def attachment(self, filename: str, content_type: str, data: bytes, **dims: int) -> Json:
+    def attachment(
+        self,
+        filename: str,
+        content_type: str,
+        data: bytes,
+        *,
+        width: int | None = None,
+        height: int | None = None,
+    ) -> Json:
         """An attachment payload whose URL this server answers with `data` (as Discord's CDN does)."""
         payload = p.attachment(
-            filename, content_type, size=len(data), cdn=f"http://127.0.0.1:{self.port}", **dims
+            filename,
+            content_type,
+            size=len(data),
+            cdn=f"http://127.0.0.1:{self.port}",
+            width=width,
+            height=height,
         )
         self.files[payload["id"]] = data
         return payload

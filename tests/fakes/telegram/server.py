@@ -25,7 +25,6 @@ from telegram.constants import ReactionEmoji
 
 from tests.fakes.telegram.files import TelegramFiles
 from tests.fakes.telegram.html_parser import HtmlParseError, parse_html, utf16_len
-from tests.fakes.telegram.updates import UpdateBuilder
 from tests.fakes.telegram.wire import (
     FAULTS,
     MAX_TEXT,
@@ -42,7 +41,7 @@ REACTION_EMOJI = frozenset(e.value for e in ReactionEmoji)
 """The emoji Telegram accepts as a bot's reaction (`ReactionTypeEmoji.emoji`); others are REACTION_INVALID."""
 
 
-class FakeTelegram(TelegramFiles, UpdateBuilder):
+class FakeTelegram(TelegramFiles):
     def __init__(
         self,
         *,
