@@ -18,12 +18,12 @@ import time
 
 from agent.llm import AnthropicClient
 from bench.databases import DEFAULT_POSTGRES_URL, fresh_postgres
-from bench.memory_adapter import MemoryAdapter, chat_ref, incoming
 from bench.replay import API_KEY, SimClock, bench_settings, run_idle_scan
 from bench.seeding import seed_history
 from gateway.app.gateway import Gateway
 from gateway.store import Store
 from tests.fakes.anthropic import FakeAnthropic
+from tests.support.memory_adapter import DirectMemoryAdapter, chat_ref, incoming
 
 SUMMARY_DELAY_S = 3.0
 PLANNED_WINDOW = 200_000
@@ -31,7 +31,9 @@ NIGHT_MESSAGES = 232
 WORDS_PER_MESSAGE = 700
 
 
-async def _first_reply(gateway: Gateway, adapter: MemoryAdapter, clock: SimClock, chat_id: str) -> float:
+async def _first_reply(
+    gateway: Gateway, adapter: DirectMemoryAdapter, clock: SimClock, chat_id: str
+) -> float:
     sent = len(adapter.sent)
     started = time.perf_counter()
     await adapter.deliver(
@@ -44,7 +46,7 @@ async def _first_reply(gateway: Gateway, adapter: MemoryAdapter, clock: SimClock
     await gateway.tasks.drain()
     if len(adapter.sent) != sent + 1:
         raise RuntimeError(f"expected one reply in {chat_id}")
-    return adapter.sent[-1].at - started
+    return adapter.sent_at[-1] - started
 
 
 async def _seed(gateway: Gateway, chat_id: str) -> float:
@@ -66,7 +68,7 @@ async def run(
     async with fake, fresh_postgres(pg_url) as url:
         store = await Store.open(url, clock=clock.utc)
         llm = AnthropicClient(api_key=API_KEY, base_url=fake.base_url)
-        adapter = MemoryAdapter()
+        adapter = DirectMemoryAdapter()
         gateway = Gateway(
             bench_settings(
                 url, fake.base_url, scheduler={"enabled": False}, context={"planned_window": PLANNED_WINDOW}

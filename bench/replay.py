@@ -16,7 +16,6 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from agent.llm import AnthropicClient
-from bench.memory_adapter import MemoryAdapter, chat_ref, incoming
 from bench.oracle import SentRequest
 from bench.traces import START, Event
 from gateway.app.gateway import Gateway
@@ -25,6 +24,7 @@ from gateway.jobs.cache_keeper import SCAN_EVERY as KEEPALIVE_SCAN_EVERY
 from gateway.jobs.maintenance import compact_idle_sessions
 from gateway.store import Store
 from tests.fakes.anthropic import FakeAnthropic
+from tests.support.memory_adapter import DirectMemoryAdapter, chat_ref, incoming
 
 API_KEY = "bench-key"
 
@@ -158,7 +158,7 @@ async def replay(
         settings = bench_settings(database_url, fake.base_url, **overrides)
         store = await Store.open(database_url, clock=clock.utc)
         llm = AnthropicClient(api_key=API_KEY, base_url=fake.base_url)
-        adapter = MemoryAdapter()
+        adapter = DirectMemoryAdapter()
         gateway = Gateway(settings, [adapter], store=store, llm=llm)
         gateway.clock = clock.utc  # cache-expiry decisions before a request follow the trace
         scheduled = 0

@@ -27,12 +27,12 @@ from typing import Any
 
 from agent.llm import AnthropicClient
 from bench.bench_latency import FIRST_TOKEN_S, TOKENS_PER_S
-from bench.memory_adapter import StreamingMemoryAdapter, chat_ref, incoming
 from bench.replay import API_KEY, bench_settings, require_all_answered
 from bench.traces import Event, TraceSizes, generate
 from gateway.app.gateway import Gateway
 from gateway.store import Store
 from tests.fakes.anthropic import FakeAnthropic, Pacing, RecordedRequest, ThinkingVolume
+from tests.support.memory_adapter import StreamingMemoryAdapter, chat_ref, incoming
 
 ECHO_LIMIT = 600
 """The replays' reply size (`bench.replay`): up to 600 characters, about 170 tokens."""
@@ -131,7 +131,7 @@ async def time_turns(
             await llm.close()
             await store.close()
         require_all_answered(fake, "while timing turns")
-        sent = {d.message.chat.chat_id: d.at for d in adapter.sent}
+        sent = {m.chat.chat_id: at for m, at in zip(adapter.sent, adapter.sent_at, strict=True)}
         timings = []
         for turn in turns:
             if turn.tag not in sent:
