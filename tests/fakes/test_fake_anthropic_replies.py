@@ -75,8 +75,10 @@ async def test_streaming_delivers_text_and_tool_calls_with_usage(
     assert final.stop_reason == "tool_use"
     assert final.content[1].type == "tool_use"
     assert final.content[1].input == {"order_id": "ORD-99", "deep": True}
-    assert final.usage.output_tokens == fake.requests[-1].usage["output_tokens"]  # type: ignore[index]
-    assert final.usage.input_tokens == fake.requests[-1].usage["input_tokens"]  # type: ignore[index]
+    usage = fake.requests[-1].usage
+    assert usage is not None
+    assert final.usage.output_tokens == usage["output_tokens"]
+    assert final.usage.input_tokens == usage["input_tokens"]
 
 
 async def test_scripted_text_longer_than_max_tokens_is_cut_with_stop_reason_max_tokens(
