@@ -51,8 +51,7 @@ from bench.oracle import billed_input_usd, oracle_input_usd
 from bench.reachable import reachable_usd
 from bench.replay import ReplayResult, replay
 from bench.traces import FAMILIES, LONG_FAMILIES, Event, TraceSizes, describe, generate
-from tests.fakes.anthropic_effort import ThinkingVolume
-from tests.fakes.anthropic_server import FakeAnthropic
+from tests.fakes.anthropic import FakeAnthropic, ThinkingVolume
 
 QUICK_SIZES = TraceSizes(
     private_chats=1,
@@ -122,7 +121,7 @@ class Job:
     """`context.planned_window` (None: the default for the model)."""
     thinking: int | None = None
     """The fake's unscripted thinking at high effort, in tokens (None: its small default); the other
-    levels scale from it (`tests.fakes.anthropic_effort`)."""
+    levels scale from it (`tests.fakes.anthropic.effort`)."""
 
 
 @dataclass(frozen=True, slots=True)

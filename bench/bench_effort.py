@@ -10,7 +10,7 @@ Run: `python -m bench.bench_effort` (about two minutes). For the default model (
 - latency: the first messages of the same traces answered with streaming on (`bench.turn_latency`):
   from a message's arrival to the reply's first words on screen and to the whole reply, p50 and p95.
 
-The fake model (`tests.fakes.anthropic_effort`) thinks before every answer, each tool round included,
+The fake model (`tests.fakes.anthropic.effort`) thinks before every answer, each tool round included,
 as much as the level asks; Anthropic's docs give no figures for it, so the volumes are assumptions:
 `THINKING_AT_HIGH` tokens per call at high, halved per level down and doubled per level up. Thinking is
 billed as output and written at 60 tokens/s before the answer's text. The visible answer is the same at
@@ -33,8 +33,8 @@ from bench.databases import DEFAULT_POSTGRES_URL, fresh_sqlite
 from bench.traces import TraceSizes, describe, generate
 from bench.turn_latency import TurnTiming, sample_turns, time_turns
 from gateway.config import DEFAULT_MODEL, AgentSettings
-from tests.fakes.anthropic_effort import ThinkingVolume
-from tests.fakes.anthropic_tokens import default_models
+from tests.fakes.anthropic import ThinkingVolume
+from tests.fakes.anthropic.tokens import default_models
 
 LEVELS: tuple[str | None, ...] = (None, "low", "medium", "high", "xhigh", "max")
 """Unset (the API's default for the model), then every level Sonnet 5.5 accepts with adaptive thinking."""

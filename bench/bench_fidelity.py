@@ -31,13 +31,13 @@ from agent.tools.recall_types import RecallQuery
 from agent.types import text_of
 from bench.databases import DEFAULT_POSTGRES_URL, fresh_database
 from bench.engines import SCALED, use_scaled_server
-from bench.memory_adapter import MemoryAdapter
 from bench.replay import API_KEY, SCAN_EVERY, SimClock, bench_settings, run_idle_scan
 from bench.traces import DAY, Event, group_chat, private_chat
 from gateway.app.gateway import Gateway
 from gateway.platforms.base import Author, ChatKind, ChatRef, IncomingMessage
 from gateway.store import Store
-from tests.fakes.anthropic_server import FakeAnthropic
+from tests.fakes.anthropic import FakeAnthropic
+from tests.support.memory_adapter import DirectMemoryAdapter
 
 FACTS_PER_CHAT = 100
 PIN_EVERY = 12
@@ -175,7 +175,7 @@ async def run_chats(database_url: str, steps: Sequence[Step], engine: str = "com
         )
         store = await Store.open(database_url, clock=clock.utc)
         llm = AnthropicClient(api_key=API_KEY, base_url=fake.base_url)
-        adapter = MemoryAdapter(name="telegram")
+        adapter = DirectMemoryAdapter(name="telegram")
         gateway = Gateway(settings, [adapter], store=store, llm=llm)
         gateway.clock = clock.utc
         scheduled, last_scan = 0, steps[0].at

@@ -36,9 +36,8 @@ from sqlalchemy.engine import make_url
 
 from bench.databases import DEFAULT_POSTGRES_URL, fresh_postgres
 from tests.e2e.harness import GatewayProcess, base_env
-from tests.fakes.anthropic_server import FakeAnthropic
-from tests.fakes.anthropic_wire import Pacing
-from tests.fakes.telegram_server import FakeTelegram
+from tests.fakes.anthropic import FakeAnthropic, Pacing
+from tests.fakes.telegram import FakeTelegram
 
 TOKEN = "123456:FLEETBENCH-token-abcdefghijklmnopqrstuvwxyz"
 SECRET = "fleet-bench-secret-0123456789"

@@ -64,7 +64,7 @@ from gateway.jobs.maintenance import IDLE_BATCH, standard_jobs
 from gateway.jobs.scheduler import JobBody
 from gateway.store import CallRecord, NewMessage, Store
 from gateway.store.rows import chats, llm_calls, messages, sessions
-from tests.fakes.anthropic_server import FakeAnthropic
+from tests.fakes.anthropic import FakeAnthropic
 
 NOW = datetime(2026, 12, 7, 15, 0, tzinfo=UTC)
 """The time every scan runs at (the store's and the gateway's clock)."""

@@ -21,11 +21,10 @@ from pathlib import Path
 
 from gateway.store.migrate import upgrade_async
 from tests.e2e.harness import GatewayProcess, base_env
-from tests.fakes.anthropic_server import FakeAnthropic
-from tests.fakes.anthropic_tokens import BYTES_PER_TOKEN
-from tests.fakes.anthropic_wire import Pacing
-from tests.fakes.discord_server import FakeDiscord
-from tests.fakes.telegram_server import FakeTelegram
+from tests.fakes.anthropic import FakeAnthropic, Pacing
+from tests.fakes.anthropic.tokens import BYTES_PER_TOKEN
+from tests.fakes.discord import FakeDiscord
+from tests.fakes.telegram import FakeTelegram
 
 FIRST_TOKEN_S = 0.8
 TOKENS_PER_S = 60.0

@@ -34,14 +34,14 @@ from typing import Any
 from agent.llm import AnthropicClient, LLMClient, LLMRequest, LLMResponse
 from agent.types import Block, Message
 from bench.databases import DEFAULT_POSTGRES_URL, fresh_database
-from bench.memory_adapter import MemoryAdapter, chat_ref, incoming
 from bench.oracle import SentRequest, billed_input_usd
 from bench.replay import API_KEY, SimClock, bench_settings, require_all_answered
 from gateway.app.gateway import Gateway
 from gateway.platforms.base import Attachment
 from gateway.store import Store
-from tests.fakes.anthropic_server import FakeAnthropic
+from tests.fakes.anthropic import FakeAnthropic
 from tests.support.media_files import image_bytes
+from tests.support.memory_adapter import DirectMemoryAdapter, chat_ref, incoming
 
 USER_MESSAGES = 200
 PHOTOS = 50
@@ -167,7 +167,7 @@ async def run_policy(policy: str, messages: Sequence[TraceMessage], database_url
         store = await Store.open(database_url, clock=clock.utc)
         client = AnthropicClient(api_key=API_KEY, base_url=fake.base_url)
         llm: LLMClient = StripOldImages(client, turns=STRIP_AFTER_TURNS) if policy == "strip" else client
-        adapter = MemoryAdapter()
+        adapter = DirectMemoryAdapter()
         gateway = Gateway(settings, [adapter], store=store, llm=llm)
         gateway.clock = clock.utc
         if policy != "ours":

@@ -25,17 +25,17 @@ import asyncio
 import time
 from dataclasses import dataclass
 
+from gateway.store.job_runs import JobRunLog
 from sqlalchemy import text
 
 from agent.llm import AnthropicClient
 from bench.databases import DEFAULT_POSTGRES_URL, fresh_postgres
-from bench.memory_adapter import MemoryAdapter, chat_ref, incoming
 from bench.replay import API_KEY, SimClock, bench_settings
 from bench.seeding import seed_history
 from gateway.app.gateway import Gateway
 from gateway.store import Store
-from gateway.store.job_runs import JobRunLog
-from tests.fakes.anthropic_server import FakeAnthropic
+from tests.fakes.anthropic import FakeAnthropic
+from tests.support.memory_adapter import DirectMemoryAdapter, chat_ref, incoming
 
 SUMMARY_DELAY_S = 3.0
 PLANNED_WINDOW = 200_000
@@ -66,7 +66,9 @@ class Morning:
     """Runs of the idle-compaction job the scheduler recorded (`job_runs`) by then."""
 
 
-async def _first_reply(gateway: Gateway, adapter: MemoryAdapter, clock: SimClock, chat_id: str) -> float:
+async def _first_reply(
+    gateway: Gateway, adapter: DirectMemoryAdapter, clock: SimClock, chat_id: str
+) -> float:
     sent = len(adapter.sent)
     started = time.perf_counter()
     await adapter.deliver(
@@ -79,7 +81,7 @@ async def _first_reply(gateway: Gateway, adapter: MemoryAdapter, clock: SimClock
     await gateway.tasks.drain()
     if len(adapter.sent) != sent + 1:
         raise RuntimeError(f"expected one reply in {chat_id}")
-    return adapter.sent[-1].at - started
+    return adapter.sent_at[-1] - started
 
 
 async def _seed(gateway: Gateway, chat_id: str) -> float:
@@ -123,7 +125,7 @@ async def _morning(
     async with fresh_postgres(pg_url) as url:
         store = await Store.open(url, clock=clock.utc)
         llm = AnthropicClient(api_key=API_KEY, base_url=fake.base_url)
-        adapter = MemoryAdapter()
+        adapter = DirectMemoryAdapter()
         settings = bench_settings(
             url,
             fake.base_url,

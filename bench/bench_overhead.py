@@ -17,11 +17,11 @@ from datetime import UTC, datetime
 
 from bench.databases import DEFAULT_POSTGRES_URL, fresh_postgres
 from bench.instant import InstantLLM
-from bench.memory_adapter import MemoryAdapter, chat_ref, incoming
 from bench.replay import bench_settings
 from bench.seeding import seed_history
 from gateway.app.gateway import Gateway
 from gateway.store import Store
+from tests.support.memory_adapter import DirectMemoryAdapter, chat_ref, incoming
 
 SIZES = (10, 1_000, 10_000)
 SAMPLES = 150
@@ -38,7 +38,7 @@ def percentile(values: list[float], q: float) -> float:
 
 
 async def measure(
-    gateway: Gateway, adapter: MemoryAdapter, llm: InstantLLM, chat_id: str, n: int
+    gateway: Gateway, adapter: DirectMemoryAdapter, llm: InstantLLM, chat_id: str, n: int
 ) -> list[float]:
     chat = chat_ref(chat_id, group=False)
     samples: list[float] = []
@@ -66,7 +66,7 @@ async def run(*, pg_url: str = DEFAULT_POSTGRES_URL, samples: int = SAMPLES) -> 
             url, pool_size=settings.database_pool_size, max_overflow=settings.database_max_overflow
         )
         llm = InstantLLM()
-        adapter = MemoryAdapter()
+        adapter = DirectMemoryAdapter()
         gateway = Gateway(settings, [adapter], store=store, llm=llm)
         try:
             await gateway.start()

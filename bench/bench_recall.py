@@ -5,7 +5,7 @@ assistant, six months, several sessions, about a tenth Chinese) is stored throug
 question is asked verbatim through `Store.search_history` (limit 5, as the tool does by default).
 R@k: the answering message is among what the first k results show (the hit or the question/answer
 neighbour printed with it). Keyword ranking alone, then fused with a semantic ranking whose vectors come
-from the deterministic fake embedder of `tests/fakes/embeddings_model.py` (feature hashing plus a fixed
+from the deterministic fake embedder of `tests/fakes/embeddings/model.py` (feature hashing plus a fixed
 synonym list; it shows that fusion works, not what a real embedding model scores).
 
 Latency: the same questions against chats of 1,000, 10,000 and 100,000 messages (end to end through
@@ -40,7 +40,7 @@ from gateway.store.records import CompactionApply, NewMessage, NewSummary
 from gateway.store.repository import Store
 from gateway.store.rows import messages, sessions
 from gateway.store.search.vectors import NewVector
-from tests.fakes.embeddings_model import embed
+from tests.fakes.embeddings.model import embed
 
 QUALITY_MESSAGES = 3_000
 LATENCY_SIZES = (1_000, 10_000, 100_000)

@@ -29,7 +29,7 @@ from agent.llm import AnthropicClient, LLMRequest
 from agent.models import cost_usd, lookup_model
 from agent.tokens import estimate_message
 from agent.types import Message
-from tests.fakes.anthropic_server import FakeAnthropic
+from tests.fakes.anthropic import FakeAnthropic
 
 MAIN = "claude-sonnet-4-6"
 SYSTEM = "You are the house assistant of a busy group chat. " + "Answer briefly and precisely. " * 60

@@ -16,10 +16,10 @@ from datetime import UTC, datetime
 
 from bench.databases import DEFAULT_POSTGRES_URL, fresh_postgres
 from bench.instant import InstantLLM
-from bench.memory_adapter import MemoryAdapter, chat_ref, incoming
 from bench.replay import bench_settings
 from gateway.app.gateway import Gateway
 from gateway.store import Store
+from tests.support.memory_adapter import DirectMemoryAdapter, chat_ref, incoming
 
 CHATS = 500
 PER_CHAT = 10
@@ -30,7 +30,7 @@ def _peak_rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux reports KiB
 
 
-async def _chat(adapter: MemoryAdapter, index: int, per_chat: int) -> None:
+async def _chat(adapter: DirectMemoryAdapter, index: int, per_chat: int) -> None:
     chat = chat_ref(f"c{index}", group=False)
     for k in range(per_chat):
         await adapter.deliver(
@@ -50,7 +50,7 @@ async def run(
             url, pool_size=settings.database_pool_size, max_overflow=settings.database_max_overflow
         )
         llm = InstantLLM()
-        adapter = MemoryAdapter()
+        adapter = DirectMemoryAdapter()
         gateway = Gateway(settings, [adapter], store=store, llm=llm)
         try:
             await gateway.start()
@@ -64,7 +64,7 @@ async def run(
             await gateway.stop()
             await store.close()
     total = chats * per_chat
-    answered = {d.message.reply_to_message_id for d in adapter.sent}
+    answered = {m.reply_to_message_id for m in adapter.sent}
     result = {
         "messages": float(total),
         "llm_calls": float(len(llm.requested_at)),

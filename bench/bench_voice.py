@@ -17,9 +17,9 @@ from pathlib import Path
 
 from gateway.store.migrate import upgrade_async
 from tests.e2e.harness import GatewayProcess, base_env
-from tests.fakes.anthropic_server import FakeAnthropic
-from tests.fakes.telegram_server import FakeTelegram
-from tests.fakes.transcription_server import FakeTranscription
+from tests.fakes.anthropic import FakeAnthropic
+from tests.fakes.telegram import FakeTelegram
+from tests.fakes.transcription import FakeTranscription
 
 TRANSCRIPTION_S = 2.0
 CHATS = 3

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from agent.compaction.prompt import summary_budget
 from agent.compaction.registry import register_context_engine
 from agent.compaction.server import MIN_TRIGGER_TOKENS, ServerCompaction
-from tests.fakes.anthropic_server import FakeAnthropic
+from tests.fakes.anthropic import FakeAnthropic
 
 SCALED = "server-scaled"
 SCALED_FLOOR = 2_048

@@ -49,7 +49,7 @@ from agent.models import (
     lookup_model,
 )
 from bench.oracle import SentRequest, is_refresh
-from tests.fakes.anthropic_cache import serialize_prefix
+from tests.fakes.anthropic.cache import serialize_prefix
 
 STEP: Final = 300.0
 """A five-minute entry's life, and the silence between two refreshes of it."""

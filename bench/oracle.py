@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agent.models import CachePrices, lookup_model
-from tests.fakes.anthropic_cache import serialize_prefix
+from tests.fakes.anthropic.cache import serialize_prefix
 
 FIVE_MINUTES = 300.0
 ONE_HOUR = 3600.0

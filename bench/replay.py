@@ -16,7 +16,6 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from agent.llm import AnthropicClient
-from bench.memory_adapter import MemoryAdapter, chat_ref, incoming
 from bench.oracle import SentRequest
 from bench.traces import START, Event
 from gateway.app.gateway import Gateway
@@ -24,7 +23,8 @@ from gateway.config import Settings
 from gateway.jobs.cache_keeper import SCAN_EVERY as KEEPALIVE_SCAN_EVERY
 from gateway.jobs.maintenance import IDLE_SCAN_EVERY, compact_idle_sessions, job_intervals
 from gateway.store import Store
-from tests.fakes.anthropic_server import FakeAnthropic
+from tests.fakes.anthropic import FakeAnthropic
+from tests.support.memory_adapter import DirectMemoryAdapter, chat_ref, incoming
 
 API_KEY = "bench-key"
 
@@ -231,7 +231,7 @@ async def replay(
         settings = bench_settings(database_url, fake.base_url, **overrides)
         store = await Store.open(database_url, clock=clock.utc)
         llm = AnthropicClient(api_key=API_KEY, base_url=fake.base_url)
-        adapter = MemoryAdapter()
+        adapter = DirectMemoryAdapter()
         gateway = Gateway(settings, [adapter], store=store, llm=llm)
         gateway.clock = clock.utc  # cache-expiry decisions before a request follow the trace
         runs = Jobs.of(gateway, clock, fake)

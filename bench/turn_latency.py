@@ -5,7 +5,7 @@ whole reply.
 Each sampled message (its text, and the tool rounds its answer takes, from `bench.traces`) opens a chat
 of its own; they arrive `gap_s` apart, so several are answered at once, as in a busy hour. The fake
 writes like `bench.bench_latency`'s model (first token after 0.8 s, then 60 tokens/s) and thinks before
-each answer as much as the request's effort asks (`tests.fakes.anthropic_effort`); every tool round is a
+each answer as much as the request's effort asks (`tests.fakes.anthropic.effort`); every tool round is a
 call of its own, with its own thinking. The fake does not model reading the prompt, so a fresh chat
 answers as fast as a long one: a chat per message loses nothing here.
 
@@ -27,14 +27,12 @@ from typing import Any
 
 from agent.llm import AnthropicClient
 from bench.bench_latency import FIRST_TOKEN_S, TOKENS_PER_S
-from bench.memory_adapter import StreamingMemoryAdapter, chat_ref, incoming
 from bench.replay import API_KEY, bench_settings, require_all_answered
 from bench.traces import Event, TraceSizes, generate
 from gateway.app.gateway import Gateway
 from gateway.store import Store
-from tests.fakes.anthropic_effort import ThinkingVolume
-from tests.fakes.anthropic_server import FakeAnthropic, RecordedRequest
-from tests.fakes.anthropic_wire import Pacing
+from tests.fakes.anthropic import FakeAnthropic, Pacing, RecordedRequest, ThinkingVolume
+from tests.support.memory_adapter import StreamingMemoryAdapter, chat_ref, incoming
 
 ECHO_LIMIT = 600
 """The replays' reply size (`bench.replay`): up to 600 characters, about 170 tokens."""
@@ -133,7 +131,7 @@ async def time_turns(
             await llm.close()
             await store.close()
         require_all_answered(fake, "while timing turns")
-        sent = {d.message.chat.chat_id: d.at for d in adapter.sent}
+        sent = {m.chat.chat_id: at for m, at in zip(adapter.sent, adapter.sent_at, strict=True)}
         timings = []
         for turn in turns:
             if turn.tag not in sent:

@@ -17,7 +17,7 @@ from agent.caching.markers import (
     strip_cache_control,
 )
 from agent.types import Message
-from tests.fakes.anthropic_cache import PrefixCache, serialize_prefix
+from tests.fakes.anthropic.cache import PrefixCache, serialize_prefix
 
 FIVE = {"type": "ephemeral"}
 HOUR = {"type": "ephemeral", "ttl": "1h"}

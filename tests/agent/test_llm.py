@@ -18,7 +18,7 @@ from agent.errors import (
     LLMUnavailableError,
 )
 from agent.llm import AnthropicClient, LLMRequest, retry_after_seconds, translate_status
-from tests.fakes.anthropic_server import FakeAnthropic
+from tests.fakes.anthropic import FakeAnthropic
 
 MODEL = "claude-sonnet-4-6"
 

@@ -13,7 +13,7 @@ from agent.compaction.server import BETA, EDIT_TYPE
 from agent.llm import AnthropicClient, LLMRequest, LLMResponse
 from agent.thinking import DISPLAY_UPDATES_BETA
 from agent.types import Message
-from tests.fakes.anthropic_server import FakeAnthropic
+from tests.fakes.anthropic import FakeAnthropic
 
 MODEL = "claude-sonnet-5-5"
 TRIGGER = 2_000

@@ -479,7 +479,7 @@ async def test_end_to_end_with_the_sdk_the_compressor_and_the_fake_api() -> None
     from agent.compaction.compressor import ContextCompactor
     from agent.compaction.summarizer import LLMSummarizer
     from agent.llm import AnthropicClient
-    from tests.fakes.anthropic_server import FakeAnthropic
+    from tests.fakes.anthropic import FakeAnthropic
 
     window: list[Entry] = []
     for i in range(30):

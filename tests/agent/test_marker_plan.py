@@ -13,7 +13,7 @@ from agent.caching.markers import (
     count_breakpoints,
 )
 from agent.types import Message
-from tests.fakes.anthropic_cache import PrefixCache, serialize_prefix
+from tests.fakes.anthropic.cache import PrefixCache, serialize_prefix
 
 SYSTEM = "You are a helpful assistant. " * 200
 FIVE = {"type": "ephemeral"}

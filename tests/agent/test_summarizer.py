@@ -20,7 +20,7 @@ from agent.errors import (
 from agent.llm import AnthropicClient, LLMRequest, LLMResponse
 from agent.types import Message
 from agent.usage import Usage
-from tests.fakes.anthropic_server import FakeAnthropic
+from tests.fakes.anthropic import FakeAnthropic
 
 MODEL = "claude-sonnet-4-6"
 SYSTEM = "You are the house assistant. " + "Keep answers short and exact. " * 250

@@ -10,7 +10,7 @@ import pytest
 from agent.caching.markers import apply_cache_control
 from agent.models import STANDARD_CACHE_PRICES, lookup_model
 from bench.oracle import SentRequest, _best_multiplier, billed_input_usd, oracle_input_usd
-from tests.fakes.anthropic_cache import PrefixCache, serialize_prefix
+from tests.fakes.anthropic.cache import PrefixCache, serialize_prefix
 
 MODEL = "claude-sonnet-4-6"
 PRICE = lookup_model(MODEL).input_per_mtok / 1_000_000

@@ -15,9 +15,8 @@ from typing import Any
 import pytest
 
 from tests.e2e.harness import GatewayProcess, base_env
-from tests.fakes.anthropic_server import FakeAnthropic, RecordedRequest
-from tests.fakes.telegram_server import FakeTelegram
-from tests.fakes.telegram_wire import Sent
+from tests.fakes.anthropic import FakeAnthropic, RecordedRequest
+from tests.fakes.telegram import FakeTelegram, Sent
 
 TELEGRAM_TOKEN = "123456:TEST-token-abcdefghijklmnopqrstuvwxyz"
 BOT_USERNAME = "gateway_test_bot"

@@ -21,7 +21,7 @@ import pyte
 import pytest
 
 from tests.e2e.harness import base_env
-from tests.fakes.anthropic_process import REPO_ROOT, RemoteFakeAnthropic, spawn_fake_anthropic
+from tests.fakes.anthropic.process import REPO_ROOT, RemoteFakeAnthropic, spawn_fake_anthropic
 
 pytestmark = pytest.mark.e2e
 

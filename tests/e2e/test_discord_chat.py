@@ -18,8 +18,8 @@ from pathlib import Path
 
 from gateway.store import Store, StoredMessage
 from tests.e2e.harness import GatewayProcess, base_env, running_gateway
-from tests.fakes.anthropic_server import FakeAnthropic
-from tests.fakes.discord_server import FakeDiscord, SentMessage
+from tests.fakes.anthropic import FakeAnthropic
+from tests.fakes.discord import FakeDiscord, SentMessage
 
 TOKEN = "MTAwMDAwMDAwMDAwMDAwMDAy.e2e.discord-bot-token"
 ADMIN, ANN, BOB, CAROL = 7001, 7002, 7003, 7004

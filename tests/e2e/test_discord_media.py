@@ -11,7 +11,7 @@ from pathlib import Path
 from PIL import Image
 
 from tests.e2e.test_discord_chat import ANN, BOB, DM_ANN, GENERAL, GUILD, discord_world
-from tests.fakes.transcription_server import FakeTranscription
+from tests.fakes.transcription import FakeTranscription
 from tests.support.media_files import image_bytes
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.e2e.harness import base_env, running_gateway
-from tests.fakes.anthropic_server import FakeAnthropic
-from tests.fakes.telegram_server import FakeTelegram
+from tests.fakes.anthropic import FakeAnthropic
+from tests.fakes.telegram import FakeTelegram
 
 TOKEN = "123456:TEST-token-abcdefghijklmnopqrstuvwxyz"
 

@@ -10,7 +10,7 @@ import re
 from typing import Any
 
 from tests.e2e.conftest import BOT_USERNAME, TelegramWorld, WorldFactory, body_text, tool_results
-from tests.fakes.telegram_html_parser import utf16_len
+from tests.fakes.telegram.html_parser import utf16_len
 
 ALICE, BOB, CAROL = 42, 43, 44
 PRIVATE = 1042

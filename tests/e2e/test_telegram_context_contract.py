@@ -19,7 +19,7 @@ import pytest
 from agent.compaction.prompt import SUMMARY_PREFIX
 from tests.e2e.conftest import BOT_USERNAME, WorldFactory, body_text
 from tests.e2e.harness import GatewayProcess, base_env
-from tests.fakes.anthropic_server import RecordedRequest
+from tests.fakes.anthropic import RecordedRequest
 
 WINDOW = 20_000
 THRESHOLD = WINDOW // 2

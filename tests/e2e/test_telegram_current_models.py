@@ -10,7 +10,7 @@ import asyncio
 from typing import Any
 
 from tests.e2e.conftest import TelegramWorld, WorldFactory, body_text
-from tests.fakes.anthropic_replies import Refusal
+from tests.fakes.anthropic.replies import Refusal
 from tests.support.media_files import image_bytes
 
 ALICE, BOB = 42, 43

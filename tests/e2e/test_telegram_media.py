@@ -12,7 +12,7 @@ from typing import Any
 from PIL import Image
 
 from tests.e2e.conftest import BOT_USERNAME, TelegramWorld, WorldFactory, body_text
-from tests.fakes.anthropic_server import RecordedRequest
+from tests.fakes.anthropic import RecordedRequest
 from tests.support.media_files import corrupt_jpeg, image_bytes, pdf_bytes
 
 ALICE, BOB = 42, 43

@@ -10,7 +10,7 @@ import json
 from typing import Any
 
 from tests.e2e.conftest import BOT_USERNAME, TelegramWorld, WorldFactory, body_text
-from tests.fakes.anthropic_server import RecordedRequest
+from tests.fakes.anthropic import RecordedRequest
 from tests.support.media_files import image_bytes
 
 ALICE, BOB, CAROL = 42, 43, 44

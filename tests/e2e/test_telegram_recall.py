@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from tests.e2e.conftest import TelegramWorld, WorldFactory, tool_results
-from tests.fakes.embeddings_server import FakeEmbeddings
+from tests.fakes.embeddings import FakeEmbeddings
 
 ALICE = 4242
 CAR = "Big news: I bought a red Volvo estate this morning"

@@ -12,7 +12,7 @@ import pytest
 
 from tests.e2e.conftest import WorldFactory
 from tests.e2e.test_telegram_context_contract import prompt_tokens, prose
-from tests.fakes.anthropic_server import RecordedRequest
+from tests.fakes.anthropic import RecordedRequest
 
 WINDOW = 110_000
 THRESHOLD = WINDOW // 2  # 55,000: above the API's 50,000-token minimum trigger

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.conftest import BOT_USERNAME, TelegramWorld, WorldFactory, body_text
-from tests.fakes.transcription_server import FakeTranscription
+from tests.fakes.transcription import FakeTranscription
 
 ALICE, BOB = 42, 43
 PRIVATE, GROUP, ROUND, BROKEN, OFF = 3001, -300300, 3003, 3004, 3005

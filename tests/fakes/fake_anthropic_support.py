@@ -8,8 +8,10 @@ from typing import Any
 
 import anthropic
 import pytest
+from anthropic.types import TextBlock, ThinkingBlock
+from anthropic.types.beta import BetaTextBlock, BetaThinkingBlock
 
-from tests.fakes.anthropic_server import FakeAnthropic
+from tests.fakes.anthropic import FakeAnthropic
 
 MODEL = "claude-sonnet-4-6"
 TOOLS: list[Any] = [
@@ -44,6 +46,18 @@ async def ask(client: anthropic.AsyncAnthropic, messages: list[Any], **extra: An
         model=MODEL, max_tokens=512, messages=messages, **extra
     )
     return message
+
+
+def text_of(block: object) -> str:
+    """The text of a content block the test expects to be a text block."""
+    assert isinstance(block, TextBlock | BetaTextBlock), block
+    return block.text
+
+
+def thinking_of(block: object) -> ThinkingBlock | BetaThinkingBlock:
+    """A content block the test expects to be a thinking block."""
+    assert isinstance(block, ThinkingBlock | BetaThinkingBlock), block
+    return block
 
 
 def cached_system(ttl: str = "5m") -> list[Any]:

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.fakes.anthropic_cache import CacheUsage, PrefixBlock, PrefixCache, serialize_prefix
+from tests.fakes.anthropic.cache import CacheUsage, PrefixBlock, PrefixCache, serialize_prefix
 
 NS = ("test-key", "claude-sonnet-4-6")
 MIN = 1024
@@ -242,8 +242,8 @@ def test_automatic_caching_marks_the_last_block_and_moves_forward() -> None:
 
 
 def test_automatic_caching_takes_a_breakpoint_slot_and_must_match_the_last_block() -> None:
-    from tests.fakes.anthropic_tokens import default_models
-    from tests.fakes.anthropic_validation import InvalidRequest, validate_request
+    from tests.fakes.anthropic.tokens import default_models
+    from tests.fakes.anthropic.validation import InvalidRequest, validate_request
 
     marked = {"type": "text", "text": "x", "cache_control": {"type": "ephemeral"}}
     body: dict[str, Any] = {

@@ -10,10 +10,11 @@ import pytest
 from anthropic.types.beta import BetaCompactionBlock, BetaMessage
 
 from agent.usage import Usage
-from tests.fakes.anthropic_compaction import compaction_instructions
-from tests.fakes.anthropic_process import spawn_fake_anthropic
-from tests.fakes.anthropic_server import FakeAnthropic
-from tests.fakes.anthropic_tokens import BLOCK_OVERHEAD, MESSAGE_OVERHEAD, text_tokens
+from tests.fakes.anthropic import FakeAnthropic
+from tests.fakes.anthropic.compaction import compaction_instructions
+from tests.fakes.anthropic.process import spawn_fake_anthropic
+from tests.fakes.anthropic.tokens import BLOCK_OVERHEAD, MESSAGE_OVERHEAD, text_tokens
+from tests.fakes.fake_anthropic_support import text_of
 
 MODEL = "claude-sonnet-4-6"
 BETAS: list[Any] = ["compact-2026-01-12"]
@@ -116,7 +117,7 @@ async def test_above_the_trigger_the_reply_starts_with_a_compaction_block_and_bi
     assert summary is not None
     for fact in ("ORDER-7731", "src/billing/invoice.py", "retry_budget"):
         assert fact in summary
-    assert message.content[1].text == "echo: what next?"  # type: ignore[union-attr]
+    assert text_of(message.content[1]) == "echo: what next?"
     assert message.stop_reason == "end_turn"
     assert message.usage.iterations is not None
     compaction, sampled = message.usage.iterations
@@ -165,7 +166,7 @@ async def test_the_next_request_costs_the_same_with_or_without_the_history_befor
     assert short_count == full_count == prompt_of(short.usage) < TRIGGER
     assert (short.usage.cache_read_input_tokens or 0) > 0  # the system prompt, cached by the compacting call
     assert [block.type for block in short.content] == ["text"]
-    assert short.content[0].text == "echo: and the invoice?"  # type: ignore[union-attr]
+    assert text_of(short.content[0]) == "echo: and the invoice?"
     assert short.usage.iterations is None
 
 
@@ -216,7 +217,7 @@ async def test_streaming_delivers_the_compaction_block_then_the_reply(
     assert recorded is not None
     assert [block.type for block in final.content] == ["compaction", "text"]
     assert "ORDER-7731" in (final.content[0].content or "")  # type: ignore[union-attr]
-    assert final.content[1].text == "echo: what next?"  # type: ignore[union-attr]
+    assert text_of(final.content[1]) == "echo: what next?"
     assert final.stop_reason == "end_turn"
     assert final.usage.iterations is not None
     assert [iteration.model_dump(exclude_none=True) for iteration in final.usage.iterations] == recorded[

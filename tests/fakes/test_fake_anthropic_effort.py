@@ -5,15 +5,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Any, Literal
 
 import anthropic
 import pytest
 
-from tests.fakes.anthropic_effort import ThinkingVolume
-from tests.fakes.anthropic_server import FakeAnthropic
-from tests.fakes.anthropic_wire import Pacing
-from tests.fakes.fake_anthropic_support import user
+from tests.fakes.anthropic import FakeAnthropic, Pacing, ThinkingVolume
+from tests.fakes.fake_anthropic_support import text_of, user
 
 SONNET = "claude-sonnet-5-5"
 HIGH = 400
@@ -34,8 +32,10 @@ async def sdk_client(fake: FakeAnthropic) -> AsyncIterator[anthropic.AsyncAnthro
 
 
 async def output_tokens(client: anthropic.AsyncAnthropic, model: str = SONNET, **extra: Any) -> int:
-    message = await client.messages.create(model=model, max_tokens=4096, messages=user("hi"), **extra)
-    assert message.content[-1].text == "echo: hi"
+    message: anthropic.types.Message = await client.messages.create(
+        model=model, max_tokens=4096, messages=user("hi"), **extra
+    )
+    assert text_of(message.content[-1]) == "echo: hi"
     return message.usage.output_tokens
 
 
@@ -88,7 +88,9 @@ async def test_between_tools_thinks_nothing_up_front(
     assert fake.requests[-1].paced.thinking_s == 0.0
 
 
-async def _first_text_after(client: anthropic.AsyncAnthropic, effort: str) -> tuple[float, float]:
+async def _first_text_after(
+    client: anthropic.AsyncAnthropic, effort: Literal["low", "high"]
+) -> tuple[float, float]:
     """Seconds from sending a streamed request to its first text, and to its end."""
     started = time.monotonic()
     first = None
@@ -150,8 +152,8 @@ async def test_a_script_within_a_chat_waits_for_that_chat(
     other = await client.messages.create(model=SONNET, max_tokens=4096, messages=user("[chat al] hi"))
     bea = await client.messages.create(model=SONNET, max_tokens=4096, messages=user("[chat bea] hi"))
 
-    assert other.content[-1].text == "echo: [chat al] hi"
-    assert bea.content[-1].text == "for Bea"
+    assert text_of(other.content[-1]) == "echo: [chat al] hi"
+    assert text_of(bea.content[-1]) == "for Bea"
 
 
 def test_a_volume_needs_every_level() -> None:

@@ -11,12 +11,13 @@ import aiohttp
 import anthropic
 import pytest
 
-from tests.fakes.anthropic_server import FakeAnthropic
+from tests.fakes.anthropic import FakeAnthropic
 from tests.fakes.fake_anthropic_support import (
     MODEL,
     ask,
     fake_anthropic,  # noqa: F401 - a fixture, found by pytest as `fake`
     sdk_client,  # noqa: F401 - a fixture, found by pytest as `client`
+    text_of,
     user,
 )
 
@@ -49,7 +50,7 @@ async def test_each_fault_surfaces_as_the_sdk_exception_once(
     else:
         assert isinstance(caught.value, anthropic.APIStatusError)
         assert caught.value.status_code == status
-    assert after.content[0].text == "echo: hello again"  # type: ignore[union-attr]
+    assert text_of(after.content[0]) == "echo: hello again"
     assert [r.status for r in fake.requests] == [status, 200]
 
 
@@ -79,7 +80,7 @@ async def test_a_timeout_fault_holds_the_call_past_the_client_timeout(fake: Fake
         with pytest.raises(anthropic.APITimeoutError):
             await ask(sdk, user("slow"))
         assert time.monotonic() - started < 2.0
-        assert (await ask(sdk, user("fast"))).content[0].text == "echo: fast"  # type: ignore[union-attr]
+        assert text_of((await ask(sdk, user("fast"))).content[0]) == "echo: fast"
 
 
 async def test_a_lasting_fault_stays_until_cleared(
@@ -115,7 +116,7 @@ async def test_retry_after_is_honoured_by_the_sdk_retries(fake: FakeAnthropic) -
         message = await ask(sdk, user("patience"))
         elapsed = time.monotonic() - started
 
-    assert message.content[0].text == "echo: patience"  # type: ignore[union-attr]
+    assert text_of(message.content[0]) == "echo: patience"
     assert elapsed >= 0.8
     assert [r.status for r in fake.requests] == [429, 429, 200]
 

@@ -10,7 +10,7 @@ from typing import Any
 import anthropic
 import pytest
 
-from tests.fakes.anthropic_server import FakeAnthropic
+from tests.fakes.anthropic import FakeAnthropic
 from tests.support.media_files import image_bytes, pdf_bytes
 
 MODEL = "claude-sonnet-4-6"
@@ -40,7 +40,7 @@ def pdf(data: bytes) -> dict[str, Any]:
 
 
 async def send(client: anthropic.AsyncAnthropic, *blocks: dict[str, Any]) -> anthropic.types.Message:
-    content = [*blocks, {"type": "text", "text": "what is this?"}]
+    content: list[Any] = [*blocks, {"type": "text", "text": "what is this?"}]
     result: anthropic.types.Message = await client.messages.create(
         model=MODEL, max_tokens=64, messages=[{"role": "user", "content": content}]
     )

@@ -6,8 +6,8 @@ from __future__ import annotations
 import anthropic
 import pytest
 
-from tests.fakes.anthropic_process import spawn_fake_anthropic
-from tests.fakes.anthropic_server import FakeAnthropic
+from tests.fakes.anthropic import FakeAnthropic
+from tests.fakes.anthropic.process import spawn_fake_anthropic
 from tests.fakes.fake_anthropic_support import (
     MODEL,
     TOOLS,
@@ -15,6 +15,7 @@ from tests.fakes.fake_anthropic_support import (
     cached_system,
     fake_anthropic,  # noqa: F401 - a fixture, found by pytest as `fake`
     sdk_client,  # noqa: F401 - a fixture, found by pytest as `client`
+    text_of,
     user,
 )
 
@@ -32,7 +33,7 @@ async def test_reply_echoes_the_newest_user_text_with_full_usage(
     assert raw.headers["content-type"] == "application/json"
     assert raw.headers["request-id"].startswith("req_")
     assert message.content[0].type == "text"
-    assert message.content[0].text == "echo: the second"
+    assert text_of(message.content[0]) == "echo: the second"
     assert message.stop_reason == "end_turn"
     assert message.usage.input_tokens > 0
     assert message.usage.output_tokens > 0
@@ -52,7 +53,7 @@ async def test_tagged_metadata_blocks_are_not_echoed(client: anthropic.AsyncAnth
 
     message = await ask(client, [{"role": "user", "content": content}])
 
-    assert message.content[0].text == "echo: hi"  # type: ignore[union-attr]
+    assert text_of(message.content[0]) == "echo: hi"
 
 
 async def test_streaming_delivers_text_and_tool_calls_with_usage(
@@ -74,8 +75,10 @@ async def test_streaming_delivers_text_and_tool_calls_with_usage(
     assert final.stop_reason == "tool_use"
     assert final.content[1].type == "tool_use"
     assert final.content[1].input == {"order_id": "ORD-99", "deep": True}
-    assert final.usage.output_tokens == fake.requests[-1].usage["output_tokens"]  # type: ignore[index]
-    assert final.usage.input_tokens == fake.requests[-1].usage["input_tokens"]  # type: ignore[index]
+    usage = fake.requests[-1].usage
+    assert usage is not None
+    assert final.usage.output_tokens == usage["output_tokens"]
+    assert final.usage.input_tokens == usage["input_tokens"]
 
 
 async def test_scripted_text_longer_than_max_tokens_is_cut_with_stop_reason_max_tokens(
@@ -101,14 +104,14 @@ async def test_scripted_replies_are_kept_for_reply_calls_while_summaries_use_the
     summary = await client.messages.create(model=MODEL, max_tokens=300, messages=user(summary_prompt))
     reply = await ask(client, user("and now?"))
 
-    text = summary.content[0].text  # type: ignore[union-attr]
+    text = text_of(summary.content[0])
     for heading in ("## Goal", "## Progress", "### Done", "## Relevant Files", "## Critical Context"):
         assert heading in text
     assert "src/billing/invoice.py" in text
     assert "ORDER-7731" in text
     assert "retry_budget" in text
     assert summary.usage.output_tokens <= 300
-    assert reply.content[0].text == "scripted answer"  # type: ignore[union-attr]
+    assert text_of(reply.content[0]) == "scripted answer"
     assert [r.kind for r in fake.requests] == ["summary", "reply"]
 
 
@@ -119,8 +122,8 @@ async def test_a_default_summary_fits_a_small_max_tokens(client: anthropic.Async
     )
 
     assert summary.usage.output_tokens <= 150
-    assert "## Critical Context" in summary.content[0].text  # type: ignore[union-attr]
-    assert "TICKET-0" in summary.content[0].text  # type: ignore[union-attr]
+    assert "## Critical Context" in text_of(summary.content[0])
+    assert "TICKET-0" in text_of(summary.content[0])
 
 
 async def test_prefix_cache_through_the_sdk_writes_reads_and_expires(
@@ -160,10 +163,10 @@ async def test_separate_process_mode_answers_and_obeys_its_control_endpoints() -
         spawn_fake_anthropic("--context-window", f"{MODEL}=8000") as remote,
         anthropic.AsyncAnthropic(api_key="test-key", base_url=remote.base_url, max_retries=0) as sdk,
     ):
-        assert (await ask(sdk, user("ping"))).content[0].text == "echo: ping"  # type: ignore[union-attr]
+        assert text_of((await ask(sdk, user("ping"))).content[0]) == "echo: ping"
 
         await remote.script_reply("from the script")
-        assert (await ask(sdk, user("x"))).content[0].text == "from the script"  # type: ignore[union-attr]
+        assert text_of((await ask(sdk, user("x"))).content[0]) == "from the script"
 
         await remote.script_fault("rate_limit", retry_after=3)
         with pytest.raises(anthropic.RateLimitError):

@@ -9,13 +9,14 @@ import aiohttp
 import anthropic
 import pytest
 
-from tests.fakes.anthropic_server import FakeAnthropic
+from tests.fakes.anthropic import FakeAnthropic
 from tests.fakes.fake_anthropic_support import (
     MODEL,
     TOOLS,
     ask,
     fake_anthropic,  # noqa: F401 - a fixture, found by pytest as `fake`
     sdk_client,  # noqa: F401 - a fixture, found by pytest as `client`
+    text_of,
     user,
 )
 
@@ -207,7 +208,7 @@ async def test_a_valid_tool_round_trip_and_a_final_assistant_prefill_are_accepte
     second = await ask(client, history, tools=TOOLS)
     prefill = await ask(client, [*user("say yes"), {"role": "assistant", "content": "Yes"}])
 
-    assert second.content[0].text == "echo: shipped Monday"  # type: ignore[union-attr]
+    assert text_of(second.content[0]) == "echo: shipped Monday"
     assert prefill.stop_reason == "end_turn"
 
 

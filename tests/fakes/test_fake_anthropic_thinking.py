@@ -9,15 +9,20 @@ from typing import Any
 
 import anthropic
 import pytest
+from anthropic.types import CapabilitySupport
+from anthropic.types.beta import BetaContextManagementConfigParam, BetaThinkingConfigAdaptiveParam
 
-from tests.fakes.anthropic_process import spawn_fake_anthropic
-from tests.fakes.anthropic_server import FakeAnthropic
-from tests.fakes.fake_anthropic_support import TOOLS, user
+from tests.fakes.anthropic import FakeAnthropic
+from tests.fakes.anthropic.process import spawn_fake_anthropic
+from tests.fakes.fake_anthropic_support import TOOLS, text_of, thinking_of, user
 
 SONNET = "claude-sonnet-5-5"
 BINDING = "thinking-binding-controls-2026-08-01"
 UPDATES = "thinking-display-updates-2026-08-18"
-DROP = {"type": "adaptive", "block_binding": {"prefix_mismatch_behavior": "drop_block"}}
+DROP: BetaThinkingConfigAdaptiveParam = {
+    "type": "adaptive",
+    "block_binding": {"prefix_mismatch_behavior": "drop_block"},
+}
 BOUND_ELSEWHERE = (
     "messages.{i}.content.{j}: Invalid `signature` in `thinking` block. The block is bound to a "
     "different conversation. Remove the block, or set `thinking.block_binding.prefix_mismatch_behavior` "
@@ -95,8 +100,8 @@ async def test_summarized_display_returns_the_thinking_text(
 
     message = await ask(client, user("capital?"), thinking={"type": "adaptive", "display": "summarized"})
 
-    assert message.content[0].thinking == "The capital of France is Paris."
-    assert message.content[1].text == "Paris."
+    assert thinking_of(message.content[0]).thinking == "The capital of France is Paris."
+    assert text_of(message.content[1]) == "Paris."
 
 
 async def test_the_fake_default_display_can_be_summarized(
@@ -106,7 +111,7 @@ async def test_the_fake_default_display_can_be_summarized(
 
     message = await ask(client, user("what now"))
 
-    assert "what now" in message.content[0].thinking
+    assert "what now" in thinking_of(message.content[0]).thinking
 
 
 async def test_updates_display_needs_its_beta(client: anthropic.AsyncAnthropic) -> None:
@@ -116,7 +121,7 @@ async def test_updates_display_needs_its_beta(client: anthropic.AsyncAnthropic) 
 
     assert UPDATES in text
     message = await ask_beta(client, user("hi"), thinking=thinking, betas=[UPDATES])
-    assert message.content[0].thinking == ""
+    assert thinking_of(message.content[0]).thinking == ""
 
 
 async def test_a_thinking_only_answer_comes_back_when_thinking_takes_max_tokens(
@@ -129,7 +134,7 @@ async def test_a_thinking_only_answer_comes_back_when_thinking_takes_max_tokens(
 
     assert [block.type for block in short.content] == ["thinking"]
     assert (short.stop_reason, short.usage.output_tokens) == ("max_tokens", 200)
-    assert roomy.content[1].text == "The full answer."  # the scripted reply stayed queued
+    assert text_of(roomy.content[1]) == "The full answer."  # the scripted reply stayed queued
     assert roomy.stop_reason == "end_turn"
     assert roomy.usage.output_tokens == 300 + 5
 
@@ -141,7 +146,7 @@ async def test_a_scripted_thinking_only_stop(fake: FakeAnthropic, client: anthro
 
     assert [block.type for block in message.content] == ["thinking"]
     assert (message.stop_reason, message.usage.output_tokens) == ("max_tokens", 512)
-    assert (await ask(client, user("again"))).content[1].text == "echo: again"
+    assert text_of((await ask(client, user("again"))).content[1]) == "echo: again"
 
 
 # ---- progress updates ----------------------------------------------------------------------------
@@ -171,7 +176,7 @@ async def test_progress_text_comes_back_as_a_thinking_block_before_the_tool_call
     message = await ask_beta(client, user("where is A-1?"), tools=TOOLS, betas=betas or [BINDING], **extra)
 
     assert [block.type for block in message.content] == ["thinking", "thinking", "tool_use"]
-    assert message.content[1].thinking == shown
+    assert thinking_of(message.content[1]).thinking == shown
     assert message.stop_reason == "tool_use"
 
 
@@ -189,7 +194,7 @@ async def test_between_tools_has_no_up_front_thinking_and_shows_progress(
     )
 
     assert [block.type for block in message.content] == ["thinking", "tool_use"]
-    assert message.content[0].thinking == PROGRESS
+    assert thinking_of(message.content[0]).thinking == PROGRESS
     plain = await ask(client, user("hi"), thinking={"type": "between_tools"})
     assert [block.type for block in plain.content] == ["text"]
 
@@ -214,10 +219,10 @@ async def test_streaming_delivers_thinking_and_signature_deltas(
 
     assert {"thinking_delta", "signature_delta", "input_json_delta"} <= set(seen)
     assert [block.type for block in final.content] == ["thinking", "thinking", "tool_use"]
-    assert final.content[0].thinking == "Look it up first."
-    assert final.content[1].thinking == PROGRESS
-    assert final.content[0].signature
-    assert final.content[1].signature
+    assert thinking_of(final.content[0]).thinking == "Look it up first."
+    assert thinking_of(final.content[1]).thinking == PROGRESS
+    assert thinking_of(final.content[0]).signature
+    assert thinking_of(final.content[1]).signature
     # the streamed blocks bind like plain ones: sending them back passes
     follow = [
         *user("where is A-1?"),
@@ -247,7 +252,7 @@ async def test_sending_the_first_turn_back_unchanged_passes(
 
     second = await ask(client, messages, system="Be brief.")
 
-    assert second.content[1].text == "echo: second question"
+    assert text_of(second.content[1]) == "echo: second question"
     assert fake.requests[-1].thinking_checks == [
         {"path": "messages.1.content.0", "outcome": "kept", "reason": ""}
     ]
@@ -265,7 +270,8 @@ async def test_a_changed_prefix_gets_the_400_with_the_real_text(
     fake: FakeAnthropic, client: anthropic.AsyncAnthropic, change: str, path: tuple[int, int]
 ) -> None:
     messages = await conversation(client)
-    system, tools = "Be brief.", anthropic.NOT_GIVEN
+    system = "Be brief."
+    tools: list[Any] | anthropic.NotGiven = anthropic.NOT_GIVEN
     if change == "edit the first message":
         messages[0] = {"role": "user", "content": "first question (edited)"}
     elif change == "change the system prompt":
@@ -310,7 +316,7 @@ async def test_drop_block_with_the_beta_drops_and_reports(
 
     message = await ask_beta(client, messages, system="Be brief.", thinking=DROP)
 
-    assert message.content[1].text == "echo: second question"
+    assert text_of(message.content[1]) == "echo: second question"
     assert [t.model_dump() for t in message.input_transformations] == [
         {"type": "thinking_dropped", "path": "messages.1.content.0", "reason": "prefix_binding_mismatch"}
     ]
@@ -345,7 +351,7 @@ async def test_drop_block_streams_its_transformations_in_message_start(
     ) as stream:
         final = await stream.get_final_message()
 
-    assert [t.reason for t in final.input_transformations] == ["prefix_binding_mismatch"]
+    assert [t.reason for t in final.input_transformations or []] == ["prefix_binding_mismatch"]
 
 
 async def test_a_block_of_another_model_is_dropped_silently(
@@ -357,14 +363,14 @@ async def test_a_block_of_another_model_is_dropped_silently(
     plain = await ask(client, messages)
     reported = await ask_beta(client, messages)
 
-    assert plain.content[1].text == "echo: next"
+    assert text_of(plain.content[1]) == "echo: next"
     assert fake.requests[-2].thinking_checks == [
         {"path": "messages.1.content.0", "outcome": "dropped", "reason": "model_binding_mismatch"}
     ]
     assert [t.reason for t in reported.input_transformations] == ["model_binding_mismatch"]
     # Fable 5.1 reads Opus 5.5 thinking
     fable = await client.messages.create(model="claude-fable-5-1", max_tokens=256, messages=messages)
-    assert fable.content[1].text == "echo: next"
+    assert text_of(fable.content[1]) == "echo: next"
     assert fake.requests[-1].thinking_checks[0]["outcome"] == "kept"
 
 
@@ -504,7 +510,7 @@ async def test_a_system_message_after_a_user_turn_is_accepted_and_binds(
 
     assert first.usage.input_tokens > without.usage.input_tokens
     follow = [*user("hi"), note, dumped(first), *user("and now?")]
-    assert (await ask(client, follow)).content[1].text == "echo: and now?"
+    assert text_of((await ask(client, follow)).content[1]) == "echo: and now?"
     edited = [
         *user("hi"),
         {**note, "content": "The user is on the free plan."},
@@ -544,7 +550,7 @@ async def test_opus_48_accepts_a_system_message_after_a_user_turn(client: anthro
 
     message = await client.messages.create(model="claude-opus-4-8", max_tokens=64, messages=messages)
 
-    assert message.content[0].text == "echo: hi"
+    assert text_of(message.content[0]) == "echo: hi"
 
 
 # ---- models and server-side compaction -----------------------------------------------------------
@@ -561,15 +567,24 @@ async def test_the_model_list_names_the_current_family_with_1m_windows(
         assert (info.max_input_tokens, info.max_tokens) == (1_000_000, 128_000)
         assert info.capabilities is not None
         assert info.capabilities.thinking.types.disabled.supported is False
-        assert info.capabilities.context_management.compact_20260112.supported is True
-    assert by_id["claude-sonnet-5-5"].capabilities.thinking.types.between_tools.supported is True
-    assert by_id["claude-haiku-4-5"].capabilities.context_management.compact_20260112.supported is False
+        assert supported(info.capabilities.context_management.compact_20260112) is True
+    sonnet, haiku = by_id["claude-sonnet-5-5"].capabilities, by_id["claude-haiku-4-5"].capabilities
+    assert sonnet is not None
+    assert haiku is not None
+    assert sonnet.thinking.types.between_tools.supported is True
+    assert supported(haiku.context_management.compact_20260112) is False
+
+
+def supported(capability: CapabilitySupport | None) -> bool | None:
+    return None if capability is None else capability.supported
 
 
 async def test_server_compaction_on_sonnet_55_and_the_thinking_after_it_binds(
     fake: FakeAnthropic, client: anthropic.AsyncAnthropic
 ) -> None:
-    edits = {"edits": [{"type": "compact_20260112", "trigger": {"type": "input_tokens", "value": 50_000}}]}
+    edits: BetaContextManagementConfigParam = {
+        "edits": [{"type": "compact_20260112", "trigger": {"type": "input_tokens", "value": 50_000}}]
+    }
     long_history = [*user("word " * 200_000)]
     betas = ["compact-2026-01-12"]
 
@@ -583,7 +598,7 @@ async def test_server_compaction_on_sonnet_55_and_the_thinking_after_it_binds(
     second = await client.beta.messages.create(
         model=SONNET, max_tokens=512, messages=follow, context_management=edits, betas=betas
     )
-    assert second.content[-1].text == "echo: continue"
+    assert text_of(second.content[-1]) == "echo: continue"
     assert fake.requests[-1].thinking_checks == [
         {"path": "messages.1.content.1", "outcome": "kept", "reason": ""}
     ]
@@ -606,6 +621,6 @@ async def test_the_process_fake_scripts_thinking_and_switches_the_prefix_check()
 
     assert settings == {"enforce_prefix_check": False, "default_display": "summarized", "high_tokens": 40}
     assert plain.usage.output_tokens == 40 + 4  # the thinking set for high, Sonnet 5.5's default
-    assert called.content[1].thinking == PROGRESS
+    assert thinking_of(called.content[1]).thinking == PROGRESS
     assert refused.stop_reason == "refusal"
     assert (refused.stop_details.category, refused.stop_details.explanation) == (None, "Declined.")

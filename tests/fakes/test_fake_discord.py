@@ -9,7 +9,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from tests.fakes.discord_server import FakeDiscord
+from tests.fakes.discord import FakeDiscord
 
 GUILD, GENERAL, THREAD = 700, 701, 702
 
@@ -34,7 +34,8 @@ AUTH = {"Authorization": "Bot tkn"}
 async def recv(ws: aiohttp.ClientWebSocketResponse) -> dict[str, Any]:
     msg = await ws.receive(timeout=5)
     assert msg.type is aiohttp.WSMsgType.TEXT, msg
-    return json.loads(msg.data)  # type: ignore[no-any-return]
+    payload: dict[str, Any] = json.loads(msg.data)
+    return payload
 
 
 async def identify(ws: aiohttp.ClientWebSocketResponse, token: str = "tkn") -> dict[str, Any]:

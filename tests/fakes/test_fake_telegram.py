@@ -12,7 +12,7 @@ import pytest
 from telegram import Bot
 from telegram.error import BadRequest, InvalidToken, RetryAfter
 
-from tests.fakes.telegram_server import FakeTelegram
+from tests.fakes.telegram import FakeTelegram
 
 TOKEN = "4242:fake-secret"
 

@@ -11,7 +11,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from tests.fakes.transcription_server import MAX_BYTES, FakeTranscription
+from tests.fakes.transcription import MAX_BYTES, FakeTranscription
 
 
 @pytest.fixture

@@ -12,8 +12,8 @@ from sqlalchemy import text
 
 from gateway.store import Store
 from tests.e2e.harness import GatewayProcess, base_env
-from tests.fakes.anthropic_server import FakeAnthropic
-from tests.fakes.telegram_server import FakeTelegram
+from tests.fakes.anthropic import FakeAnthropic
+from tests.fakes.telegram import FakeTelegram
 
 TG_TOKEN = "123456:TEST-token-faults-abcdefghijklmnopqrstuvwxyz"
 USER = 42

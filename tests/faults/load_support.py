@@ -23,8 +23,8 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from tests.e2e.harness import base_env
-from tests.fakes.anthropic_server import FakeAnthropic, RecordedRequest
-from tests.fakes.telegram_server import FakeTelegram
+from tests.fakes.anthropic import FakeAnthropic, RecordedRequest
+from tests.fakes.telegram import FakeTelegram
 
 LOAD_TOKEN = "123456:LOAD-token-abcdefghijklmnopqrstuvwxyz"
 

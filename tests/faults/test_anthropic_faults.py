@@ -15,9 +15,9 @@ from agent.llm import AnthropicClient
 from gateway.app.gateway import Gateway
 from gateway.store import Store
 from tests.e2e.harness import GatewayProcess
-from tests.fakes.anthropic_replies import FaultKind
-from tests.fakes.anthropic_server import FakeAnthropic
-from tests.fakes.telegram_server import FakeTelegram
+from tests.fakes.anthropic import FakeAnthropic
+from tests.fakes.anthropic.replies import FaultKind
+from tests.fakes.telegram import FakeTelegram
 from tests.faults.conftest import CHAT, TG_TOKEN, USER, assert_clean_logs, query, telegram_env
 from tests.support.gateway_bot import Bot, make_settings
 from tests.support.memory_adapter import MemoryAdapter

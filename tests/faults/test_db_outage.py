@@ -17,8 +17,8 @@ import pytest
 from sqlalchemy.engine import make_url
 
 from tests.e2e.harness import GatewayProcess
-from tests.fakes.anthropic_server import FakeAnthropic
-from tests.fakes.telegram_server import FakeTelegram
+from tests.fakes.anthropic import FakeAnthropic
+from tests.fakes.telegram import FakeTelegram
 from tests.faults.conftest import CHAT, TG_TOKEN, USER, assert_clean_logs, eventually, query, telegram_env
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgres]

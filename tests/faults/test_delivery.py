@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.harness import GatewayProcess
-from tests.fakes.anthropic_server import FakeAnthropic
-from tests.fakes.telegram_server import FakeTelegram
+from tests.fakes.anthropic import FakeAnthropic
+from tests.fakes.telegram import FakeTelegram
 from tests.faults.conftest import (
     CHAT,
     TG_TOKEN,

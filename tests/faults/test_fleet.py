@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.harness import GatewayProcess, base_env
-from tests.fakes.discord_server import FakeDiscord
-from tests.fakes.telegram_server import FakeTelegram
+from tests.fakes.discord import FakeDiscord
+from tests.fakes.telegram import FakeTelegram
 from tests.faults.load_support import MARKER, TimedAnthropic, stored_messages, wait_until
 
 TOKEN = "123456:FLEET-token-abcdefghijklmnopqrstuvwxyz"

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.harness import ROOT, base_env, running_gateway
-from tests.fakes.telegram_server import FakeTelegram
+from tests.fakes.telegram import FakeTelegram
 from tests.faults.hostile_corpus import ADMIN, BOT_ID, CASES, STRANGER, TOOL_RECALL, USER, Case
 from tests.faults.load_support import TimedAnthropic, stored_messages, wait_until
 

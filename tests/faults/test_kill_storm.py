@@ -27,8 +27,8 @@ import pytest
 from aiohttp import web
 
 from tests.e2e.harness import GatewayProcess
-from tests.fakes.anthropic_server import FakeAnthropic
-from tests.fakes.telegram_server import FakeTelegram
+from tests.fakes.anthropic import FakeAnthropic
+from tests.fakes.telegram import FakeTelegram
 from tests.faults.conftest import TG_TOKEN, telegram_env
 from tests.faults.load_support import stored_messages, wait_until
 

@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.harness import GatewayProcess, base_env
-from tests.fakes.anthropic_server import FakeAnthropic
-from tests.fakes.discord_gateway import DISALLOWED_INTENTS
-from tests.fakes.discord_server import FakeDiscord
-from tests.fakes.telegram_server import FakeTelegram
+from tests.fakes.anthropic import FakeAnthropic
+from tests.fakes.discord import FakeDiscord
+from tests.fakes.discord.gateway import DISALLOWED_INTENTS
+from tests.fakes.telegram import FakeTelegram
 from tests.faults.conftest import CHAT, USER, eventually, telegram_env, user_rows
 
 pytestmark = pytest.mark.slow

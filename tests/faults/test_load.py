@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.harness import running_gateway
-from tests.fakes.telegram_server import FakeTelegram
+from tests.fakes.telegram import FakeTelegram
 from tests.faults.load_support import (
     LOAD_TOKEN,
     TimedAnthropic,

@@ -15,7 +15,7 @@ import pytest
 from sqlalchemy.engine import make_url
 
 from tests.e2e.harness import ROOT, base_env, running_gateway
-from tests.fakes.telegram_server import FakeTelegram
+from tests.fakes.telegram import FakeTelegram
 from tests.faults.load_support import TimedAnthropic, query, stored_messages, wait_until
 
 TOKEN = "123456:SECURITY-token-abcdefghijklmnopqrstuvwxyz"

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.harness import GatewayProcess, base_env
-from tests.fakes.anthropic_server import FakeAnthropic
-from tests.fakes.discord_server import FakeDiscord
-from tests.fakes.telegram_server import FakeTelegram
+from tests.fakes.anthropic import FakeAnthropic
+from tests.fakes.discord import FakeDiscord
+from tests.fakes.telegram import FakeTelegram
 from tests.faults.conftest import CHAT, TG_TOKEN, USER, assert_clean_logs, telegram_env
 
 pytestmark = pytest.mark.slow

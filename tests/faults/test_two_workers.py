@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.harness import GatewayProcess, base_env
-from tests.fakes.telegram_server import FakeTelegram
+from tests.fakes.telegram import FakeTelegram
 from tests.faults.load_support import MARKER, TimedAnthropic, overlapping, stored_messages, wait_until
 
 TOKEN = "123456:WORKERS-token-abcdefghijklmnopqrstuvwxyz"

@@ -14,8 +14,8 @@ from agent.usage import Usage
 from gateway.errors import DatabaseUnavailableError
 from gateway.metrics import Metrics, MetricsServer
 from tests.e2e.harness import base_env, running_gateway
-from tests.fakes.anthropic_server import FakeAnthropic
-from tests.fakes.telegram_server import FakeTelegram
+from tests.fakes.anthropic import FakeAnthropic
+from tests.fakes.telegram import FakeTelegram
 
 TOKEN = "123456:TEST-token-abcdefghijklmnopqrstuvwxyz"
 

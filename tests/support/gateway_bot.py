@@ -19,7 +19,7 @@ from agent.llm import AnthropicClient
 from gateway.app.gateway import Gateway
 from gateway.config import Settings
 from gateway.store import Store, StoredMessage
-from tests.fakes.anthropic_server import FakeAnthropic, RecordedRequest
+from tests.fakes.anthropic import FakeAnthropic, RecordedRequest
 from tests.support.memory_adapter import MemoryAdapter
 
 MODEL = "claude-sonnet-4-6"

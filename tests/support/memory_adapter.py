@@ -3,6 +3,10 @@
 Tests drive it like a platform: `await adapter.say("hi")` delivers one message through the real
 pipeline, waits until every turn it caused has finished, and returns the replies sent meanwhile.
 `post` only waits until the message has been handled (stored), so several can arrive during one turn.
+
+Benchmarks use `DirectMemoryAdapter` (each message handled in the caller's task, as the Telegram and
+Discord adapters handle chats concurrently; no length limit) and `StreamingMemoryAdapter` (replies shown
+while they are written); every adapter notes when each reply was handed over (`sent_at`).
 """
 
 from __future__ import annotations
@@ -10,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -93,6 +98,8 @@ class MemoryAdapter:
     settle: Callable[[], Awaitable[None]] | None = None
     """Waits for every running turn (the harness sets it to the pipeline's `drain`)."""
     sent: list[OutgoingMessage] = field(default_factory=list)
+    sent_at: list[float] = field(default_factory=list)
+    """The `time.perf_counter` at which each of `sent` was handed over."""
     typing_events: list[TypingEvent] = field(default_factory=list)
     reactions: list[tuple[ChatRef, str, str]] = field(default_factory=list)
     """(chat, platform message id, emoji) of every reaction the gateway put on a message."""
@@ -105,12 +112,14 @@ class MemoryAdapter:
     """The time each incoming message says it was sent (a test fixes it for output that names the date)."""
     _inbox: asyncio.Queue[_Delivery] = field(default_factory=asyncio.Queue)
     _task: asyncio.Task[None] | None = None
+    _handler: MessageHandler | None = None
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
 
     # -- PlatformAdapter -----------------------------------------------------------------------------
 
     async def start(self, handler: MessageHandler, commands: list[CommandSpec]) -> None:
         self.commands = list(commands)
+        self._handler = handler
         self._task = asyncio.create_task(self._deliver(handler), name=f"memory-adapter:{self.name}")
 
     async def _deliver(self, handler: MessageHandler) -> None:
@@ -126,6 +135,7 @@ class MemoryAdapter:
                 delivery.handled.set_result(None)
 
     async def stop(self) -> None:
+        self._handler = None
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -136,6 +146,7 @@ class MemoryAdapter:
         if self.fail_sends:
             raise SendError("memory adapter told to fail", chat_id=message.chat.chat_id)
         self.sent.append(message)
+        self.sent_at.append(time.perf_counter())
         return SentMessage(platform_message_ids=(f"out-{next(self._ids)}",))
 
     def typing(self, chat: ChatRef) -> _Typing:
@@ -197,3 +208,93 @@ class MemoryAdapter:
 
     def texts(self) -> list[str]:
         return [m.text for m in self.sent]
+
+
+DIRECT_PLATFORM = "bench"
+
+
+@dataclass
+class DirectMemoryAdapter(MemoryAdapter):
+    """Hands each message to the gateway in the caller's task, so callers deliver concurrently (as the
+    Telegram and Discord adapters handle their chats), and sends replies of any length unsplit."""
+
+    name: str = DIRECT_PLATFORM
+    capabilities: Capabilities = field(
+        default_factory=lambda: Capabilities(
+            max_message_length=1_000_000, length_unit="chars", markdown="plain", supports_edit=False
+        )
+    )
+
+    async def deliver(self, message: IncomingMessage) -> None:
+        if self._handler is None:
+            raise RuntimeError("the adapter has not been started")
+        await self._handler(message)
+
+
+def chat_ref(chat_id: str, *, group: bool, platform: str = DIRECT_PLATFORM) -> ChatRef:
+    kind = ChatKind.GROUP if group else ChatKind.PRIVATE
+    return ChatRef(platform=platform, chat_id=chat_id, kind=kind, title=f"chat {chat_id}" if group else None)
+
+
+def incoming(
+    chat: ChatRef,
+    *,
+    user_id: str,
+    name: str,
+    text: str,
+    message_id: str,
+    sent_at: datetime,
+    mentions_bot: bool = False,
+) -> IncomingMessage:
+    """A plain message (never a command) in `chat`, sent at `sent_at`."""
+    return IncomingMessage(
+        chat=chat,
+        author=Author(user_id=user_id, display_name=name),
+        text=text,
+        platform_message_id=message_id,
+        sent_at=sent_at,
+        mentions_bot=mentions_bot,
+    )
+
+
+class _MemoryLive:
+    """A draft surface that shows every update at once and notes when reply text first appeared."""
+
+    drafts = True
+    throttled = False
+
+    def __init__(self, adapter: StreamingMemoryAdapter, chat: ChatRef) -> None:
+        self._adapter = adapter
+        self._chat = chat
+
+    def parts(self, text: str) -> list[str]:
+        return self._adapter.parts(text)
+
+    async def preview(self, index: int, text: str, message_id: str | None) -> None:
+        if text.strip():
+            self._adapter.first_text.setdefault(self._chat.chat_id, time.perf_counter())
+
+    async def complete(self, index: int, text: str, message_id: str | None) -> str:
+        await self.preview(index, text, message_id)
+        return f"out-{next(self._adapter._ids)}"
+
+    async def status(self, text: str) -> None:
+        return None  # "Working…" during a tool round is not the reply's text
+
+
+@dataclass
+class StreamingMemoryAdapter(DirectMemoryAdapter):
+    """A `DirectMemoryAdapter` whose chats show replies as they are written (drafts, every update at
+    once, as on the console); `first_text` maps a chat id to the `time.perf_counter` at which its
+    reply's first words were shown (the last reply's, per chat)."""
+
+    first_text: dict[str, float] = field(default_factory=dict)
+
+    def parts(self, text: str) -> list[str]:
+        return [text] if text.strip() else []
+
+    def live(self, chat: ChatRef, *, reply_to: str | None) -> _MemoryLive:
+        return _MemoryLive(self, chat)
+
+    async def edit(self, chat: ChatRef, message_id: str, text: str) -> None:
+        return None

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from itertools import pairwise
 from typing import Any
 
-from tests.fakes.anthropic_server import RecordedRequest
+from tests.fakes.anthropic import RecordedRequest
 
 THINKING = ("thinking", "redacted_thinking")
 

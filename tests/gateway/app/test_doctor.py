@@ -16,8 +16,8 @@ from gateway.config import SchedulerSettings, Settings, TranscriptionSettings
 from gateway.store import Store
 from gateway.store.jobs.runs import JobRunLog
 from gateway.store.migrate import head_revision
-from tests.fakes.anthropic_server import FakeAnthropic
-from tests.fakes.transcription_server import FakeTranscription
+from tests.fakes.anthropic import FakeAnthropic
+from tests.fakes.transcription import FakeTranscription
 
 SECRET = "sk-ant-doctor-secret"
 

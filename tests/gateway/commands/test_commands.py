@@ -12,7 +12,7 @@ import pytest
 from sqlalchemy import text
 
 from gateway.platforms.base import Author
-from tests.fakes.anthropic_server import FakeAnthropic
+from tests.fakes.anthropic import FakeAnthropic
 from tests.support.gateway_bot import Bot, running_bot
 from tests.support.memory_adapter import ADMIN, ALICE, group_chat
 

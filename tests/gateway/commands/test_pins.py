@@ -17,7 +17,7 @@ from gateway.app.gateway import Gateway
 from gateway.platforms.base import ReplyTo
 from gateway.platforms.console.adapter import ConsoleAdapter
 from gateway.store import Store
-from tests.fakes.anthropic_server import FakeAnthropic, RecordedRequest
+from tests.fakes.anthropic import FakeAnthropic, RecordedRequest
 from tests.support.gateway_bot import Bot, make_settings, running_bot
 from tests.support.memory_adapter import ADMIN, ALICE, BOB, group_chat
 

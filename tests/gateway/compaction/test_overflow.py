@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from gateway.reply.wording import CONVERSATION_TOO_LONG
-from tests.fakes.anthropic_server import FakeAnthropic
+from tests.fakes.anthropic import FakeAnthropic
 from tests.support.gateway_bot import running_bot
 
 SMALL: dict[str, Any] = {"model_context_length": 4096, "prompt_caching": {"cache_ttl": "5m"}}

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from gateway.platforms.base import Attachment
-from tests.fakes.anthropic_server import FakeAnthropic
+from tests.fakes.anthropic import FakeAnthropic
 from tests.support.gateway_bot import Bot, running_bot
 from tests.support.memory_adapter import ALICE
 

@@ -9,7 +9,7 @@ import pytest
 
 from gateway.embeddings.endpoint import EmbeddingsClient
 from gateway.errors import EmbeddingsError
-from tests.fakes.embeddings_server import FakeEmbeddings
+from tests.fakes.embeddings import FakeEmbeddings
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ from gateway.config import EmbeddingsSettings
 from gateway.embeddings.setup import Embeddings, embeddings_from
 from gateway.store import Store
 from gateway.turn.recall_history import ChatHistorySearch
-from tests.fakes.embeddings_server import FakeEmbeddings
+from tests.fakes.embeddings import FakeEmbeddings
 from tests.gateway.store.helpers import new_chat
 from tests.gateway.store.search.test_search import add, said
 from tests.gateway.store.test_compaction import plan

@@ -15,7 +15,7 @@ from agent.media import image_tokens
 from gateway.errors import MediaFetchError
 from gateway.intake.spool import decode, encode
 from gateway.platforms.base import Attachment
-from tests.fakes.anthropic_server import FakeAnthropic
+from tests.fakes.anthropic import FakeAnthropic
 from tests.support.gateway_bot import Bot, running_bot
 from tests.support.media_files import corrupt_jpeg, image_bytes, pdf_bytes
 from tests.support.memory_adapter import ALICE, BOB, group_chat, private_chat

@@ -13,8 +13,8 @@ import pytest
 from agent.tools.recall_types import RecallQuery
 from gateway.errors import MediaFetchError
 from gateway.platforms.base import Attachment
-from tests.fakes.anthropic_server import FakeAnthropic
-from tests.fakes.transcription_server import FakeTranscription
+from tests.fakes.anthropic import FakeAnthropic
+from tests.fakes.transcription import FakeTranscription
 from tests.support.gateway_bot import Bot, running_bot
 from tests.support.memory_adapter import ADMIN, BOB, group_chat
 

@@ -16,7 +16,7 @@ from agent.tools.recall_types import RecallQuery
 from gateway.intake.reply_context import SELF_AUTHOR, reply_source
 from gateway.platforms.base import ReplyTo
 from gateway.store.records import StoredMessage
-from tests.fakes.anthropic_server import FakeAnthropic
+from tests.fakes.anthropic import FakeAnthropic
 from tests.support.gateway_bot import Bot, running_bot
 from tests.support.memory_adapter import ALICE, BOB, group_chat
 

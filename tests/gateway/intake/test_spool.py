@@ -14,7 +14,7 @@ from gateway.errors import DatabaseUnavailableError, StoreError
 from gateway.intake import spool as spool_module
 from gateway.intake.spool import Spool, SpoolFormatError, decode, encode
 from gateway.platforms.base import Author, ChatKind, ChatRef, IncomingMessage
-from tests.fakes.anthropic_server import FakeAnthropic
+from tests.fakes.anthropic import FakeAnthropic
 from tests.support.gateway_bot import running_bot
 from tests.support.memory_adapter import ALICE
 

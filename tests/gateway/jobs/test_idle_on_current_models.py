@@ -9,7 +9,7 @@ from datetime import timedelta
 import pytest
 
 from gateway.jobs.maintenance import compact_idle_sessions
-from tests.fakes.anthropic_server import FakeAnthropic
+from tests.fakes.anthropic import FakeAnthropic
 from tests.support.gateway_bot import running_bot
 
 

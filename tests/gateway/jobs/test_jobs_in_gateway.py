@@ -11,7 +11,7 @@ import pytest
 
 from gateway.jobs import maintenance
 from gateway.store.jobs.runs import JobRunLog
-from tests.fakes.anthropic_server import FakeAnthropic
+from tests.fakes.anthropic import FakeAnthropic
 from tests.support.gateway_bot import Bot, running_bot
 from tests.support.memory_adapter import ALICE, BOB, group_chat
 

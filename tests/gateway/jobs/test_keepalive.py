@@ -15,7 +15,7 @@ from sqlalchemy import text
 from agent.caching.forecast import TurnStart
 from agent.caching.plan import CacheState
 from agent.caching.trust import RefreshRecord
-from tests.fakes.anthropic_server import FakeAnthropic, RecordedRequest
+from tests.fakes.anthropic import FakeAnthropic, RecordedRequest
 from tests.support.gateway_bot import Bot, running_bot
 from tests.support.memory_adapter import ADMIN, ALICE, BOB, Author, group_chat
 

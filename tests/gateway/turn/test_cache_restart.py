@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from agent.caching.plan import CacheState
-from tests.fakes.anthropic_server import FakeAnthropic
+from tests.fakes.anthropic import FakeAnthropic
 from tests.support.gateway_bot import running_bot
 from tests.support.memory_adapter import ALICE, MemoryAdapter
 

@@ -9,8 +9,7 @@ from typing import Any
 import pytest
 
 from gateway.platforms.base import Author
-from tests.fakes.anthropic_effort import ThinkingVolume
-from tests.fakes.anthropic_server import FakeAnthropic
+from tests.fakes.anthropic import FakeAnthropic, ThinkingVolume
 from tests.support.gateway_bot import running_bot
 from tests.support.memory_adapter import ALICE, BOB, private_chat
 

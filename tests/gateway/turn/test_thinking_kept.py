@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.fakes.anthropic_server import FakeAnthropic, RecordedRequest
+from tests.fakes.anthropic import FakeAnthropic, RecordedRequest
 from tests.support.gateway_bot import Bot, running_bot
 from tests.support.memory_adapter import ADMIN, ALICE, BOB, group_chat
 from tests.support.thinking_trail import losses, produced, sent

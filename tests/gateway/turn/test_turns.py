@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from agent.compaction.summarizer import CostAwareSummarizer
-from tests.fakes.anthropic_server import FakeAnthropic
+from tests.fakes.anthropic import FakeAnthropic
 from tests.support.gateway_bot import Bot, running_bot
 from tests.support.memory_adapter import ADMIN, ALICE, BOB, group_chat
 

@@ -12,8 +12,8 @@ from gateway.errors import PlatformStartError, SendError, SendRejected, SendRetr
 from gateway.intake.rendering import render_incoming
 from gateway.platforms.base import ChatKind, ChatRef, CommandSpec, IncomingMessage, OutgoingMessage
 from gateway.platforms.discord.connection import DiscordAdapter
-from tests.fakes.discord_payloads import attachment
-from tests.fakes.discord_server import FakeDiscord
+from tests.fakes.discord import FakeDiscord
+from tests.fakes.discord.payloads import attachment
 
 GUILD, GENERAL, RANDOM, THREAD, DM = 900, 901, 902, 903, 904
 ANN, BOB = 501, 502

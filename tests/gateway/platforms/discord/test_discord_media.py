@@ -11,7 +11,7 @@ import pytest
 from gateway.errors import MediaFetchError
 from gateway.platforms.base import IncomingMessage
 from gateway.platforms.discord.connection import DiscordAdapter
-from tests.fakes.discord_server import FakeDiscord
+from tests.fakes.discord import FakeDiscord
 from tests.support.media_files import image_bytes, pdf_bytes
 
 DM, ANN = 904, 501

@@ -12,8 +12,8 @@ import pytest
 from gateway.errors import PlatformConfigError, PlatformStartError
 from gateway.platforms.base import CommandSpec, IncomingMessage, OutgoingMessage
 from gateway.platforms.discord.connection import DiscordAdapter
-from tests.fakes.discord_gateway import DISALLOWED_INTENTS
-from tests.fakes.discord_server import FakeDiscord
+from tests.fakes.discord import FakeDiscord
+from tests.fakes.discord.gateway import DISALLOWED_INTENTS
 
 DM, ANN = 904, 501
 COMMANDS = [CommandSpec("help", "What this bot can do", admin_only=False)]

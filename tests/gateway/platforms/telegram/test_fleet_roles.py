@@ -14,7 +14,7 @@ from gateway.platforms.base import IncomingMessage
 from gateway.platforms.fleet import FleetTimings, SoleWorker
 from gateway.platforms.telegram.bot import TelegramAdapter
 from gateway.platforms.telegram.fleet_roles import POLLING_LEASE
-from tests.fakes.telegram_server import FakeTelegram
+from tests.fakes.telegram import FakeTelegram
 
 TOKEN = "555002:fleet-roles-token"
 

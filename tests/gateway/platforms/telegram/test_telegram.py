@@ -13,8 +13,8 @@ from gateway.errors import PlatformStartError, SendError, SendGone, SendRetryLat
 from gateway.platforms.base import ChatKind, ChatRef, CommandSpec, IncomingMessage, OutgoingMessage
 from gateway.platforms.telegram import bot_api as telegram_send
 from gateway.platforms.telegram.bot import TelegramAdapter
-from tests.fakes.telegram_html_parser import utf16_len
-from tests.fakes.telegram_server import FakeTelegram
+from tests.fakes.telegram import FakeTelegram
+from tests.fakes.telegram.html_parser import utf16_len
 
 TOKEN = "555001:adapter-test-token"
 BOT_ID = 555001

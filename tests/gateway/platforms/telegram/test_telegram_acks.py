@@ -18,7 +18,7 @@ from gateway.platforms import lanes
 from gateway.platforms.base import IncomingMessage
 from gateway.platforms.telegram.bot import TelegramAdapter
 from gateway.platforms.telegram.polling import UpdateOffsets
-from tests.fakes.telegram_server import FakeTelegram
+from tests.fakes.telegram import FakeTelegram
 
 TOKEN = "555002:ack-test-token"
 

@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gateway.platforms.telegram.html import markdown_to_telegram_html as render
-from tests.fakes.telegram_html_parser import HtmlParseError, parse_html
+from tests.fakes.telegram.html_parser import HtmlParseError, parse_html
 
 
 @pytest.mark.parametrize(

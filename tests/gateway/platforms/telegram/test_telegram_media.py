@@ -12,7 +12,7 @@ import pytest
 from gateway.errors import MediaFetchError
 from gateway.platforms.base import IncomingMessage
 from gateway.platforms.telegram.bot import TelegramAdapter
-from tests.fakes.telegram_server import FakeTelegram
+from tests.fakes.telegram import FakeTelegram
 from tests.support.media_files import image_bytes, pdf_bytes
 
 TOKEN = "555002:media-test-token"

@@ -12,8 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from tests.fakes.anthropic_cache import serialize_prefix
-from tests.fakes.anthropic_tokens import canonical_json, without_cache_control
+from tests.fakes.anthropic.cache import serialize_prefix
+from tests.fakes.anthropic.tokens import canonical_json, without_cache_control
 
 
 @dataclass(frozen=True, slots=True)

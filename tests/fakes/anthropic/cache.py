@@ -2,7 +2,7 @@
 
 The request prefix is an ordered sequence of blocks: tool definitions, system blocks, then every message's
 content blocks as the model sees them (server-side compaction drops what precedes the last compaction block,
-see ``anthropic_compaction.effective_body``). A breakpoint is a block carrying ``cache_control`` (a
+see ``compaction.effective_body``). A breakpoint is a block carrying ``cache_control`` (a
 message-level marker means the message's last block). The cache, per namespace (api key, model), maps the
 hash of the prefix up to and including a block to an expiry time and TTL.
 
@@ -21,8 +21,8 @@ from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tests.fakes.anthropic_compaction import effective_body
-from tests.fakes.anthropic_tokens import (
+from tests.fakes.anthropic.compaction import effective_body
+from tests.fakes.anthropic.tokens import (
     MESSAGE_OVERHEAD,
     TOOL_USE_SYSTEM_PROMPT,
     canonical_json,

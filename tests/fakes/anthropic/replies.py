@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from tests.fakes.anthropic_tokens import BYTES_PER_TOKEN, truncate_to_tokens
+from tests.fakes.anthropic.tokens import BYTES_PER_TOKEN, truncate_to_tokens
 
 Scope = Literal["any", "reply", "summary"]
 FaultKind = Literal["rate_limit", "overloaded", "server_error", "timeout", "reset", "overflow", "auth"]

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import hashlib
 import hmac
 import json
@@ -29,9 +30,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tests.fakes.anthropic_compaction import effective_body
-from tests.fakes.anthropic_tokens import ModelSpec, canonical_json
-from tests.fakes.anthropic_validation import InvalidRequest
+from tests.fakes.anthropic.compaction import effective_body
+from tests.fakes.anthropic.tokens import ModelSpec, canonical_json
+from tests.fakes.anthropic.validation import InvalidRequest
 
 THINKING_TYPES = ("thinking", "redacted_thinking")
 PREFIX = "prefix_binding_mismatch"
@@ -61,6 +62,10 @@ def _blocks(content: Any) -> list[Any]:
     if isinstance(content, str):
         return [{"type": "text", "text": content}]
     return list(content) if isinstance(content, list) else []
+
+
+def _canonical_message(message: Mapping[str, Any]) -> dict[str, Any]:
+    return {"role": message.get("role"), "content": _clean(_blocks(message.get("content")))}
 
 
 class _Canon:
@@ -94,10 +99,7 @@ def prefix_digest(
     messages = [*(body.get("messages") or []), {"role": role, "content": list(before)}]
     seen = effective_body({**body, "messages": messages})
     system, tools = seen.get("system"), seen.get("tools")
-    parts = ",".join(
-        canon.json(m, lambda m=m: {"role": m.get("role"), "content": _clean(_blocks(m.get("content")))})
-        for m in seen["messages"]
-    )
+    parts = ",".join(canon.json(m, functools.partial(_canonical_message, m)) for m in seen["messages"])
     text = (
         f'{{"messages":[{parts}],"system":{canon.json(system, lambda: _clean(_blocks(system)))},'
         f'"tools":{canon.json(tools, lambda: _clean(list(tools or [])))}}}'

@@ -10,9 +10,9 @@ from typing import Any
 
 from aiohttp import web
 
-from tests.fakes.anthropic_cache import CacheUsage
-from tests.fakes.anthropic_replies import new_id
-from tests.fakes.anthropic_tokens import BYTES_PER_TOKEN, ModelSpec
+from tests.fakes.anthropic.cache import CacheUsage
+from tests.fakes.anthropic.replies import new_id
+from tests.fakes.anthropic.tokens import BYTES_PER_TOKEN, ModelSpec
 
 SSE_TEXT_CHUNK = 24
 """Characters per text_delta / input_json_delta event, so clients really assemble a stream."""

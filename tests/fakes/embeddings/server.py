@@ -1,7 +1,7 @@
 """A protocol-level fake of an embeddings API (`POST /v1/embeddings`) on 127.0.0.1.
 
 It answers as Voyage AI does (`input_type`, `output_dimension`) and as OpenAI-style servers do
-(`dimensions`, `encoding_format`), with vectors from `embeddings_model.embed`. It checks the bearer key
+(`dimensions`, `encoding_format`), with vectors from `model.embed`. It checks the bearer key
 and the body as the real APIs do (400 for an empty or oversized input list, or an empty string), and
 can be told to fail (`fail`) or to answer slowly (`delay_s`).
 """
@@ -16,7 +16,7 @@ from typing import Any
 
 from aiohttp import web
 
-from tests.fakes.embeddings_model import DIMS, embed
+from tests.fakes.embeddings.model import DIMS, embed
 
 MAX_INPUTS = 1000
 

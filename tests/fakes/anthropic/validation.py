@@ -1,7 +1,7 @@
 """Request validation for the fake Anthropic API: the rules the real Messages API enforces, with its messages.
 
 Server-side compaction's request rules (the edit, the beta header, the models) are in
-``anthropic_compaction``; here only the ``compaction`` content block's shape.
+``compaction``; here only the ``compaction`` content block's shape.
 
 Mid-conversation system messages (``role: "system"``, a string or text blocks) are accepted by the models
 that have them (``ModelSpec.system_messages``: Opus 4.8 and the 5.5 family) right after a user turn only;
@@ -17,8 +17,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from tests.fakes.anthropic_media import MediaError, validate_media
-from tests.fakes.anthropic_tokens import ModelSpec
+from tests.fakes.anthropic.media import MediaError, validate_media
+from tests.fakes.anthropic.tokens import ModelSpec
 
 MAX_CACHE_BREAKPOINTS = 4
 KNOWN_BLOCK_TYPES = frozenset(

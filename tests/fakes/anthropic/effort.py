@@ -21,7 +21,7 @@ So the figures here are ASSUMPTIONS, chosen conservatively and kept in one place
 
 Every sampled request of an adaptive-thinking model thinks this much (each tool round too); a script's
 `thinking_tokens` or `thinking` text, when given, wins. Thinking is billed as output tokens and, with
-pacing, streamed at the token rate before the answer's first text (`anthropic_wire.Pacing`).
+pacing, streamed at the token rate before the answer's first text (`wire.Pacing`).
 """
 
 from __future__ import annotations

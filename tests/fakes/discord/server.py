@@ -4,8 +4,8 @@ The real discord.py client talks to it unchanged except for its two base URLs. T
 messages and slash-command interactions, read what the bot sent, force gateway disconnects (the
 client RESUMEs and missed dispatches are replayed with their sequence numbers) and inject REST
 faults (429 with the headers discord.py's rate limiter honours, 400 code 50035, 403, 404, 500).
-This module holds those control handles; the REST routes live in `discord_rest`, the websocket in
-`discord_gateway`.
+This module holds those control handles; the REST routes live in `rest`, the websocket in
+`gateway`.
 
     async with FakeDiscord(token="t", app_id=1, bot_user_id=2) as dc:
         dc.add_guild(10, "guild", channels=[(11, "general")])
@@ -22,12 +22,12 @@ from typing import Any
 
 from aiohttp import web
 
-from tests.fakes import discord_payloads as p
-from tests.fakes.discord_gateway import FakeGateway, shard_of
-from tests.fakes.discord_http import FaultSpec
-from tests.fakes.discord_payloads import Channel, Guild, Json
-from tests.fakes.discord_records import InteractionRecord, SentMessage
-from tests.fakes.discord_rest import API_PREFIX, DiscordRest
+from tests.fakes.discord import payloads as p
+from tests.fakes.discord.gateway import FakeGateway, shard_of
+from tests.fakes.discord.http import FaultSpec
+from tests.fakes.discord.payloads import Channel, Guild, Json
+from tests.fakes.discord.records import InteractionRecord, SentMessage
+from tests.fakes.discord.rest import API_PREFIX, DiscordRest
 
 
 class FakeDiscord(DiscordRest):
@@ -221,10 +221,23 @@ class FakeDiscord(DiscordRest):
         self.gateway.dispatch("MESSAGE_CREATE", msg)
         return int(msg["id"])
 
-    def attachment(self, filename: str, content_type: str, data: bytes, **dims: int) -> Json:
+    def attachment(
+        self,
+        filename: str,
+        content_type: str,
+        data: bytes,
+        *,
+        width: int | None = None,
+        height: int | None = None,
+    ) -> Json:
         """An attachment payload whose URL this server answers with `data` (as Discord's CDN does)."""
         payload = p.attachment(
-            filename, content_type, size=len(data), cdn=f"http://127.0.0.1:{self.port}", **dims
+            filename,
+            content_type,
+            size=len(data),
+            cdn=f"http://127.0.0.1:{self.port}",
+            width=width,
+            height=height,
         )
         self.files[payload["id"]] = data
         return payload

@@ -8,7 +8,7 @@ from typing import Any
 
 from aiohttp import web
 
-from tests.fakes.discord_payloads import form_error
+from tests.fakes.discord.payloads import form_error
 
 
 def json_response(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:

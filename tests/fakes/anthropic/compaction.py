@@ -10,7 +10,7 @@ two iterations:
 
 A later request sends the block back first in an assistant message. The API drops every message block
 before the last compaction block and ignores a compaction block whose content is null (a failed
-compaction): ``effective_body``. The response and usage shapes are in ``anthropic_wire``.
+compaction): ``effective_body``. The response and usage shapes are in ``wire``.
 """
 
 from __future__ import annotations
@@ -19,12 +19,12 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from tests.fakes.anthropic_replies import summary_reply
-from tests.fakes.anthropic_tokens import ModelSpec, output_tokens
-from tests.fakes.anthropic_validation import InvalidRequest
+from tests.fakes.anthropic.replies import summary_reply
+from tests.fakes.anthropic.tokens import ModelSpec, output_tokens
+from tests.fakes.anthropic.validation import InvalidRequest
 
 if TYPE_CHECKING:
-    from tests.fakes.anthropic_cache import CacheUsage
+    from tests.fakes.anthropic.cache import CacheUsage
 
 BETA = "compact-2026-01-12"
 EDIT_TYPE = "compact_20260112"

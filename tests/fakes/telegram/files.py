@@ -16,7 +16,8 @@ from typing import Any
 from aiohttp import web
 from PIL import Image
 
-from tests.fakes.telegram_wire import ApiError, Params
+from tests.fakes.telegram.updates import UpdateBuilder
+from tests.fakes.telegram.wire import ApiError, Params
 from tests.support.media_files import pdf_bytes
 
 BOT_DOWNLOAD_LIMIT = 20 * 1024 * 1024
@@ -42,8 +43,8 @@ def _default_image(width: int, height: int, fmt: str = "JPEG") -> bytes:
 _DEFAULT_PDF = pdf_bytes(["Quarterly report: revenue up 4%"])
 
 
-class TelegramFiles:
-    """Mixed into `FakeTelegram`: owns the files and the file-carrying update builders."""
+class TelegramFiles(UpdateBuilder):
+    """`FakeTelegram`'s update builder with files: owns the files and the file-carrying update builders."""
 
     token: str
     files: dict[str, StoredFile]
@@ -84,7 +85,7 @@ class TelegramFiles:
                 "mime_type": "application/pdf",
                 "file_size": len(_DEFAULT_PDF),
             }
-        return super().default_media(kind)  # type: ignore[misc]
+        return super().default_media(kind)
 
     # -- files ---------------------------------------------------------------------------------------
 

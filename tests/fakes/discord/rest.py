@@ -14,12 +14,13 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
+from aiohttp.typedefs import Handler
 
-from tests.fakes import discord_payloads as p
-from tests.fakes.discord_gateway import FakeGateway
-from tests.fakes.discord_http import FaultSpec, error_response, json_response
-from tests.fakes.discord_payloads import Channel, Json
-from tests.fakes.discord_records import InteractionRecord, SentMessage
+from tests.fakes.discord import payloads as p
+from tests.fakes.discord.gateway import FakeGateway
+from tests.fakes.discord.http import FaultSpec, error_response, json_response
+from tests.fakes.discord.payloads import Channel, Json
+from tests.fakes.discord.records import InteractionRecord, SentMessage
 
 logger = logging.getLogger(__name__)
 
@@ -69,9 +70,9 @@ class DiscordRest:
     # ---- REST ------------------------------------------------------------------------------------
 
     @web.middleware
-    async def _middleware(self, request: web.Request, handler: Any) -> web.StreamResponse:
+    async def _middleware(self, request: web.Request, handler: Handler) -> web.StreamResponse:
         if not request.path.startswith(API_PREFIX):
-            return await handler(request)  # type: ignore[no-any-return]
+            return await handler(request)
         path = request.path[len(API_PREFIX) :]
         webhook_auth = path.startswith(("/interactions/", "/webhooks/"))
         if not webhook_auth and request.headers.get("Authorization") != f"Bot {self.token}":
@@ -81,7 +82,7 @@ class DiscordRest:
                 fault.remaining -= 1
                 self.faults_served.append(fault)
                 return fault.response()
-        return await handler(request)  # type: ignore[no-any-return]
+        return await handler(request)
 
     async def _rest(self, request: web.Request) -> web.StreamResponse:
         method = request.method
@@ -177,8 +178,10 @@ class DiscordRest:
     async def _payload(self, request: web.Request) -> Json:
         if request.content_type.startswith("multipart/"):
             form = await request.post()
-            return json.loads(str(form.get("payload_json") or "{}"))  # type: ignore[no-any-return]
-        return await request.json()  # type: ignore[no-any-return]
+            payload: Json = json.loads(str(form.get("payload_json") or "{}"))
+            return payload
+        body: Json = await request.json()
+        return body
 
     def _invalid_content(self, payload: Json) -> web.Response | None:
         content = payload.get("content")

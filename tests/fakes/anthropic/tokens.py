@@ -11,7 +11,7 @@ Costs (all documented, all deterministic):
 - tool_use: name and canonical JSON input as text; tool_result: its content's text and images;
 - compaction (server-side compaction's summary block): its summary as text;
 - image: ceil(w x h / 750) after fitting to 1568 px (``IMAGE_TOKENS`` when it cannot be decoded); PDF
-  document: each page's text plus its page image (``anthropic_media``); other blocks: their JSON as text.
+  document: each page's text plus its page image (``media``); other blocks: their JSON as text.
 The prompt is the sum of its blocks, so the cache model can split it exactly at block boundaries.
 """
 
@@ -21,9 +21,9 @@ import json
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, TypedDict
 
-from tests.fakes.anthropic_media import MediaError, document_tokens, image_tokens
+from tests.fakes.anthropic.media import MediaError, document_tokens, image_tokens
 
 BYTES_PER_TOKEN = 3.5
 BLOCK_OVERHEAD = 3
@@ -38,7 +38,7 @@ IMAGE_TOKENS = 1600
 class ModelSpec:
     """What the fake knows of a model: its canonical id, window, output cap, minimum cacheable prefix,
     whether it supports server-side compaction (the ``compact_20260112`` edit), and the request rules of
-    the models with preserved thinking (``anthropic_thinking_rules``, ``anthropic_binding``)."""
+    the models with preserved thinking (``thinking_rules``, ``binding``)."""
 
     id: str
     display_name: str
@@ -64,12 +64,18 @@ class ModelSpec:
     line: str | None = None
 
 
+class _Family(TypedDict):
+    preserved_thinking: bool
+    compaction: bool
+    system_messages: bool
+
+
 def preserved_thinking_models() -> list[ModelSpec]:
     """The current family (docs, Nov 2026): 1M context, 128K output, 512-token minimum cacheable prefix,
     server-side compaction; forced tool choice is refused except on Haiku 5.5; Fable 5.1 reads Opus 5 and
     Opus 5.5 thinking (not the reverse); Haiku 5.5 thinking replays on the others; Opus 5.5 and Haiku 5.5
     default to medium effort, the others to high."""
-    family = {"preserved_thinking": True, "compaction": True, "system_messages": True}
+    family = _Family(preserved_thinking=True, compaction=True, system_messages=True)
     return [
         ModelSpec(
             "claude-fable-5-1", "Claude Fable 5.1", 1_000_000, 128_000, 512, forced_tool_choice=False,
@@ -189,7 +195,7 @@ def _tool_result_tokens(content: Any) -> int:
 
 
 def _image_block_tokens(block: Mapping[str, Any]) -> int:
-    """Real images cost their pixels (see `anthropic_media`); an undecodable one the flat estimate."""
+    """Real images cost their pixels (see `media`); an undecodable one the flat estimate."""
     source = block.get("source")
     if isinstance(source, Mapping) and source.get("type") == "base64":
         try:

@@ -5,12 +5,12 @@
 - Progress: a scripted ``progress`` comes back as a thinking block before the tool calls, empty under
   ``"omitted"``, its text under ``"summarized"``, ``"updates"`` and ``between_tools``.
 - Thinking counts toward ``max_tokens`` and ``output_tokens`` (``thinking_tokens``, else the scripted
-  text's size, else what the request's effort thinks: ``anthropic_effort.ThinkingVolume``). When it takes
+  text's size, else what the request's effort thinks: ``effort.ThinkingVolume``). When it takes
   the whole ``max_tokens`` (``thinking_only``, or by itself when ``max_tokens`` is not above the thinking's
   size) the content is the thinking block alone with ``stop_reason: "max_tokens"``; in the second case the
   scripted reply stays queued so a retry with more room gets it.
 
-Signatures are added afterwards (``anthropic_binding.sign_content``).
+Signatures are added afterwards (``binding.sign_content``).
 """
 
 from __future__ import annotations
@@ -19,10 +19,10 @@ import asyncio
 from dataclasses import dataclass
 from typing import Any
 
-from tests.fakes.anthropic_effort import ThinkingVolume
-from tests.fakes.anthropic_replies import ScriptedReply
-from tests.fakes.anthropic_thinking_rules import ThinkingConfig
-from tests.fakes.anthropic_tokens import output_tokens, text_tokens, truncate_to_tokens
+from tests.fakes.anthropic.effort import ThinkingVolume
+from tests.fakes.anthropic.replies import ScriptedReply
+from tests.fakes.anthropic.thinking_rules import ThinkingConfig
+from tests.fakes.anthropic.tokens import output_tokens, text_tokens, truncate_to_tokens
 
 
 @dataclass(slots=True)

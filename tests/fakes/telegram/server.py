@@ -6,8 +6,8 @@
         await tg.wait_sent(1)
 
 It answers the methods a gateway uses with Telegram's status codes and descriptions: long polling with
-offsets, strict HTML validation (see `telegram_html_parser`), the 4096 UTF-16 unit limit, flood control
-webhook delivery, and files (`getFile` and downloads, see `telegram_files`). Tests inject updates with
+offsets, strict HTML validation (see `html_parser`), the 4096 UTF-16 unit limit, flood control
+webhook delivery, and files (`getFile` and downloads, see `files`). Tests inject updates with
 `push_message`/`push_update`/`push_photo`/`push_album`... and read `sent`, `actions`, `commands`, `requests`.
 """
 
@@ -23,10 +23,9 @@ import aiohttp
 from aiohttp import web
 from telegram.constants import ReactionEmoji
 
-from tests.fakes.telegram_files import TelegramFiles
-from tests.fakes.telegram_html_parser import HtmlParseError, parse_html, utf16_len
-from tests.fakes.telegram_updates import UpdateBuilder
-from tests.fakes.telegram_wire import (
+from tests.fakes.telegram.files import TelegramFiles
+from tests.fakes.telegram.html_parser import HtmlParseError, parse_html, utf16_len
+from tests.fakes.telegram.wire import (
     FAULTS,
     MAX_TEXT,
     ApiError,
@@ -42,7 +41,7 @@ REACTION_EMOJI = frozenset(e.value for e in ReactionEmoji)
 """The emoji Telegram accepts as a bot's reaction (`ReactionTypeEmoji.emoji`); others are REACTION_INVALID."""
 
 
-class FakeTelegram(TelegramFiles, UpdateBuilder):
+class FakeTelegram(TelegramFiles):
     def __init__(
         self,
         *,

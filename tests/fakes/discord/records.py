@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from tests.fakes.discord_payloads import Json
+from tests.fakes.discord.payloads import Json
 
 
 @dataclass

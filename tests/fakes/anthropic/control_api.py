@@ -23,12 +23,12 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
-from tests.fakes.anthropic_replies import Refusal
-from tests.fakes.anthropic_thinking_rules import DISPLAYS
-from tests.fakes.anthropic_wire import Pacing
+from tests.fakes.anthropic.replies import Refusal
+from tests.fakes.anthropic.thinking_rules import DISPLAYS
+from tests.fakes.anthropic.wire import Pacing
 
 if TYPE_CHECKING:
-    from tests.fakes.anthropic_server import FakeAnthropic
+    from tests.fakes.anthropic.server import FakeAnthropic
 
 
 def _bad(message: str) -> web.Response:

@@ -20,8 +20,8 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
-from tests.fakes.anthropic_tokens import ModelSpec
-from tests.fakes.anthropic_validation import InvalidRequest
+from tests.fakes.anthropic.tokens import ModelSpec
+from tests.fakes.anthropic.validation import InvalidRequest
 
 DISPLAY_BETA = "thinking-display-updates-2026-08-18"
 BINDING_BETA = "thinking-binding-controls-2026-08-01"

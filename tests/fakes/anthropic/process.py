@@ -1,6 +1,6 @@
 """The fake Anthropic API as a separate process: its command line, and a client for its control endpoints.
 
-``python -m tests.fakes.anthropic_server --port 0`` prints ``LISTENING <url>`` once it accepts connections and
+``python -m tests.fakes.anthropic --port 0`` prints ``LISTENING <url>`` once it accepts connections and
 serves until SIGTERM/SIGINT. ``spawn_fake_anthropic()`` starts it and yields a ``RemoteFakeAnthropic`` whose
 methods mirror the in-process ``FakeAnthropic`` controls (as coroutines).
 """
@@ -20,9 +20,9 @@ from typing import Any
 import aiohttp
 
 from agent.usage import Usage
-from tests.fakes.anthropic_server import FakeAnthropic
+from tests.fakes.anthropic.server import FakeAnthropic
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[3]
 
 
 def _pairs(values: list[str]) -> dict[str, int]:
@@ -126,7 +126,7 @@ class RemoteFakeAnthropic:
         high_tokens: int | None = None,
     ) -> dict[str, Any]:
         """Turn the prefix check on or off (older accounts), set what an absent display means and how
-        much an unscripted answer thinks at high effort (``anthropic_effort``)."""
+        much an unscripted answer thinks at high effort (``effort``)."""
         payload: dict[str, Any] = {}
         if enforce_prefix_check is not None:
             payload["enforce_prefix_check"] = enforce_prefix_check
@@ -186,7 +186,7 @@ async def spawn_fake_anthropic(
 ) -> AsyncIterator[RemoteFakeAnthropic]:
     """Start the fake as a child process (extra command-line ``args`` allowed) and stop it on exit."""
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "tests.fakes.anthropic_server", "--port", "0", *args,
+        sys.executable, "-m", "tests.fakes.anthropic", "--port", "0", *args,
         cwd=REPO_ROOT, stdout=asyncio.subprocess.PIPE,
     )  # fmt: skip
     try:

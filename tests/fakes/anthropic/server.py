@@ -2,14 +2,14 @@
 
 It validates requests as the real API does, answers scripted replies, tool calls and faults (else a
 deterministic echo or structured summary), and reports usage from a prefix-cache model on a controllable
-clock; server-side compaction (beta ``compact-2026-01-12``) as ``anthropic_compaction`` describes. Use it
+clock; server-side compaction (beta ``compact-2026-01-12``) as ``compaction`` describes. Use it
 in-process (``async with FakeAnthropic() as fake``) or as a process (``python -m
-tests.fakes.anthropic_server --port 0`` prints ``LISTENING <url>``; control under ``/_fake/``).
+tests.fakes.anthropic --port 0`` prints ``LISTENING <url>``; control under ``/_fake/``).
 
 Models with preserved thinking (the 5.5 family, Fable 5.1) behave as the current API: adaptive thinking by
-default (every answer starts with a signed ``thinking`` block), the 400s of ``anthropic_thinking_rules``,
-signatures bound to the prefix (``anthropic_binding``), progress updates, refusals and thinking-only stops
-(``anthropic_thinking_reply``). Scripting, beyond text and tool calls::
+default (every answer starts with a signed ``thinking`` block), the 400s of ``thinking_rules``,
+signatures bound to the prefix (``binding``), progress updates, refusals and thinking-only stops
+(``thinking_reply``). Scripting, beyond text and tool calls::
 
     fake.script_reply("answer", thinking="summarized reasoning", thinking_tokens=40)
     fake.script_reply(tool_uses=[...], progress="Let me look that up in our history.")
@@ -22,7 +22,7 @@ signatures bound to the prefix (``anthropic_binding``), progress updates, refusa
     fake.script_reply(tool_uses=[...], within="chat 7")    # only for the chat whose first message has it
 
 Unscripted thinking follows the request's ``output_config.effort`` (the model's default when unset), as
-``anthropic_effort`` describes with its assumptions; with ``pacing`` it is written at the token rate before
+``effort`` describes with its assumptions; with ``pacing`` it is written at the token rate before
 the answer's first text. Each record's ``thinking_checks`` lists the thinking blocks the request sent back
 and what became of them; its ``answer`` is the message the call answered; ``paced`` says when its answer's
 parts left.
@@ -46,15 +46,15 @@ from typing import Any
 from aiohttp import web
 
 from agent.usage import Usage
-from tests.fakes.anthropic_binding import check_bindings, sign_content
-from tests.fakes.anthropic_cache import (
+from tests.fakes.anthropic.binding import check_bindings, sign_content
+from tests.fakes.anthropic.cache import (
     DEFAULT_LOOKBACK,
     CacheUsage,
     PrefixBlock,
     PrefixCache,
     serialize_prefix,
 )
-from tests.fakes.anthropic_compaction import (
+from tests.fakes.anthropic.compaction import (
     MIN_TRIGGER,
     CompactEdit,
     Summarizer,
@@ -63,11 +63,11 @@ from tests.fakes.anthropic_compaction import (
     effective_body,
     run_compaction,
 )
-from tests.fakes.anthropic_control_api import add_control_routes
-from tests.fakes.anthropic_diagnostics import Diagnostics
-from tests.fakes.anthropic_effort import ThinkingVolume
-from tests.fakes.anthropic_media import MediaError, check_request_size
-from tests.fakes.anthropic_replies import (
+from tests.fakes.anthropic.control_api import add_control_routes
+from tests.fakes.anthropic.diagnostics import Diagnostics
+from tests.fakes.anthropic.effort import ThinkingVolume
+from tests.fakes.anthropic.media import MediaError, check_request_size
+from tests.fakes.anthropic.replies import (
     FAULT_KINDS,
     Fault,
     FaultKind,
@@ -81,16 +81,16 @@ from tests.fakes.anthropic_replies import (
     scope_matches,
     summary_reply,
 )
-from tests.fakes.anthropic_thinking_reply import Reply, thinking_reply
-from tests.fakes.anthropic_thinking_rules import Display, ThinkingConfig, thinking_config
-from tests.fakes.anthropic_tokens import ModelSpec, build_models, output_tokens, truncate_to_tokens
-from tests.fakes.anthropic_validation import (
+from tests.fakes.anthropic.thinking_reply import Reply, thinking_reply
+from tests.fakes.anthropic.thinking_rules import Display, ThinkingConfig, thinking_config
+from tests.fakes.anthropic.tokens import ModelSpec, build_models, output_tokens, truncate_to_tokens
+from tests.fakes.anthropic.validation import (
     InvalidRequest,
     exceeds_context,
     prompt_too_long,
     validate_request,
 )
-from tests.fakes.anthropic_wire import (
+from tests.fakes.anthropic.wire import (
     PacedAnswer,
     Pacing,
     compacted_usage,
@@ -184,7 +184,7 @@ class FakeAnthropic:
     ) -> None:
         """``keep_bodies=False`` records requests without their bodies (long benchmark replays);
         ``pacing`` sets how fast replies are generated (streamed deltas or the wait for a plain answer);
-        ``thinking_volume`` how much an unscripted answer thinks at each effort (``anthropic_effort``)."""
+        ``thinking_volume`` how much an unscripted answer thinks at each effort (``effort``)."""
         self.api_key = api_key
         self.models = build_models(
             models, context_windows=context_windows, min_cacheable=min_cacheable, max_output=max_output
@@ -292,7 +292,7 @@ class FakeAnthropic:
         ``within``, only a call whose first message contains that text: chats at once get their own).
 
         ``thinking``/``thinking_tokens``/``progress``/``thinking_only`` shape the thinking of models with
-        preserved thinking (``anthropic_thinking_reply``); ``refusal`` (a category or a ``Refusal``) makes
+        preserved thinking (``thinking_reply``); ``refusal`` (a category or a ``Refusal``) makes
         the answer a refusal on any model, ``text`` being its partial output; with ``hold`` the answer
         waits until that event is set (rather than a delay that races the work a test waits for)."""
         if isinstance(refusal, str):
@@ -622,9 +622,3 @@ def _abort_connection(request: web.Request) -> None:
     if sock is not None:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
     transport.abort()
-
-
-if __name__ == "__main__":
-    from tests.fakes.anthropic_process import main
-
-    main()
