@@ -25,7 +25,7 @@ import asyncio
 import time
 from dataclasses import dataclass
 
-from gateway.store.job_runs import JobRunLog
+from gateway.store.jobs.runs import JobRunLog
 from sqlalchemy import text
 
 from agent.llm import AnthropicClient
