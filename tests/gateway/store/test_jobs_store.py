@@ -6,8 +6,10 @@ from collections.abc import AsyncIterator
 from datetime import UTC, date, datetime, timedelta
 
 import pytest
+from sqlalchemy import insert, select
 
 from gateway.store import CallRecord, CompactionApply, Store
+from gateway.store.rows import chats, llm_calls
 
 from .helpers import fill, new_chat
 
@@ -150,3 +152,36 @@ async def test_daily_rollup_is_an_idempotent_upsert(clocked: tuple[Store, Clock]
     sonnet = next(r for r in rows if r.model == "claude-sonnet-4-6")
     assert (sonnet.calls, sonnet.cost_usd, sonnet.input_tokens) == (2, 0.5, 200)
     assert len(rows) == 2
+
+
+async def test_the_daily_rollup_of_thousands_of_chats_is_one_statement(clocked: tuple[Store, Clock]) -> None:
+    """Past about 3,300 chats in a day, a VALUES list of every chat's totals went over Postgres's limit
+    of bind parameters and the roll-up failed every hour; the totals now stay in the database."""
+    store, clock = clocked
+    n = 4_000
+    async with store.engine.begin() as conn:
+        await conn.execute(
+            insert(chats),
+            [
+                {"platform": "telegram", "chat_id": str(i), "thread_id": "", "kind": "private",
+                 "created_at": clock.now}
+                for i in range(n)
+            ],
+        )  # fmt: skip
+        ids = (await conn.execute(select(chats.c.id))).scalars().all()
+        await conn.execute(
+            insert(llm_calls),
+            [
+                {"chat_pk": pk, "model": "claude-sonnet-5-5", "purpose": "reply", "input_tokens": 10,
+                 "output_tokens": 2, "cache_creation_tokens": 0, "cache_read_tokens": 0, "latency_ms": 1,
+                 "cost_usd": 0.001, "created_at": clock.now}
+                for pk in ids
+            ],
+        )  # fmt: skip
+    day = date(2026, 3, 1)
+    assert await store.rollup_usage_day(day) == n
+    assert await store.rollup_usage_day(day) == n  # again: the same rows, updated
+    rows = await store.daily_usage(day)
+    assert len(rows) == n
+    assert sum(r.calls for r in rows) == n
+    assert sum(r.input_tokens for r in rows) == 10 * n
