@@ -65,6 +65,10 @@ class TimedTelegram(FakeTelegram):
         super().__init__(**kwargs)
         self.visible_at: dict[int, list[float]] = {}
 
+    async def __aenter__(self) -> TimedTelegram:
+        await super().__aenter__()
+        return self
+
     def _seen(self, params: Any) -> None:
         self.visible_at.setdefault(self._chat_id(params), []).append(time.monotonic())
 

@@ -25,7 +25,6 @@ import asyncio
 import time
 from dataclasses import dataclass
 
-from gateway.store.jobs.runs import JobRunLog
 from sqlalchemy import text
 
 from agent.llm import AnthropicClient
@@ -34,6 +33,7 @@ from bench.replay import API_KEY, SimClock, bench_settings
 from bench.seeding import seed_history
 from gateway.app.gateway import Gateway
 from gateway.store import Store
+from gateway.store.jobs.runs import JobRunLog
 from tests.fakes.anthropic import FakeAnthropic
 from tests.support.memory_adapter import DirectMemoryAdapter, chat_ref, incoming
 

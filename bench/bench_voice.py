@@ -14,6 +14,7 @@ import statistics
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from gateway.store.migrate import upgrade_async
 from tests.e2e.harness import GatewayProcess, base_env
@@ -96,7 +97,7 @@ async def measure(tmp: Path) -> dict[str, list[float]]:
             for i, chat in enumerate(GROUPS):
                 sound = f"OggS group {i}".encode() + bytes(2000)
                 stt.say(sound, f"group chatter g{i}c")
-                group = {"chat_type": "supergroup", "chat_title": f"team {i}"}
+                group: dict[str, Any] = {"chat_type": "supergroup", "chat_title": f"team {i}"}
                 asked[f"g{i}x"] = time.monotonic()
                 tg.push_voice(chat, data=sound, seconds=5, user_id=USER + 1, first_name="Bob", **group)
                 tg.push_message(chat, f"@bench_bot what did Bob say? g{i}x", user_id=USER, **group)
