@@ -34,7 +34,7 @@ from aiohttp import web
 from sqlalchemy import select
 
 from gateway.store import Store
-from gateway.store.deliveries import deliveries
+from gateway.store.deliveries.reply_parts import deliveries
 from gateway.store.rows import chats
 from tests.e2e.harness import GatewayProcess
 from tests.fakes.anthropic import FakeAnthropic
