@@ -38,7 +38,9 @@ async def test_thinking_time_reaches_the_reported_first_text_at_full_length() ->
     assert help_calls == 1
     assert help_first >= 0.8 + 2.0  # the first token, then the thinking, both stretched back
     assert help_reply > help_first
-    # one call thinks 1.5 s less at low; the tool round's answer is a second call that thinks too
-    assert help_first - low["help"][0] == pytest.approx(1.5, abs=0.4)
+    # one call thinks 1.5 s less at low; the tool round's answer is a second call that thinks too (the
+    # run is compressed 4x and scaled back, so a busy machine's overhead is counted four times: the
+    # tolerances leave room for it and still tell one call's thinking from two calls' and from none)
+    assert help_first - low["help"][0] == pytest.approx(1.5, abs=0.7)
     assert high["tools"][2] == 2
-    assert high["tools"][0] - low["tools"][0] == pytest.approx(3.0, abs=0.6)
+    assert high["tools"][0] - low["tools"][0] == pytest.approx(3.0, abs=1.2)
