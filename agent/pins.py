@@ -26,7 +26,7 @@ SYSTEM_NOTE = (
 
 def system_prompt(base: str, *, compacted: bool, pins: Sequence[str] = ()) -> str:
     """The session's system prompt: byte-stable between compactions and pin changes, with the chat's
-    pinned facts and the note once it has been compacted (seed 000: one line appended on the first
+    pinned facts and the note once it has been compacted (one line, appended at the first
     compaction)."""
     parts = [base, pins_block(pins), SYSTEM_NOTE if compacted else ""]
     return "\n\n".join(part for part in parts if part)

@@ -1,4 +1,4 @@
-"""The built-in context engine: seed 000's four phases (prune, boundaries, summarize, assemble).
+"""The built-in context engine: four phases (prune, boundaries, summarize, assemble).
 
 Head = the first exchange (the system prompt travels separately); tail = the newest messages within
 `threshold_tokens x target_ratio`, never fewer than `protect_last_n`, always holding the newest user

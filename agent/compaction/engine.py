@@ -33,7 +33,7 @@ class Outcome(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class CompactionConfig:
-    """Seed 000's `compression` section (the operator's settings keep that name), already validated by
+    """The operator's `compression` settings (they keep that name), already validated by
     the gateway's settings."""
 
     enabled: bool = True

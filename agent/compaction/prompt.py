@@ -58,7 +58,7 @@ TEMPLATE = """## Goal
 
 
 def summary_budget(content_tokens: int, context_length: int) -> int:
-    """Seed 000's budget: content x 0.20 within [2,000, min(ctx x 0.05, 12,000)]; the ceiling wins for
+    """The summary's budget: content x 0.20 within [2,000, min(ctx x 0.05, 12,000)]; the ceiling wins for
     windows so small that it falls under the floor."""
     ceiling = min(int(context_length * SUMMARY_CONTEXT_SHARE), MAX_SUMMARY_TOKENS)
     return min(ceiling, max(MIN_SUMMARY_TOKENS, int(content_tokens * SUMMARY_RATIO)))

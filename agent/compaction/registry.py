@@ -1,4 +1,4 @@
-"""Finding a context engine by name (`context.engine`), in seed 000's order:
+"""Finding a context engine by name (`context.engine`), in this order:
 
 1. a folder `<plugins_dir>/context_engine/<name>/` (a Python package: it either calls
    `register_context_engine(name, factory)` when imported, or defines `ENGINE`, the factory);

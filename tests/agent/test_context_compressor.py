@@ -30,7 +30,7 @@ from tests.agent.compressor_support import (
     user,
 )
 
-# -- seed 000's worked numbers ------------------------------------------------------------------------
+# -- the budget's worked numbers ------------------------------------------------------------------------
 
 
 def test_200k_window_worked_numbers() -> None:
