@@ -3,6 +3,8 @@ over budget, a failed turn or command), and what a compaction did (pure renderin
 
 from __future__ import annotations
 
+from typing import Protocol
+
 from agent.compaction.engine import Outcome
 from agent.errors import (
     ContextOverflowError,
@@ -12,7 +14,30 @@ from agent.errors import (
     LLMOverloadedError,
     LLMRateLimitError,
 )
-from gateway.compaction.compactor import CompactionReport
+
+
+class CompactionFigures(Protocol):
+    """What the compaction wordings read of a compaction's report: its numbers and outcome."""
+
+    @property
+    def outcome(self) -> Outcome: ...
+    @property
+    def reason(self) -> str: ...
+    @property
+    def messages_before(self) -> int: ...
+    @property
+    def messages_after(self) -> int: ...
+    @property
+    def tokens_before(self) -> int: ...
+    @property
+    def tokens_after(self) -> int: ...
+    @property
+    def duration_s(self) -> float: ...
+    @property
+    def changed(self) -> bool: ...
+    @property
+    def idle(self) -> bool: ...
+
 
 KEPT = "Your message is saved; send it again or just say \u201cretry\u201d and I\u2019ll pick it up."
 
@@ -117,7 +142,7 @@ def human_error(exc: LLMError) -> str:
     return f"The assistant is unreachable at the moment. {KEPT}"
 
 
-def compaction_notice(report: CompactionReport) -> str:
+def compaction_notice(report: CompactionFigures) -> str:
     """The one-line notice a reply carries when a compaction ran during its turn."""
     if report.outcome is Outcome.OK:
         return (
@@ -136,7 +161,7 @@ KEPT_VERBATIM = (
 )
 
 
-def compaction_result(report: CompactionReport, protect_last_n: int) -> str:
+def compaction_result(report: CompactionFigures, protect_last_n: int) -> str:
     """The answer to `/compact`: what it did, or in plain words why there was nothing to do."""
     short = report.messages_before <= protect_last_n + 2
     if report.idle or (not report.changed and (short or report.outcome is Outcome.OK)):
@@ -150,7 +175,7 @@ def compaction_result(report: CompactionReport, protect_last_n: int) -> str:
     )
 
 
-def nothing_to_compact(report: CompactionReport, protect_last_n: int) -> str:
+def nothing_to_compact(report: CompactionFigures, protect_last_n: int) -> str:
     """Every "nothing to do" answer to `/compact` (too short, nothing between what is kept, a summary that
     would not be smaller), in the same words: what is kept and why."""
     return (
