@@ -44,7 +44,6 @@ from agent.compaction.engine import (
 )
 from agent.compaction.prompt import SUMMARY_PREFIX, is_summary_message
 from agent.errors import SummarizerError
-from agent.pins import SYSTEM_NOTE
 from agent.types import Block, Message, Role, blocks_of
 from agent.usage import Usage
 
@@ -180,7 +179,6 @@ class ContextCompactor(ContextEngine):
                 msgs, before, force, f"result not smaller ({after} >= {before} tokens); kept the original"
             )
 
-        first = self.state.compression_count == 0
         self._compacted(made.body, force=force)
         log = logger.warning if made.outcome is Outcome.DEGRADED else logger.info
         log(
@@ -203,7 +201,6 @@ class ContextCompactor(ContextEngine):
             tokens_after=after,
             summary=made.body,
             summary_role=built.role,
-            system_note=SYSTEM_NOTE if first else None,
             summarizer_model=made.model,
             summary_usage=made.usage,
             stubbed_tool_ids=built.stubbed,

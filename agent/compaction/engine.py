@@ -126,8 +126,6 @@ class CompactionResult:
     tokens_after: int
     summary: str | None = None
     summary_role: Role | None = None
-    system_note: str | None = None
-    """Text to append to the system prompt (set on a session's first compression only)."""
     summarizer_model: str | None = None
     summary_usage: Usage | None = None
     stubbed_tool_ids: tuple[str, ...] = ()

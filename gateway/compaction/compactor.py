@@ -10,7 +10,6 @@ every compaction and why it did or did not change anything.
 
 from __future__ import annotations
 
-import inspect
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -83,7 +82,7 @@ class Compactor:
         messages, refs = self.window(rows)
         started = time.perf_counter()
         pending = _first_pending(rows, refs)
-        result = await engine.compress(messages, focus=focus, force=force, **_keep_from(engine, pending))
+        result = await engine.compress(messages, focus=focus, force=force, keep_from=pending)
         duration = time.perf_counter() - started
         await self._persist(session, result, refs, trigger=trigger, duration_s=duration, engine=engine)
         report = _report(result, refs, trigger=trigger, duration_s=duration)
@@ -200,20 +199,6 @@ def _report(
         changed=changed,
         idle=result.idle,
     )
-
-
-def _keep_from(engine: ContextEngine, pending: int | None) -> dict[str, int | None]:
-    """`keep_from` for engines that take it; an engine plugin written before it existed is called as
-    before (it may then summarize a message still awaiting its reply: logged)."""
-    params = inspect.signature(engine.compress).parameters
-    if "keep_from" in params or any(p.kind is p.VAR_KEYWORD for p in params.values()):
-        return {"keep_from": pending}
-    if pending is not None:
-        logger.warning(
-            "context engine %s does not take keep_from: messages awaiting a reply may be summarized",
-            type(engine).__name__,
-        )
-    return {}
 
 
 def _first_pending(rows: Sequence[StoredMessage], refs: Sequence[Ref]) -> int | None:

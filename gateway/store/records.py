@@ -258,7 +258,6 @@ class CompactionRecord:
     created_at: datetime
     undone: bool
     archived_count: int
-    pruned_count: int
 
 
 @dataclass(frozen=True, slots=True)

@@ -125,5 +125,4 @@ def to_compaction(row: Row[Any]) -> CompactionRecord:
         created_at=row.created_at,
         undone=bool(row.undone),
         archived_count=row.archived_count,
-        pruned_count=len(row.pruned_ids or []),
     )

@@ -11,7 +11,6 @@ from agent.compaction.compressor import SUMMARY_PREFIX, ContextCompactor, is_sum
 from agent.compaction.engine import EngineState, Outcome
 from agent.compaction.prompt import FRAMING
 from agent.messages import PRUNED_MARKER
-from agent.pins import SYSTEM_NOTE
 from agent.types import blocks_of
 from agent.usage import Usage
 from tests.agent.compressor_support import (
@@ -273,16 +272,14 @@ async def test_summary_stands_alone_as_assistant_between_two_user_messages() -> 
     _assert_alternating(result.messages)
 
 
-async def test_first_compaction_reports_a_system_note_later_ones_do_not() -> None:
+async def test_each_compaction_is_counted() -> None:
     engine = make(context_length=10_000, target_ratio=0.10, protect_last_n=4)
     first = await engine.compress(plain(9), force=True)
-    assert first.system_note == SYSTEM_NOTE
     assert engine.state.compression_count == 1
     second = await engine.compress(
         [*first.messages, assistant(pad("x", 600)), user(pad("y", 600))], force=True
     )
     assert second.outcome is Outcome.OK
-    assert second.system_note is None
     assert engine.state.compression_count == 2
 
 

@@ -113,7 +113,6 @@ class KeepTail(ContextEngine):
             tokens_after=sum(map(estimate_message, [summary, *kept])),
             summary=f"[summary of {cut} messages]",
             summary_role="user",
-            system_note=self.note,
         )
 
 
@@ -153,7 +152,7 @@ class Hooks:
                 new.append(Entry(message, self.next_id))
             else:
                 new.append(Entry(message, refs[origin]))
-        note = result.system_note
+        note = self.engine.note if isinstance(self.engine, KeepTail) else None
         return Compacted(new, system=f"{SYSTEM}\n\n{note}" if note else None)
 
     async def usage(
