@@ -34,7 +34,7 @@ from gateway.media.prepare import (
 )
 from gateway.media.presence import MediaPresence
 from gateway.platforms.base import Attachment, IncomingMessage
-from gateway.store.messages.media import MediaStore, NewMedia
+from gateway.store.messages.media import MediaInfo, MediaStore, NewMedia
 
 logger = logging.getLogger(__name__)
 
@@ -193,67 +193,47 @@ class MediaIntake:
             out.text_chars += len(text)
             out.answerable = True
         elif isinstance(prepared, PreparedImage):
-            await self._keep_image(att, prepared, chat_pk, out, ids)
-        elif isinstance(prepared, PreparedPdf):
-            await self._keep_pdf(att, prepared, chat_pk, out, ids)
-
-    async def _keep_image(
-        self, att: Attachment, image: PreparedImage, chat_pk: int, out: Intake, ids: list[int]
-    ) -> None:
-        info = await self.store.put(
-            chat_pk,
-            NewMedia(
+            image = NewMedia(
                 kind="image",
-                media_type=image.media_type,
-                data=image.data,
-                tokens=image.tokens,
-                width=image.width,
-                height=image.height,
+                media_type=prepared.media_type,
+                data=prepared.data,
+                tokens=prepared.tokens,
+                width=prepared.width,
+                height=prepared.height,
                 filename=att.filename,
-            ),
-        )
+            )
+            info = await self._keep(image, chat_pk, out, ids)
+            out.labels.append(notes.image_label(info.id, att.kind, att.filename, att.label))
+        elif isinstance(prepared, PreparedPdf):
+            pdf = NewMedia(
+                kind="document",
+                media_type="application/pdf",
+                data=prepared.data,
+                tokens=prepared.tokens,
+                pages=prepared.pages,
+                filename=att.filename,
+            )
+            info = await self._keep(pdf, chat_pk, out, ids)
+            out.labels.append(notes.pdf_label(info.id, att.filename, prepared.pages))
+
+    async def _keep(self, media: NewMedia, chat_pk: int, out: Intake, ids: list[int]) -> MediaInfo:
+        """Store an image or a PDF once per chat and put its reference in the message."""
+        info = await self.store.put(chat_pk, media)
         ids.append(info.id)
         out.blocks.append(
             media_ref(
                 media_id=info.id,
-                kind="image",
+                kind="image" if media.kind == "image" else "document",
                 media_type=info.media_type,
                 tokens=info.tokens,
-                name=att.filename,
+                name=media.filename,
                 width=info.width,
                 height=info.height,
-            )
-        )
-        out.labels.append(notes.image_label(info.id, att.kind, att.filename, att.label))
-        out.answerable = True
-
-    async def _keep_pdf(
-        self, att: Attachment, pdf: PreparedPdf, chat_pk: int, out: Intake, ids: list[int]
-    ) -> None:
-        info = await self.store.put(
-            chat_pk,
-            NewMedia(
-                kind="document",
-                media_type="application/pdf",
-                data=pdf.data,
-                tokens=pdf.tokens,
-                pages=pdf.pages,
-                filename=att.filename,
-            ),
-        )
-        ids.append(info.id)
-        out.blocks.append(
-            media_ref(
-                media_id=info.id,
-                kind="document",
-                media_type="application/pdf",
-                tokens=info.tokens,
-                name=att.filename,
                 pages=info.pages,
             )
         )
-        out.labels.append(notes.pdf_label(info.id, att.filename, pdf.pages))
         out.answerable = True
+        return info
 
     async def _keep_audio(self, att: Attachment, chat_pk: int, out: Intake, ids: list[int]) -> None:
         """Store the sound once per chat (age-limited like other media) and queue it for transcription."""
