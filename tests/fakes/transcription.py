@@ -16,10 +16,11 @@ import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
-from types import TracebackType
 from typing import Any
 
 from aiohttp import BodyPartReader, web
+
+from tests.fakes.local_server import LocalServer
 
 MAX_BYTES = 25 * 1024 * 1024
 FORMATS = ("flac", "m4a", "mp3", "mp4", "mpeg", "mpga", "oga", "ogg", "wav", "webm")
@@ -43,20 +44,16 @@ def _error(
     return {"error": {"message": message, "type": kind, "param": param, "code": code}}
 
 
-class FakeTranscription:
+class FakeTranscription(LocalServer):
     def __init__(self, *, api_key: str | None = "stt-key", host: str = "127.0.0.1", port: int = 0) -> None:
+        super().__init__(host=host, port=port)
         self.api_key = api_key
-        self._host = host
-        self._port = port
-        self._runner: web.AppRunner | None = None
-        self._closing = asyncio.Event()
         self.requests: list[Recorded] = []
         self.delay_s = 0.0
         self._failures: list[int] = []
         self._said: dict[bytes, str] = {}
         self._queued: list[str] = []
         self._answered = asyncio.Event()
-        self.base_url = ""
 
     @property
     def url(self) -> str:
@@ -86,31 +83,10 @@ class FakeTranscription:
                 self._answered.clear()
                 await self._answered.wait()
 
-    async def start(self) -> str:
+    def _app(self) -> web.Application:
         app = web.Application(client_max_size=MAX_BYTES * 2)
         app.router.add_post("/v1/audio/transcriptions", self._transcriptions)
-        self._runner = web.AppRunner(app, shutdown_timeout=1.0, access_log=None)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, self._host, self._port)
-        await site.start()
-        host, port = self._runner.addresses[0][:2]
-        self.base_url = f"http://{host}:{port}"
-        return self.base_url
-
-    async def close(self) -> None:
-        self._closing.set()
-        if self._runner is not None:
-            await self._runner.cleanup()
-            self._runner = None
-
-    async def __aenter__(self) -> FakeTranscription:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.close()
+        return app
 
     async def _transcriptions(self, request: web.Request) -> web.StreamResponse:
         auth = request.headers.get("Authorization")

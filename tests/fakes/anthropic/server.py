@@ -40,7 +40,6 @@ import struct
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
-from types import TracebackType
 from typing import Any
 
 from aiohttp import web
@@ -104,6 +103,7 @@ from tests.fakes.anthropic.wire import (
     usage_payload,
     write_stream,
 )
+from tests.fakes.local_server import LocalServer
 
 logger = logging.getLogger(__name__)
 SECRET_HEADERS = frozenset({"x-api-key", "authorization"})
@@ -158,7 +158,7 @@ class RecordedRequest:
         )
 
 
-class FakeAnthropic:
+class FakeAnthropic(LocalServer):
     """The fake server; every control is a method here and an endpoint under ``/_fake/``."""
 
     def __init__(
@@ -185,6 +185,7 @@ class FakeAnthropic:
         """``keep_bodies=False`` records requests without their bodies (long benchmark replays);
         ``pacing`` sets how fast replies are generated (streamed deltas or the wait for a plain answer);
         ``thinking_volume`` how much an unscripted answer thinks at each effort (``effort``)."""
+        super().__init__(host=host, port=port)
         self.api_key = api_key
         self.models = build_models(
             models, context_windows=context_windows, min_cacheable=min_cacheable, max_output=max_output
@@ -219,44 +220,24 @@ class FakeAnthropic:
         self._offset = 0.0
         self._script: list[ScriptedReply] = []
         self._faults: list[Fault] = []
-        self._host = host
-        self._port = port
-        self._runner: web.AppRunner | None = None
-        self._closing = asyncio.Event()
-        self.base_url = ""
 
     # ---- lifecycle -------------------------------------------------------------------------------
 
-    async def start(self) -> str:
+    backlog = 4096
+
+    def _app(self) -> web.Application:
         app = web.Application(client_max_size=64 * 1024 * 1024)
         app.router.add_post("/v1/messages", self._messages)
         app.router.add_post("/v1/messages/count_tokens", self._count_tokens)
         app.router.add_get("/v1/models", self._list_models)
         app.router.add_get("/v1/models/{model}", self._get_model)
         add_control_routes(app, self)
-        self._runner = web.AppRunner(app, shutdown_timeout=1.0, access_log=None)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, self._host, self._port, backlog=4096)
-        await site.start()
-        host, port = self._runner.addresses[0][:2]
-        self.base_url = f"http://{host}:{port}"
+        return app
+
+    async def start(self) -> str:
+        await super().start()
         logger.info("fake Anthropic API listening on %s", self.base_url)
         return self.base_url
-
-    async def close(self) -> None:
-        self._closing.set()
-        if self._runner is not None:
-            await self._runner.cleanup()
-            self._runner = None
-
-    async def __aenter__(self) -> FakeAnthropic:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.close()
 
     # ---- controls --------------------------------------------------------------------------------
 

@@ -11,12 +11,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from dataclasses import dataclass
-from types import TracebackType
 from typing import Any
 
 from aiohttp import web
 
 from tests.fakes.embeddings.model import DIMS, embed
+from tests.fakes.local_server import LocalServer
 
 MAX_INPUTS = 1000
 
@@ -28,17 +28,13 @@ class Recorded:
     status: int
 
 
-class FakeEmbeddings:
+class FakeEmbeddings(LocalServer):
     def __init__(self, *, api_key: str = "embed-key", host: str = "127.0.0.1", port: int = 0) -> None:
+        super().__init__(host=host, port=port)
         self.api_key = api_key
-        self._host = host
-        self._port = port
-        self._runner: web.AppRunner | None = None
-        self._closing = asyncio.Event()
         self.requests: list[Recorded] = []
         self.delay_s = 0.0
         self._failures: list[int] = []
-        self.base_url = ""
 
     @property
     def url(self) -> str:
@@ -57,31 +53,10 @@ class FakeEmbeddings:
             for t in r.body["input"]
         ]
 
-    async def start(self) -> str:
+    def _app(self) -> web.Application:
         app = web.Application()
         app.router.add_post("/v1/embeddings", self._embeddings)
-        self._runner = web.AppRunner(app, shutdown_timeout=1.0, access_log=None)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, self._host, self._port)
-        await site.start()
-        host, port = self._runner.addresses[0][:2]
-        self.base_url = f"http://{host}:{port}"
-        return self.base_url
-
-    async def close(self) -> None:
-        self._closing.set()
-        if self._runner is not None:
-            await self._runner.cleanup()
-            self._runner = None
-
-    async def __aenter__(self) -> FakeEmbeddings:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.close()
+        return app
 
     def _answer(self, body: dict[str, Any], auth: str | None, status: int, payload: Any) -> web.Response:
         self.requests.append(Recorded(body=body, authorization=auth, status=status))
