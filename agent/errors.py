@@ -9,12 +9,15 @@ AgentError
 │   ├── LLMRateLimitError         429 after the SDK's retries (carries retry_after)
 │   ├── LLMOverloadedError        529 after retries
 │   ├── LLMServerError            5xx after retries
-│   └── LLMUnavailableError       timeout or connection failure after retries
+│   ├── LLMUnavailableError       timeout or connection failure after retries
+│   └── BudgetExceededError       not sent: the call's worst case does not fit a spending cap
 ├── SummarizerError               the summary call failed or returned nothing usable
 └── ToolError                     a tool raised; reported to the model as an error result
 """
 
 from __future__ import annotations
+
+from datetime import datetime
 
 
 class AgentError(Exception):
@@ -57,6 +60,18 @@ class LLMOverloadedError(LLMError):
 
 class LLMServerError(LLMError):
     pass
+
+
+class BudgetExceededError(LLMError):
+    """The call was not sent: its worst case would take `budget` past its cap of `cap_usd` (spent plus
+    held by calls in flight: `used_usd`) before `resets_at`."""
+
+    def __init__(self, budget: str, *, cap_usd: float, used_usd: float, resets_at: datetime) -> None:
+        super().__init__(f"{budget} (${cap_usd:.2f}) is spent (${used_usd:.2f} used)")
+        self.budget = budget
+        self.cap_usd = cap_usd
+        self.used_usd = used_usd
+        self.resets_at = resets_at
 
 
 class LLMUnavailableError(LLMError):

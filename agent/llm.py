@@ -269,12 +269,18 @@ class _BudgetGuard(Middleware):
 
 
 def usage_of(raw: Any) -> Usage:
-    """The four token counts of an SDK usage object (missing or null fields count as 0)."""
+    """The token counts of an SDK usage object (missing or null fields count as 0), with the one-hour
+    share of the cache writes and the server's web searches when the API reports them."""
+    creation = getattr(raw, "cache_creation", None)
+    one_hour = getattr(creation, "ephemeral_1h_input_tokens", None) if creation is not None else None
+    server = getattr(raw, "server_tool_use", None)
     return Usage(
         input_tokens=int(getattr(raw, "input_tokens", 0) or 0),
         output_tokens=int(getattr(raw, "output_tokens", 0) or 0),
         cache_creation_input_tokens=int(getattr(raw, "cache_creation_input_tokens", 0) or 0),
         cache_read_input_tokens=int(getattr(raw, "cache_read_input_tokens", 0) or 0),
+        cache_creation_1h_input_tokens=int(one_hour) if one_hour is not None else None,
+        web_search_requests=int(getattr(server, "web_search_requests", 0) or 0) if server is not None else 0,
     )
 
 

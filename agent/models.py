@@ -283,13 +283,25 @@ def lookup_model(name: str, *, context_override: int | None = None) -> ModelInfo
     return info
 
 
+WEB_SEARCH_USD: Final = 0.01
+"""The server's web search tool: $10 per 1,000 searches (its results are billed as input tokens)."""
+
+
 def cost_usd(model: ModelInfo | str, usage: Usage, *, ttl: CacheTTL = "5m") -> float:
-    """USD for one call: uncached input, cache writes at the TTL's multiplier, cache reads, output."""
+    """USD for one call: uncached input, cache writes (one-hour ones at their price where the API says
+    which they were, else all at `ttl`'s), cache reads, output, and the web searches it ran."""
     info = lookup_model(model) if isinstance(model, str) else model
+    one_hour = usage.cache_creation_1h_input_tokens
+    if one_hour is None:
+        writes = usage.cache_creation_input_tokens * info.cache_write_per_mtok(ttl)
+    else:
+        five_minute = max(0, usage.cache_creation_input_tokens - one_hour)
+        writes = one_hour * info.cache_write_per_mtok("1h") + five_minute * info.cache_write_per_mtok("5m")
     total = (
         usage.input_tokens * info.input_per_mtok
-        + usage.cache_creation_input_tokens * info.cache_write_per_mtok(ttl)
+        + writes
         + usage.cache_read_input_tokens * info.cache_read_per_mtok
         + usage.output_tokens * info.output_per_mtok
     )
-    return total * info.price_factor(usage.prompt_tokens) / _PER_MTOK
+    searches = usage.web_search_requests * WEB_SEARCH_USD
+    return total * info.price_factor(usage.prompt_tokens) / _PER_MTOK + searches

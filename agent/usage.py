@@ -12,6 +12,10 @@ class Usage:
     output_tokens: int = 0
     cache_creation_input_tokens: int = 0
     cache_read_input_tokens: int = 0
+    cache_creation_1h_input_tokens: int | None = None
+    """Of the cache writes, those of one-hour entries, when the API says (None: it did not)."""
+    web_search_requests: int = 0
+    """Searches the server's web search tool ran (billed per search)."""
 
     @property
     def prompt_tokens(self) -> int:
@@ -24,4 +28,10 @@ class Usage:
             self.output_tokens + other.output_tokens,
             self.cache_creation_input_tokens + other.cache_creation_input_tokens,
             self.cache_read_input_tokens + other.cache_read_input_tokens,
+            _sum_known(self.cache_creation_1h_input_tokens, other.cache_creation_1h_input_tokens),
+            self.web_search_requests + other.web_search_requests,
         )
+
+
+def _sum_known(a: int | None, b: int | None) -> int | None:
+    return None if a is None or b is None else a + b

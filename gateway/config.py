@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Annotated, Any, Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import yaml
 from pydantic import (
@@ -219,11 +220,34 @@ class TranscriptionSettings(_Section):
 
 
 class LimitsSettings(_Section):
+    """The abuse limits and the hard spending caps (USD at the model table's list prices; 0 disables
+    each). Days and months begin at midnight and on the 1st in `budget_timezone`."""
+
     user_messages_per_minute: int = Field(20, ge=1)
-    chat_daily_budget_usd: float = Field(5.0, ge=0.0, description="0 disables the budget")
+    chat_daily_budget_usd: float = Field(5.0, ge=0.0, description="one chat, per day; 0 disables")
+    chat_monthly_budget_usd: float = Field(0.0, ge=0.0, description="one chat, per month; 0 disables")
+    user_daily_budget_usd: float = Field(0.0, ge=0.0, description="one user across chats, per day")
+    bot_daily_budget_usd: float = Field(0.0, ge=0.0, description="the whole bot, every worker, per day")
+    bot_monthly_budget_usd: float = Field(0.0, ge=0.0, description="the whole bot, per month")
+    budget_timezone: str = Field("UTC", description="IANA zone the budget days and months are in")
+    budget_warn_share: float = Field(
+        0.8, gt=0.0, le=1.0, description="admins are told once when a budget passes this share"
+    )
+    answer_after_reset: bool = Field(
+        False, description="a message refused for budget is answered once the budget resets"
+    )
     unanswered_max_age_s: int = Field(
         600, ge=0, description="older unanswered turns get an apology on restart"
     )
+
+    @field_validator("budget_timezone")
+    @classmethod
+    def _known_zone(cls, value: str) -> str:
+        try:
+            ZoneInfo(value)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError(f"unknown time zone {value!r} (an IANA name such as Europe/Lisbon)") from None
+        return value
 
 
 class SchedulerSettings(_Section):

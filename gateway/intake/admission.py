@@ -1,4 +1,4 @@
-"""Whether a message that asks for an answer gets one now: its sender's rate, its chat's daily budget.
+"""Whether a message that asks for an answer gets one now: its sender's rate, the budgets it spends from.
 
 A refused message is still stored; the sender is told why (the refusal returned here) and the
 message costs no model call.
@@ -10,11 +10,12 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 
+from agent.spending.periods import SpendFor
 from gateway.platforms.base import IncomingMessage
-from gateway.reply.wording import RATE_LIMITED, daily_budget_spent
-from gateway.store import Store
+from gateway.reply.wording import RATE_LIMITED, budget_spent
+from gateway.spending.budget import Budget
 
 
 @dataclass
@@ -37,19 +38,19 @@ class RateLimiter:
 
 
 class Admission:
-    """The abuse limits (`limits.user_messages_per_minute`, `limits.chat_daily_budget_usd`)."""
+    """The abuse limits (`limits.user_messages_per_minute`) and the spending caps at the door."""
 
     def __init__(
         self,
         *,
-        store: Store,
         rate_limiter: RateLimiter,
-        daily_budget_usd: float,
+        budget: Budget | None,
+        answer_after_reset: bool,
         clock: Callable[[], datetime],
     ) -> None:
-        self.store = store
         self.rate_limiter = rate_limiter
-        self.daily_budget_usd = daily_budget_usd
+        self.budget = budget
+        self.answer_after_reset = answer_after_reset
         self.clock = clock
 
     def over_rate(self, msg: IncomingMessage) -> str | None:
@@ -58,11 +59,17 @@ class Admission:
             return None
         return RATE_LIMITED
 
-    async def over_budget(self, chat_pk: int) -> str | None:
-        """The refusal when the chat spent its budget in the last 24 hours (0 disables the budget)."""
-        if self.daily_budget_usd <= 0:
+    async def over_budget(self, msg: IncomingMessage, chat_pk: int) -> str | None:
+        """The refusal when a budget the message would spend from (the bot's, the sender's, the chat's)
+        is spent: which one and when it resets."""
+        if self.budget is None:
             return None
-        spent = await self.store.cost_since(chat_pk, self.clock() - timedelta(days=1))
-        if spent < self.daily_budget_usd:
+        spent = await self.budget.spent(spender(msg, chat_pk))
+        if spent is None:
             return None
-        return daily_budget_spent(self.daily_budget_usd)
+        return budget_spent(spent, self.clock(), answer_after_reset=self.answer_after_reset)
+
+
+def spender(msg: IncomingMessage, chat_pk: int) -> SpendFor:
+    """Who the answer to `msg` is paid for: its chat and its sender."""
+    return SpendFor(chat_pk=chat_pk, user=f"{msg.chat.platform}:{msg.author.user_id}")

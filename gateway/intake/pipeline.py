@@ -179,9 +179,12 @@ class Pipeline:
         # Counted against the sender before the chat row is read; a message replayed from the spool is not.
         refusal = self.admission.over_rate(msg) if wants_reply and not replayed else None
         chat = chat or await self._chat_row(msg)
+        held_for_reset = False
         if wants_reply and refusal is None:
-            refusal = await self.admission.over_budget(chat.id)
-        needs_reply = wants_reply and refusal is None
+            refusal = await self.admission.over_budget(msg, chat.id)
+            # answered once the budget resets (`limits.answer_after_reset`): stored as pending, not started
+            held_for_reset = refusal is not None and self.admission.answer_after_reset
+        needs_reply = wants_reply and (refusal is None or held_for_reset)
         if not await self._store(msg, chat.id, intake, rendered.text, needs_reply=needs_reply):
             return
         problems = [*intake.problems, *(Problem(kind, None) for kind in rendered.unsupported_media)]
@@ -189,7 +192,7 @@ class Pipeline:
             await self._reply(msg, problem_reply(problems, answering_text=needs_reply))
         if refusal is not None:
             await self._reply(msg, refusal)
-        if needs_reply:
+        if needs_reply and not held_for_reset:
             self._acknowledge(msg)
             self.tasks.schedule(msg.chat, chat.id)
 

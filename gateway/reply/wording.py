@@ -3,10 +3,12 @@ over budget, a failed turn or command), and what a compaction did (pure renderin
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Protocol
 
 from agent.compaction.engine import Outcome
 from agent.errors import (
+    BudgetExceededError,
     ContextOverflowError,
     LLMAuthError,
     LLMBadRequestError,
@@ -73,12 +75,46 @@ def not_allowed(user_id: str) -> str:
     )
 
 
-def daily_budget_spent(budget_usd: float) -> str:
-    """The refusal once a chat has spent its daily budget (the message is kept)."""
-    return (
-        f"This chat has used its daily budget (${budget_usd:.2f}). "
-        "I kept your message and will answer again tomorrow."
+def budget_spent(exc: BudgetExceededError, now: datetime, *, answer_after_reset: bool) -> str:
+    """The reply when a budget is spent: which one, its cap, when it resets, and what becomes of the
+    message."""
+    later = (
+        "I kept your message and will answer it then."
+        if answer_after_reset
+        else "I kept your message; send it again after that for an answer."
     )
+    return f"{budget_sentence(exc)} It resets {resets_in(exc.resets_at, now)}. {later}"
+
+
+def budget_sentence(exc: BudgetExceededError) -> str:
+    owner = exc.budget[0].upper() + exc.budget[1:]
+    return f"{owner} (${exc.cap_usd:.2f}) is spent."
+
+
+def budget_cut_turn(exc: BudgetExceededError, now: datetime) -> str:
+    """The note a reply ends with when a spending cap stopped its turn before the next model call."""
+    resets = resets_in(exc.resets_at, now)
+    return f"(Stopped here: {exc.budget} (${exc.cap_usd:.2f}) is spent; it resets {resets}.)"
+
+
+def budget_warning(budget: str, cap_usd: float, share: float) -> str:
+    """What admins are told once when a budget passes its warning share."""
+    return f"Heads-up: {budget} has passed {share:.0%} of its ${cap_usd:.2f} cap."
+
+
+def resets_in(resets_at: datetime, now: datetime) -> str:
+    """`at 00:00 Europe/Lisbon (in 3 h 20 min)`, `on 1 Jan 00:00 UTC (in 26 days)`."""
+    left = max(0, int((resets_at - now).total_seconds()))
+    hours, minutes = divmod(left // 60, 60)
+    when = resets_at.strftime("%H:%M") if left < 86_400 else resets_at.strftime("%-d %b %H:%M")
+    zone = resets_at.tzname() or "UTC"
+    if left >= 2 * 86_400:
+        span = f"{left // 86_400} days"
+    elif hours:
+        span = f"{hours} h {minutes} min"
+    else:
+        span = f"{max(1, minutes)} min"
+    return f"{'at' if left < 86_400 else 'on'} {when} {zone} (in {span})"
 
 
 def bad_command_args(name: str, problem: str) -> str:
@@ -126,6 +162,8 @@ def empty_reply(stop_reason: str | None) -> str:
 
 def human_error(exc: LLMError) -> str:
     """The reply when the model could not answer (the message stays stored and pending)."""
+    if isinstance(exc, BudgetExceededError):
+        return budget_sentence(exc)
     if isinstance(exc, LLMRateLimitError):
         return f"The assistant has hit its request limit for the moment (rate limited). {KEPT}"
     if isinstance(exc, LLMOverloadedError):

@@ -290,6 +290,36 @@ class JobRun(Base):
     runs: Mapped[int] = mapped_column(BigInteger)
 
 
+class SpendLine(Base):
+    """One budget line: a scope's spend in one period (`bot`, `chat:42`, `user:telegram:7` by day
+    `2026-12-06` or month `2026-12`), with what calls in flight have reserved against it."""
+
+    __tablename__ = "spend_ledger"
+
+    scope: Mapped[str] = mapped_column(String(160), primary_key=True)
+    period: Mapped[str] = mapped_column(String(10), primary_key=True)
+    spent_usd: Mapped[float] = mapped_column(Double)
+    reserved_usd: Mapped[float] = mapped_column(Double)
+    warned_at: Mapped[datetime | None]
+    """When the line passed the warning share (told once per line)."""
+    updated_at: Mapped[datetime]
+
+
+class SpendReservation(Base):
+    """A call in flight: its worst case, held on `lines` until the call is settled or released."""
+
+    __tablename__ = "spend_reservations"
+    __table_args__ = (Index("ix_spend_reservations_created", "created_at"),)
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    amount_usd: Mapped[float] = mapped_column(Double)
+    lines: Mapped[list[list[str]]] = mapped_column(JSON)
+    """[[scope, period], ...] of the ledger lines the amount is held on."""
+    purpose: Mapped[str] = mapped_column(String(32))
+    worker: Mapped[str] = mapped_column(String(128))
+    created_at: Mapped[datetime]
+
+
 class CommandReceipt(Base):
     """A command update already handled in a chat, so a platform's redelivery does not run it twice."""
 
