@@ -35,6 +35,8 @@ TABLES = {
     "pins",
     "deliveries",
     "transcriptions",
+    "spend_ledger",
+    "spend_reservations",
 }
 
 
