@@ -1,0 +1,117 @@
+"""Every model call asks the budget first: a call that does not fit is never sent, one the API refused
+frees its hold, one whose answer was lost counts at its worst case, and admins hear once per budget."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from agent.errors import BudgetExceededError, LLMBadRequestError, LLMUnavailableError
+from agent.llm import LLMRequest, LLMResponse
+from agent.spending.periods import Caps, Limit, SpendFor
+from agent.spending.prices import worst_case_usd
+from agent.usage import Usage
+from gateway.spending.budget import Budget, SpendingClient, spending_for
+from gateway.store import Store
+from gateway.store.spend.ledger import SpendLedger
+
+NOW = datetime(2026, 12, 6, 12, 0, tzinfo=UTC)
+WHO = SpendFor(chat_pk=3, user="telegram:9")
+
+
+class Model:
+    """Answers with a fixed usage, or raises what it is told to; counts the calls that reached it."""
+
+    def __init__(self, usage: Usage = Usage(input_tokens=1000, output_tokens=200)) -> None:
+        self.usage = usage
+        self.fail: Exception | None = None
+        self.calls = 0
+
+    async def create(self, request: LLMRequest) -> LLMResponse:
+        self.calls += 1
+        if self.fail is not None:
+            raise self.fail
+        return LLMResponse(
+            content=[{"type": "text", "text": "ok"}],
+            stop_reason="end_turn",
+            usage=self.usage,
+            model=request.model,
+        )
+
+
+def _request() -> LLMRequest:
+    return LLMRequest(
+        model="claude-sonnet-5-5",
+        system=[],
+        messages=[{"role": "user", "content": [{"type": "text", "text": "hello " * 300}]}],
+        max_tokens=1000,
+    )
+
+
+def _budget(store: Store, caps: Caps, warned: list[tuple[Limit, SpendFor]] | None = None) -> Budget:
+    async def warn(limit: Limit, who: SpendFor) -> None:
+        if warned is not None:
+            warned.append((limit, who))
+
+    return Budget(
+        SpendLedger(store.engine, worker="w", clock=lambda: NOW), caps, clock=lambda: NOW, warn=warn
+    )
+
+
+async def _line(budget: Budget, scope: str) -> tuple[float, float]:
+    line = (await budget.ledger.totals([(scope, "2026-12-06")]))[(scope, "2026-12-06")]
+    return line.spent_usd, line.reserved_usd
+
+
+async def test_a_call_that_does_not_fit_is_not_sent_and_names_the_budget(store: Store) -> None:
+    worst = worst_case_usd(_request())
+    budget = _budget(store, Caps(chat_day=worst * 1.2))
+    model = Model()
+    client = SpendingClient(model, budget)
+    with spending_for(WHO):
+        await client.create(_request())
+        with pytest.raises(BudgetExceededError) as refused:
+            await client.create(_request())
+    assert model.calls == 1
+    assert refused.value.budget == "this chat's daily budget"
+    assert refused.value.resets_at == datetime(2026, 12, 7, tzinfo=refused.value.resets_at.tzinfo)
+    spent, held = await _line(budget, "chat:3")
+    assert spent == pytest.approx((1000 * 2.0 + 200 * 10.0) / 1e6) and held == pytest.approx(0.0)
+
+
+async def test_a_refused_request_frees_its_hold_and_a_lost_answer_counts_at_worst(store: Store) -> None:
+    budget = _budget(store, Caps(bot_day=5.0))
+    model = Model()
+    client = SpendingClient(model, budget)
+    model.fail = LLMBadRequestError("400 invalid_request_error")
+    with pytest.raises(LLMBadRequestError):
+        await client.create(_request())
+    assert await _line(budget, "bot") == (0.0, 0.0)
+    model.fail = LLMUnavailableError("stream cut")
+    with pytest.raises(LLMUnavailableError):
+        await client.create(_request())
+    spent, held = await _line(budget, "bot")
+    assert spent == pytest.approx(worst_case_usd(_request())) and held == pytest.approx(0.0)
+
+
+async def test_admins_hear_once_when_a_budget_passes_its_warning_share(store: Store) -> None:
+    warned: list[tuple[Limit, SpendFor]] = []
+    caps = Caps(user_day=worst_case_usd(_request()) * 2, bot_day=100.0, warn_share=0.5)
+    budget = _budget(store, caps, warned)
+    client = SpendingClient(Model(), budget)
+    with spending_for(WHO):
+        for _ in range(2):
+            await client.create(_request())
+        assert warned == []
+        await client.create(_request())  # spent passes half the cap
+        with pytest.raises(BudgetExceededError):
+            await client.create(_request())
+    assert [(limit.scope, who) for limit, who in warned] == [("user:telegram:9", WHO)]
+
+
+async def test_a_call_for_no_one_counts_toward_the_bot_only(store: Store) -> None:
+    budget = _budget(store, Caps(chat_day=0.000001))
+    await SpendingClient(Model(), budget).create(_request())  # no chat: the chat's cap does not apply
+    spent, _ = await _line(budget, "bot")
+    assert spent > 0
