@@ -20,7 +20,7 @@ from typing import Any, Generic, Protocol, TypeVar
 from agent.caching.markers import cache_marker
 from agent.caching.plan import CacheCursor, CachePoint, TurnCachePlan
 from agent.compaction.engine import ContextEngine
-from agent.errors import ContextOverflowError
+from agent.errors import BudgetExceededError, ContextOverflowError
 from agent.llm import LLMClient, LLMRequest, LLMResponse, ask
 from agent.messages import has_compaction
 from agent.models import CacheTTL, ModelInfo
@@ -34,6 +34,8 @@ from agent.types import Block, Message
 logger = logging.getLogger(__name__)
 
 STOP_ITERATION_LIMIT = "max_iterations"
+STOP_BUDGET = "budget"
+"""A spending cap refused the turn's next call: the turn ends with what it has."""
 MIN_OUTPUT_TOKENS = 1_024
 """The least output budget a call keeps when `max_tokens` is lowered so the request fits the window."""
 FIT_MARGIN = 0.05
@@ -117,6 +119,8 @@ class TurnResult(Generic[R]):
     """The last response's stop_reason, or "max_iterations" when the limit cut the turn short."""
     refusal: str | None = None
     """The category of a refusal (the model declined; nothing of its answer was kept)."""
+    budget: BudgetExceededError | None = None
+    """The spending cap that refused the turn's next call (`stop_reason` is `STOP_BUDGET`)."""
     window: list[Entry[R]] = field(default_factory=list)
     """The active window after the turn (what the next turn starts from)."""
     cache_points: list[CachePoint[R]] = field(default_factory=list)
@@ -363,7 +367,19 @@ async def run_turn(conversation: Conversation[R], *, hooks: TurnHooks[R]) -> Tur
     iterations = 0
     while iterations < config.max_iterations:
         iterations += 1
-        response = await turn.call()
+        try:
+            response = await turn.call()
+        except BudgetExceededError as exc:
+            # Not sent: what the turn did so far (tool results, stored) stands, and the caller says why.
+            logger.warning("turn stopped before call %d: %s", iterations, exc)
+            return TurnResult(
+                reply_text=response.text if response is not None else "",
+                iterations=iterations - 1,
+                stop_reason=STOP_BUDGET,
+                budget=exc,
+                window=turn.window,
+                cache_points=turn.cursor.cache_points([e.ref for e in turn.window]),
+            )
         stop_reason = response.stop_reason
         if stop_reason == "refusal":
             # declined: nothing of it is kept (partial text, thinking); the caller says so

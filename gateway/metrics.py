@@ -64,6 +64,7 @@ class Metrics:
         self._turn_metrics(self.registry)
         self._cache_metrics(self.registry)
         self._delivery_metrics(self.registry)
+        self._spend_metrics(self.registry)
         self.arrivals = _Arrivals()
         self._prompt_tokens = (0, 0)
         """(cache-read, all prompt) tokens since start, for the hit ratio."""
@@ -108,6 +109,28 @@ class Metrics:
         self.job_runs = Counter(
             "gateway_job_runs", "Scheduled job runs by result", ["job", "result"], registry=r
         )
+
+    def _spend_metrics(self, r: CollectorRegistry) -> None:
+        self.spend = Counter(
+            "gateway_spend_usd",
+            "USD of model calls by event (held: reserved before a call; settled: billed, or a lost answer "
+            "at its worst case; released: refused by the API, not billed; refused: not sent, over a cap) "
+            "and the scope whose cap refused it",
+            ["event", "scope"],
+            registry=r,
+        )
+        self.spend_held = Gauge(
+            "gateway_spend_held_usd", "USD this worker holds for its model calls in flight", registry=r
+        )
+
+    def observe_spend(self, event: str, scope: str, usd: float) -> None:
+        """One budget event (`gateway.spending.budget`); "unheld" only lowers what is held."""
+        if event == "unheld":
+            self.spend_held.dec(usd)
+            return
+        self.spend.labels(event=event, scope=scope).inc(max(0.0, usd))
+        if event == "held":
+            self.spend_held.inc(usd)
 
     def _cache_metrics(self, r: CollectorRegistry) -> None:
         self.cache_hit_ratio = Gauge(

@@ -60,7 +60,7 @@ def current_spender() -> SpendFor:
 Warn = Callable[[Limit, SpendFor], Awaitable[None]]
 """Told once when a line passes the warning share."""
 Observe = Callable[[str, str, float], None]
-"""(event, scope kind, USD): "held", "settled", "released", "refused"."""
+"""(event, scope kind, USD): "held", "settled", "released", "refused", and "unheld" (a hold ended)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,6 +138,7 @@ class Budget:
         limits = self.limits(who)
         passed = await self.ledger.settle(held, cost, warn=limits, share=self.caps.warn_share)
         self._observe("settled", "bot", cost)
+        self._observe("unheld", "bot", held.amount_usd)
         if cost > held.amount_usd:
             logger.warning(
                 "a model call cost $%.4f, more than its reservation of $%.4f", cost, held.amount_usd
@@ -152,11 +153,13 @@ class Budget:
         """The call was not billed: drop its hold."""
         await self.ledger.release(held)
         self._observe("released", "bot", held.amount_usd)
+        self._observe("unheld", "bot", held.amount_usd)
 
     async def forfeit(self, held: Held) -> None:
         """The call's outcome is unknown: it counts at its worst case."""
         await self.ledger.settle(held, held.amount_usd)
         self._observe("settled", "bot", held.amount_usd)
+        self._observe("unheld", "bot", held.amount_usd)
 
     def _observe(self, event: str, kind: str, usd: float) -> None:
         if self.observe is not None:
