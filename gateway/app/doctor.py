@@ -16,6 +16,8 @@ import anthropic
 from pydantic import SecretStr
 from sqlalchemy.engine import make_url
 
+from agent.spending.periods import SpendFor
+from gateway.app.wiring import caps_text, spending_caps
 from gateway.config import Settings
 from gateway.errors import StoreError, TranscriptionError
 from gateway.jobs.maintenance import job_intervals
@@ -25,6 +27,7 @@ from gateway.store import Store
 from gateway.store.jobs.runs import OVERDUE_INTERVALS, JobRunLog
 from gateway.store.locks.leases import PostgresLeases
 from gateway.store.migrate import current_revision_async, head_revision
+from gateway.store.spend.ledger import LineTotal, SpendLedger
 from gateway.transcription.transcriber import transcriber_from
 
 logger = logging.getLogger(__name__)
@@ -79,6 +82,7 @@ def configuration_lines(settings: Settings) -> list[str]:
             f"enabled={settings.prompt_caching.enabled} cache_ttl={settings.prompt_caching.cache_ttl}",
         ),
         ("CONTEXT ENGINE", settings.context.engine),
+        ("BUDGETS", caps_text(spending_caps(settings))),
         ("TRANSCRIPTION", _transcription_line(settings)),
         ("LOG_LEVEL", settings.log_level),
     ]
@@ -248,6 +252,33 @@ async def check_jobs(settings: Settings, *, now: datetime | None = None) -> list
     return checks
 
 
+async def check_spend(settings: Settings, *, now: datetime | None = None) -> Check:
+    """The bot's spend today and this month against its caps, and the calls in flight."""
+    caps = spending_caps(settings)
+    at = now or datetime.now(UTC)
+    try:
+        store = await Store.open(settings.database_url, pool_size=1, max_overflow=0)
+        try:
+            ledger = SpendLedger(store.engine, worker="doctor")
+            limits = caps.limits(SpendFor(), at)
+            totals = await ledger.totals((limit.scope, limit.period) for limit in limits)
+            in_flight = await ledger.open_reservations()
+        finally:
+            await store.close()
+    except StoreError as exc:
+        return Check("spend", False, f"ledger not readable ({exc})", required=False)
+    parts = []
+    over = False
+    for limit in limits:
+        line = totals.get((limit.scope, limit.period), LineTotal(0.0, 0.0))
+        label = "today" if limit.period_kind == "day" else "this month"
+        cap = f" of ${limit.cap_usd:.2f}" if limit.capped else ""
+        parts.append(f"${line.spent_usd:.2f}{cap} {label}")
+        over = over or (limit.capped and line.spent_usd + line.reserved_usd >= limit.cap_usd)
+    detail = f"the bot spent {', '.join(parts)}; {in_flight} call(s) in flight"
+    return Check("spend", not over, ("SPENT: " if over else "") + detail, required=False)
+
+
 def _span(delta: timedelta) -> str:
     seconds = max(0, round(delta.total_seconds()))
     if seconds < 120:
@@ -273,6 +304,7 @@ async def run_checks(settings: Settings, *, request_timeout: float = 5.0) -> lis
     if database.ok:
         checks.append(await check_fleet(settings))
         checks.extend(await check_jobs(settings))
+        checks.append(await check_spend(settings))
     return checks
 
 

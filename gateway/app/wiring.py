@@ -14,6 +14,7 @@ from agent.compaction.registry import EngineFactory, UnknownEngineError, resolve
 from agent.compaction.server import ServerCompaction
 from agent.loop import LoopConfig
 from agent.models import MODELS, CacheTTL, ModelInfo, lookup_model
+from agent.spending.periods import Caps
 from agent.tokens import Calibration
 from gateway.compaction.triggers import CompactionPolicy
 from gateway.config import DEFAULT_PLANNED_WINDOW, ConfigError, Settings
@@ -192,3 +193,32 @@ def authorization_policy(settings: Settings) -> AccessPolicy:
         allowed={"telegram": settings.telegram_allowed_users, "discord": settings.discord_allowed_users},
         allow_all=settings.gateway_allow_all_users,
     )
+
+
+def spending_caps(settings: Settings) -> Caps:
+    """The hard spending caps (`limits.*_budget_usd`), their time zone and warning share."""
+    limits = settings.limits
+    return Caps(
+        bot_day=limits.bot_daily_budget_usd,
+        bot_month=limits.bot_monthly_budget_usd,
+        user_day=limits.user_daily_budget_usd,
+        chat_day=limits.chat_daily_budget_usd,
+        chat_month=limits.chat_monthly_budget_usd,
+        timezone=limits.budget_timezone,
+        warn_share=limits.budget_warn_share,
+    )
+
+
+def caps_text(caps: Caps) -> str:
+    """`bot $50.00/day, chat $5.00/day; days in UTC; admins told at 80%` (uncapped scopes left out)."""
+    named = [
+        ("bot", caps.bot_day, "day"),
+        ("bot", caps.bot_month, "month"),
+        ("user", caps.user_day, "day"),
+        ("chat", caps.chat_day, "day"),
+        ("chat", caps.chat_month, "month"),
+    ]
+    shown = [f"{who} ${usd:.2f}/{per}" for who, usd, per in named if usd > 0]
+    if not shown:
+        return "none (every LIMITS__*_BUDGET_USD is 0)"
+    return f"{', '.join(shown)}; days in {caps.timezone}; admins told at {caps.warn_share:.0%}"
