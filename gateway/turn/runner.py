@@ -11,12 +11,10 @@ process or another worker) plans from the same facts.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import logging
 import time
 from collections.abc import Callable, Sequence
-from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -34,6 +32,7 @@ from gateway.compaction.triggers import CompactionPolicy
 from gateway.media.aging import MediaAging
 from gateway.metrics import Metrics, TimedLLM
 from gateway.platforms.base import ChatKind, ChatRef
+from gateway.platforms.router import Platforms
 from gateway.reply.live_reply import LiveReply
 from gateway.reply.outbox import Outbox
 from gateway.reply.wording import compaction_notice, empty_reply, human_error, refused
@@ -65,7 +64,7 @@ class TurnRunner:
         kit: SessionKit,
         compactor: Compactor,
         outbox: Outbox,
-        typing: Callable[[ChatRef], AbstractAsyncContextManager[None]] | None = None,
+        platforms: Platforms,
         clock: Callable[[], datetime],
         metrics: Metrics | None = None,
         media_aging: MediaAging | None = None,
@@ -78,7 +77,7 @@ class TurnRunner:
         self.kit = kit
         self.compactor = compactor
         self.outbox = outbox
-        self.typing = typing or (lambda _chat: contextlib.nullcontext())
+        self.platforms = platforms
         self.clock = clock
         self.metrics = metrics
 
@@ -283,7 +282,7 @@ class TurnRunner:
             compacted_before=compacted_before,
         )
         started = time.perf_counter()
-        async with self.typing(chat):
+        async with self.platforms.typing(chat):
             result = await run_turn(conversation, hooks=recorder)
         logger.info(
             "turn chat=%s:%s iterations=%d in %.2fs",
