@@ -1,9 +1,10 @@
 """The one way out to the platforms: every reply, reaction, typing indicator, streamed reply and edit.
 
-`Platforms` is built once from the running adapters and routes each call to the chat's platform. What
-only some platforms can do (show a reply while it is written, edit it into the final text) is looked up
-when it is built, so its callers never ask an adapter what it is. A chat of a platform that is not
-running gets `SendError` for what must reach it, and nothing for what may be skipped (typing).
+`Platforms` is built once from the running adapters and routes each call to the chat's platform, to
+the adapter's sender (`PlatformSender`). What only some platforms can do (show a reply while it is
+written, edit it into the final text) is looked up when it is built, so its callers never ask an
+adapter what it is. A chat of a platform that is not running gets `SendError` for what must reach it,
+and nothing for what may be skipped (typing).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from gateway.platforms.base import (
     LiveSurface,
     OutgoingMessage,
     PlatformAdapter,
+    PlatformSender,
     SentMessage,
     StreamingAdapter,
     TypingContext,
@@ -28,6 +30,7 @@ class Platforms:
 
     def __init__(self, adapters: Iterable[PlatformAdapter]) -> None:
         self._adapters = {adapter.name: adapter for adapter in adapters}
+        self._senders = {name: adapter.sender for name, adapter in self._adapters.items()}
         self._streaming = {
             name: adapter for name, adapter in self._adapters.items() if isinstance(adapter, StreamingAdapter)
         }
@@ -39,26 +42,26 @@ class Platforms:
         """Whether `platform` runs in this process (chats of another are left to the process that runs it)."""
         return platform in self._adapters
 
-    def _adapter(self, chat: ChatRef) -> PlatformAdapter:
-        adapter = self._adapters.get(chat.platform)
-        if adapter is None:
-            raise SendError(f"no adapter for platform {chat.platform} (chat {chat.chat_id})")
-        return adapter
+    def _sender(self, chat: ChatRef) -> PlatformSender:
+        sender = self._senders.get(chat.platform)
+        if sender is None:
+            raise _not_running(chat)
+        return sender
 
     async def send(self, message: OutgoingMessage) -> SentMessage:
         """Format, split and send to the chat's platform; raises `SendError` (the caller decides what a
         failure means)."""
-        return await self._adapter(message.chat).send(message)
+        return await self._sender(message.chat).send(message)
 
     async def react(self, chat: ChatRef, platform_message_id: str, emoji: str) -> None:
         """Put a reaction on a received message; raises `SendError`."""
-        await self._adapter(chat).react(chat, platform_message_id, emoji)
+        await self._sender(chat).react(chat, platform_message_id, emoji)
 
     def typing(self, chat: ChatRef) -> TypingContext:
         """Keeps the typing indicator alive while the block runs (nothing where the platform is not
         running)."""
-        adapter = self._adapters.get(chat.platform)
-        return adapter.typing(chat) if adapter is not None else contextlib.nullcontext()
+        sender = self._senders.get(chat.platform)
+        return sender.typing(chat) if sender is not None else contextlib.nullcontext()
 
     def parts(self, chat: ChatRef, text: str) -> list[str]:
         """`text` split into the messages it is sent as (one where the platform does not say)."""
@@ -74,7 +77,13 @@ class Platforms:
         """Replace one of the bot's messages with `text`, formatted as a final reply; raises `SendError`
         (`SendRejected` where the platform does not edit its messages)."""
         streaming = self._streaming.get(chat.platform)
-        if streaming is None:
-            self._adapter(chat)
+        if streaming is not None:
+            await streaming.sender.edit(chat, message_id, text)
+        elif self.has(chat.platform):
             raise SendRejected(f"{chat.platform} does not edit messages", chat_id=chat.chat_id)
-        await streaming.edit(chat, message_id, text)
+        else:
+            raise _not_running(chat)
+
+
+def _not_running(chat: ChatRef) -> SendError:
+    return SendError(f"no adapter for platform {chat.platform} (chat {chat.chat_id})")

@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
+import io
+
 import pytest
 
 from gateway.errors import SendError, SendRejected
-from gateway.platforms.base import ChatKind, ChatRef, OutgoingMessage
+from gateway.platforms.base import ChatKind, ChatRef, OutgoingMessage, PlatformAdapter
+from gateway.platforms.console.adapter import ConsoleAdapter
+from gateway.platforms.discord.connection import DiscordAdapter
 from gateway.platforms.router import Platforms
+from gateway.platforms.telegram.bot import TelegramAdapter
 from tests.support.memory_adapter import MemoryAdapter, StreamingMemoryAdapter, TypingEvent
 
 TELEGRAM = ChatRef("telegram", "42", kind=ChatKind.PRIVATE)
@@ -68,3 +74,22 @@ async def test_streaming_is_offered_only_where_the_platform_shows_it() -> None:
     await router.edit(BENCH, "out-1", "final")
     with pytest.raises(SendRejected):
         await router.edit(TELEGRAM, "out-1", "final")
+
+
+def real_adapters() -> list[PlatformAdapter]:
+    return [
+        TelegramAdapter(token="123:abc"),
+        DiscordAdapter("token"),
+        ConsoleAdapter(stdin=asyncio.StreamReader(), stdout=io.StringIO()),
+    ]
+
+
+async def test_every_platform_shows_replies_while_they_are_written() -> None:
+    adapters = real_adapters()
+    router = Platforms(adapters)
+
+    for adapter in adapters:
+        chat = ChatRef(adapter.name, "42", kind=ChatKind.PRIVATE)
+        assert router.live(chat, reply_to=None) is not None, adapter.name
+    # a Telegram channel has neither drafts nor a reply to edit
+    assert router.live(ChatRef("telegram", "-100", kind=ChatKind.CHANNEL), reply_to=None) is None
