@@ -9,7 +9,7 @@ assembles a system prompt (base prompt, the chat's pins, the note once the sessi
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime
 from typing import TypeVar
 
@@ -173,10 +173,11 @@ class SessionKit:
             window=window,
             system=self.system_for(session, pins),
             tools=self.tools(session.chat_pk),
-            config=replace(
-                self.settings.loop, cache_plan=plan, stream=stream, compacted_before=compacted_before
-            ),
+            config=self.settings.loop,
             ref_label=ref_label,
+            cache_plan=plan,
+            stream=stream,
+            compacted_before=compacted_before,
         )
 
     def _counter(self) -> CalibratedCounter:

@@ -57,11 +57,17 @@ async def run(
 ) -> Any:
     engine = KeepTail()
     hooks.engine = engine
-    config = LoopConfig(model=SONNET, max_tokens=16_000, stream=stream)
+    config = LoopConfig(model=SONNET, max_tokens=16_000)
     window: list[Entry[Any]] = [Entry(user("help me with this"), 1)]
     return await run_turn(
         Conversation(
-            llm=llm, engine=engine, window=window, system=SYSTEM, tools=tools or ToolRegistry(), config=config
+            llm=llm,
+            engine=engine,
+            window=window,
+            system=SYSTEM,
+            tools=tools or ToolRegistry(),
+            config=config,
+            stream=stream,
         ),
         hooks=hooks,
     )
