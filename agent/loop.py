@@ -85,13 +85,13 @@ class LoopConfig:
     """The loop's settings, the same for every turn (what one turn brings is in its `Conversation`)."""
 
     model: ModelInfo
+    calibration: Calibration
+    """The model's tokenizer calibration: learns from every reply call, scales the loop's estimates."""
     max_tokens: int = 4096
     max_iterations: int = 8
     tool_output_max_chars: int = 20_000
     oversize_fraction: float = 0.25
     """A message estimated above this share of the context window is shown as head + tail."""
-    calibration: Calibration | None = None
-    """The model's tokenizer calibration: learns from every reply call, scales the loop's estimates."""
     effort: Effort | None = None
     """`output_config.effort` on the models that take it (None: the API's default)."""
 
@@ -207,8 +207,7 @@ class _Turn(Generic[R]):
             + sum(estimate_message(m) for m in cached.messages)
         )
         self.last_raw_estimate = raw
-        calibration = self.config.calibration
-        estimate = calibration.apply(raw) if calibration is not None else raw
+        estimate = self.config.calibration.apply(raw)
         managed = self.engine.request_options()
         options = thinking_options(self.config.model, self.config.effort)
         request = LLMRequest(
@@ -319,10 +318,9 @@ class _Turn(Generic[R]):
         self.cursor.called(len(request.messages), cached=touched > 0)
         self.previous_message_id = response.message_id or self.previous_message_id
         self.calls += 1
-        if self.config.calibration is not None:
-            # a server-side compaction's own iteration saw the prompt as sent; the reply's saw the summary
-            reported = response.compaction_usage or response.usage
-            self.config.calibration.observe(estimated=self.last_raw_estimate, reported=reported)
+        # a server-side compaction's own iteration saw the prompt as sent; the reply's saw the summary
+        reported = response.compaction_usage or response.usage
+        self.config.calibration.observe(estimated=self.last_raw_estimate, reported=reported)
         self.engine.update_from_usage(response.usage)
         await self.hooks.usage(response, purpose="reply", last_ref=last_ref, ttl=ttl)
 

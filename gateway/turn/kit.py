@@ -82,19 +82,17 @@ class SessionKit:
         return self.settings.model.mid_conversation_system
 
     @property
-    def calibration(self) -> Calibration | None:
-        """The model's tokenizer calibration (learned from every reply call); None in bare tests."""
+    def calibration(self) -> Calibration:
+        """The model's tokenizer calibration (learned from every reply call)."""
         return self.settings.loop.calibration
 
     @property
-    def scale(self) -> Callable[[int], int] | None:
-        """Scales a local token estimate to the API's count (None: no calibration)."""
-        calibration = self.calibration
-        return calibration.apply if calibration is not None else None
+    def scale(self) -> Callable[[int], int]:
+        """Scales a local token estimate to the API's count."""
+        return self.calibration.apply
 
     def scaled(self, tokens: int) -> int:
-        scale = self.scale
-        return scale(tokens) if scale is not None else tokens
+        return self.calibration.apply(tokens)
 
     def system(self, *, compacted: bool, pins: Sequence[str]) -> str:
         """The system prompt: the one place it is assembled."""
@@ -181,7 +179,4 @@ class SessionKit:
         )
 
     def _counter(self) -> CalibratedCounter:
-        calibration = self.calibration
-        if calibration is None:
-            return CalibratedCounter(Calibration(self.settings.model.name))
-        return CalibratedCounter(calibration)
+        return CalibratedCounter(self.calibration)

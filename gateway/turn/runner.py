@@ -108,9 +108,7 @@ class TurnRunner:
         session = snapshot.session
         engine = self.kit.engine(session, snapshot.pins)
         cache = CacheState.from_json(session.cache_state)
-        calibration = self.kit.calibration
-        if calibration is not None:
-            adopt_calibration(calibration, cache)
+        adopt_calibration(self.kit.calibration, cache)
         notices: list[str] = []
         report = await self._compact_before(session, engine, cache)
         if report is not None:
@@ -326,14 +324,13 @@ def reply_text(result: TurnResult[Ref]) -> str:
     return result.reply_text.strip() or empty_reply(result.stop_reason)
 
 
-def tokens_after_in(rows: Sequence[StoredMessage], calibration: Calibration | None) -> Callable[[int], int]:
-    """`tokens_after(id)`: the (calibrated) size of the window rows stored after message `id` (all of
+def tokens_after_in(rows: Sequence[StoredMessage], calibration: Calibration) -> Callable[[int], int]:
+    """`tokens_after(id)`: the calibrated size of the window rows stored after message `id` (all of
     them for an id not in the window)."""
     position = {r.id: i for i, r in enumerate(rows)}
 
     def tokens_after(message_id: int) -> int:
         start = position.get(message_id, -1) + 1
-        tokens = sum(r.token_estimate for r in rows[start:])
-        return calibration.apply(tokens) if calibration is not None else tokens
+        return calibration.apply(sum(r.token_estimate for r in rows[start:]))
 
     return tokens_after

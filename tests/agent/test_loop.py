@@ -166,7 +166,13 @@ def user(text: str) -> Message:
 
 
 def config(**changes: Any) -> LoopConfig:
-    base = LoopConfig(model=MODEL, max_tokens=1_000, max_iterations=5, tool_output_max_chars=1_000)
+    base = LoopConfig(
+        model=MODEL,
+        calibration=Calibration(MODEL.name),
+        max_tokens=1_000,
+        max_iterations=5,
+        tool_output_max_chars=1_000,
+    )
     return dataclasses.replace(base, **changes)
 
 

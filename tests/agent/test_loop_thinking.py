@@ -11,6 +11,7 @@ from typing import Any
 from agent.llm import LLMRequest, LLMResponse
 from agent.loop import Conversation, Entry, LoopConfig, run_turn
 from agent.models import lookup_model
+from agent.tokens import Calibration
 from agent.tools.current_time import current_time_tool
 from agent.tools.registry import ToolRegistry
 from agent.types import Block
@@ -57,7 +58,7 @@ async def run(
 ) -> Any:
     engine = KeepTail()
     hooks.engine = engine
-    config = LoopConfig(model=SONNET, max_tokens=16_000)
+    config = LoopConfig(model=SONNET, calibration=Calibration(SONNET.name), max_tokens=16_000)
     window: list[Entry[Any]] = [Entry(user("help me with this"), 1)]
     return await run_turn(
         Conversation(
