@@ -26,7 +26,8 @@ from agent.caching.plan import CacheState, TurnCachePlan
 from agent.errors import LLMError
 from agent.llm import LLMClient
 from agent.loop import refresh_cache
-from agent.models import TTL_SECONDS, cost_usd
+from agent.models import TTL_SECONDS, ModelInfo, cost_usd
+from agent.tokens import Calibration
 from agent.usage import Usage
 from gateway.media.presence import MediaPresence
 from gateway.metrics import Metrics
@@ -59,7 +60,8 @@ CompactsFirst = Callable[[TurnSnapshot, CacheState, datetime], bool]
 
 
 class CacheKeeper:
-    """Sends the refreshes that pay; `run` is the job body."""
+    """Sends the refreshes that pay; `run` is the job body. The kit builds a refresh as it builds a
+    turn's request; the model prices it and the calibration sizes the prefixes, as a turn's do."""
 
     def __init__(
         self,
@@ -68,6 +70,8 @@ class CacheKeeper:
         locks: ChatLocks,
         llm: LLMClient,
         kit: SessionKit,
+        model: ModelInfo,
+        calibration: Calibration,
         compacts_first: CompactsFirst,
         presence: MediaPresence,
         metrics: Metrics | None = None,
@@ -79,6 +83,8 @@ class CacheKeeper:
         self.locks = locks
         self.llm = llm
         self.kit = kit
+        self.model = model
+        self.calibration = calibration
         self.compacts_first = compacts_first
         self.metrics = metrics
 
@@ -120,9 +126,8 @@ class CacheKeeper:
         session = snapshot.session
         if session.last_prompt_tokens is None:
             return None  # compacted since the last reply call: the prompt changed under its cache entries
-        kit = self.kit
-        tokens_after = tokens_after_in(snapshot.rows, kit.calibration)
-        prompt = session.context_tokens(kit.scale)
+        tokens_after = tokens_after_in(snapshot.rows, self.calibration)
+        prompt = session.context_tokens(self.calibration.apply)
         if self.compacts_first(snapshot, state, now):
             # what arrived since the reply (a group's chatter) put the session at a compaction threshold:
             # the next turn compacts before its first call, so no request reads this prompt again; let it
@@ -134,15 +139,15 @@ class CacheKeeper:
             now=now,
             prefix_tokens=lambda message_id: max(prompt - tokens_after(message_id), 0),
             kind="private" if kind == ChatKind.PRIVATE else "group",
-            min_cacheable=kit.model.min_cacheable_tokens,
-            prices=kit.model.cache,
+            min_cacheable=self.model.min_cacheable_tokens,
+            prices=self.model.cache,
         )
 
     async def _send(
         self, snapshot: TurnSnapshot, state: CacheState, decision: Refresh, now: datetime
     ) -> Refreshed | None:
         session = snapshot.session
-        window = window_entries(snapshot.rows, system_notes=self.kit.system_notes)
+        window = window_entries(snapshot.rows, system_notes=self.model.mid_conversation_system)
         ends = [i for i, e in enumerate(window) if newest_id(e.ref) == decision.prefix.message_id]
         if not ends:
             logger.warning(
@@ -183,7 +188,7 @@ class CacheKeeper:
         now: datetime,
         model: str | None,
     ) -> Refreshed:
-        model_info = self.kit.model
+        model_info = self.model
         ttl = decision.prefix.ttl
         read = usage.cache_read_input_tokens > 0
         health = state.health_for(str(session.chat_pk))

@@ -22,7 +22,7 @@ from agent.loop import Conversation, Entry, LoopConfig, RefLabel
 from agent.models import CacheTTL, ModelInfo
 from agent.pins import system_prompt
 from agent.streaming import StreamSink
-from agent.tokens import CalibratedCounter, Calibration, estimate_tools
+from agent.tokens import CalibratedCounter, estimate_tools
 from agent.tools.registry import ToolRegistry
 from agent.types import Message
 from gateway.store import SessionRecord
@@ -67,33 +67,6 @@ class SessionKit:
         self.make_tools = tools
         self.clock = clock
 
-    @property
-    def model(self) -> ModelInfo:
-        return self.settings.model
-
-    @property
-    def loop(self) -> LoopConfig:
-        return self.settings.loop
-
-    @property
-    def system_notes(self) -> bool:
-        """Whether the gateway's notes to the model (pin changes) go as mid-conversation system
-        messages, leaving the system prompt and everything before them as they were."""
-        return self.settings.model.mid_conversation_system
-
-    @property
-    def calibration(self) -> Calibration:
-        """The model's tokenizer calibration (learned from every reply call)."""
-        return self.settings.loop.calibration
-
-    @property
-    def scale(self) -> Callable[[int], int]:
-        """Scales a local token estimate to the API's count."""
-        return self.calibration.apply
-
-    def scaled(self, tokens: int) -> int:
-        return self.calibration.apply(tokens)
-
     def system(self, *, compacted: bool, pins: Sequence[str]) -> str:
         """The system prompt: the one place it is assembled."""
         return system_prompt(self.settings.base_prompt, compacted=compacted, pins=pins)
@@ -101,7 +74,7 @@ class SessionKit:
     def system_for(self, session: SessionRecord, pins: Sequence[str]) -> str:
         """The system prompt a request of `session` sends: with the chat's pins, or, where changes are
         told in notes, the pins it carried when its prefix was last rewritten."""
-        if self.system_notes and session.prompt_pins is not None:
+        if self.settings.model.mid_conversation_system and session.prompt_pins is not None:
             pins = session.prompt_pins.system
         return self.system(compacted=session.compaction_count > 0, pins=pins)
 
@@ -179,4 +152,4 @@ class SessionKit:
         )
 
     def _counter(self) -> CalibratedCounter:
-        return CalibratedCounter(self.calibration)
+        return CalibratedCounter(self.settings.loop.calibration)

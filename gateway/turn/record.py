@@ -20,7 +20,8 @@ from agent.caching.waste import CacheCall, between
 from agent.compaction.engine import ContextEngine
 from agent.llm import LLMResponse
 from agent.loop import Compacted, Entry, TurnResult
-from agent.models import TTL_SECONDS, CacheTTL, cost_usd
+from agent.models import TTL_SECONDS, CacheTTL, ModelInfo, cost_usd
+from agent.tokens import Calibration
 from agent.types import Message, text_of
 from gateway.compaction.compactor import CompactionReport, Compactor
 from gateway.compaction.request_window import build_window, rows_through
@@ -54,7 +55,8 @@ def newest_id(ref: Ref | None) -> int | None:
 
 
 class TurnRecorder:
-    """`agent.loop.TurnHooks` for one turn of one session."""
+    """`agent.loop.TurnHooks` for one turn of one session. The kit stores what the model wrote with
+    its estimates and gives the system prompt after a compaction; the model prices the calls."""
 
     def __init__(
         self,
@@ -66,6 +68,8 @@ class TurnRecorder:
         session: SessionRecord,
         engine: ContextEngine,
         kit: SessionKit,
+        model: ModelInfo,
+        calibration: Calibration,
         pins: Sequence[str],
         cache: CacheState,
         after_id: int | None,
@@ -77,10 +81,10 @@ class TurnRecorder:
         self.session = session
         self.engine = engine
         self.kit = kit
-        self.model = model = kit.model
+        self.model = model
         self.pins = tuple(pins)
         self.cache = cache
-        self.calibration = kit.calibration
+        self.calibration = calibration
         self.health: CacheHealth = cache.health_for(f"chat {session.chat_pk}")
         self.after_id = after_id
         """The newest message of the turn so far: its new messages are stored right after it."""
@@ -129,7 +133,7 @@ class TurnRecorder:
             logger.info("in-loop compaction changed nothing (%s): %s", why, report.reason)
             return None
         rows = rows_through(await self.store.load_window(self.session.id), self.after_id)
-        window = window_entries(rows, system_notes=self.kit.system_notes)
+        window = window_entries(rows, system_notes=self.model.mid_conversation_system)
         return Compacted(window, system=self.kit.system(compacted=True, pins=self.pins))
 
     async def usage(

@@ -63,6 +63,7 @@ class TurnRunner:
         llm: LLMClient,
         settings: TurnSettings,
         kit: SessionKit,
+        calibration: Calibration,
         compactor: Compactor,
         outbox: Outbox,
         typing: Callable[[ChatRef], AbstractAsyncContextManager[None]] | None = None,
@@ -76,6 +77,8 @@ class TurnRunner:
         self.llm = llm
         self.settings = settings
         self.kit = kit
+        self.calibration = calibration
+        """The model's tokenizer calibration: the thresholds and the cache plan count with it."""
         self.compactor = compactor
         self.outbox = outbox
         self.typing = typing or (lambda _chat: contextlib.nullcontext())
@@ -108,7 +111,7 @@ class TurnRunner:
         session = snapshot.session
         engine = self.kit.engine(session, snapshot.pins)
         cache = CacheState.from_json(session.cache_state)
-        adopt_calibration(self.kit.calibration, cache)
+        adopt_calibration(self.calibration, cache)
         notices: list[str] = []
         report = await self._compact_before(session, engine, cache)
         if report is not None:
@@ -123,7 +126,7 @@ class TurnRunner:
         rows = snapshot.rows
         if self.media_aging is not None:  # old images stop travelling when it pays (agent.media_aging)
             rows = await self.media_aging.apply(session, rows, cache_cold=cache.expired(self.clock()))
-        window = window_entries(rows, system_notes=self.kit.system_notes)
+        window = window_entries(rows, system_notes=self.settings.model.mid_conversation_system)
         recorder = TurnRecorder(
             store=self.store,
             compactor=self.compactor,
@@ -132,6 +135,8 @@ class TurnRunner:
             session=session,
             engine=engine,
             kit=self.kit,
+            model=self.settings.model,
+            calibration=self.calibration,
             pins=snapshot.pins,
             cache=cache,
             after_id=snapshot.rows[-1].id if snapshot.rows else None,
@@ -181,7 +186,7 @@ class TurnRunner:
         """Where the model takes mid-conversation system messages, a pin change is told in a note after
         the newest message instead of rewriting the system prompt (which would void the cached prefix
         and every thinking block): the prompt keeps the pins it had when its prefix was last rewritten."""
-        if not self.kit.system_notes:
+        if not self.settings.model.mid_conversation_system:
             return snapshot
         session, pins = snapshot.session, tuple(snapshot.pins)
         told = session.prompt_pins
@@ -213,7 +218,7 @@ class TurnRunner:
         or a cache-aware compaction before the turn, or the context engine's threshold in the loop), so
         that request would not send the prompt the session's cache entries hold."""
         session = snapshot.session
-        scale = self.kit.scale
+        scale = self.calibration.apply
         if self.settings.policy.before_turn(session, cache, now=now, calibrate=scale).fire:
             return True
         return self.kit.engine(session, snapshot.pins).should_compress(session.context_tokens(scale))
@@ -223,7 +228,7 @@ class TurnRunner:
     ) -> CompactionReport | None:
         """Hygiene or cache-aware compaction of the stored session before the turn's first request."""
         decision = self.settings.policy.before_turn(
-            session, cache, now=self.clock(), calibrate=self.kit.scale
+            session, cache, now=self.clock(), calibrate=self.calibration.apply
         )
         if decision.trigger is None:
             logger.debug("no compaction before the turn of session %s: %s", session.id, decision.reason)
@@ -239,8 +244,8 @@ class TurnRunner:
         arrived before this turn stands for what the next one will add. True when it compacted."""
         session = snapshot.session
         engine = self.kit.engine(session, snapshot.pins)
-        scale = self.kit.scale
-        next_tokens = self.kit.scaled(arrived)
+        scale = self.calibration.apply
+        next_tokens = scale(arrived)
         decision = self.settings.policy.after_reply(
             session, compresses=engine.should_compress, next_message_tokens=next_tokens, calibrate=scale
         )
@@ -268,7 +273,7 @@ class TurnRunner:
         plan = self._plan(chat, session, cache, window, snapshot.rows)
         recorder.plan = plan
         # the size the compressor judges the first call on: last reported prompt + what came since
-        engine.expect_prompt(session.context_tokens(self.kit.scale))
+        engine.expect_prompt(session.context_tokens(self.calibration.apply))
         conversation = self.kit.conversation(
             session,
             snapshot.pins,
@@ -301,7 +306,7 @@ class TurnRunner:
         rows: Sequence[StoredMessage],
     ) -> TurnCachePlan:
         """The turn's cache plan from the session's stored cache state and its window."""
-        tokens_after = tokens_after_in(rows, self.kit.calibration)
+        tokens_after = tokens_after_in(rows, self.calibration)
         since = session.last_call_message_id
         return plan_turn(
             self.settings.cache_mode,
