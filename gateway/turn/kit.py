@@ -25,7 +25,7 @@ from agent.streaming import StreamSink
 from agent.tokens import CalibratedCounter, estimate_tools
 from agent.tools.registry import ToolRegistry
 from agent.types import Message
-from gateway.store import SessionRecord
+from gateway.store import SessionRecord, TurnSnapshot
 
 R = TypeVar("R")
 
@@ -126,9 +126,8 @@ class SessionKit:
 
     def conversation(
         self,
-        session: SessionRecord,
-        pins: Sequence[str],
-        window: list[Entry[R]],
+        snapshot: TurnSnapshot,
+        window: Sequence[Entry[R]],
         *,
         llm: LLMClient,
         engine: ContextEngine,
@@ -138,11 +137,12 @@ class SessionKit:
         compacted_before: bool = False,
     ) -> Conversation[R]:
         """What every request of a turn (or a cache refresh) over `window` is built from."""
+        session = snapshot.session
         return Conversation(
             llm=llm,
             engine=engine,
-            window=window,
-            system=self.system_for(session, pins),
+            window=list(window),
+            system=self.system_for(session, snapshot.pins),
             tools=self.tools(session.chat_pk),
             config=self.settings.loop,
             ref_label=ref_label,
