@@ -122,6 +122,8 @@ class Gateway:
             locks=self.locks,
             llm=self.llm,
             kit=self.kit,
+            model=self.model,
+            calibration=self.calibration,
             compacts_first=self.turns.compacts_first,
             presence=self.media_presence,
             metrics=self.metrics,
@@ -163,6 +165,7 @@ class Gateway:
                 cache_mode=settings.prompt_caching.cache_ttl if settings.prompt_caching.enabled else None,
             ),
             kit=self.kit,
+            calibration=self.calibration,
             compactor=self.compactor,
             outbox=self.outbox,
             platforms=self.platforms,
@@ -179,6 +182,7 @@ class Gateway:
             model=self.model,
             compressor_threshold=settings.compression.threshold,
             hygiene_threshold=settings.compression.hygiene_threshold,
+            calibration=self.calibration,
             kit=self.kit,
             compactor=self.compactor,
             protect_last_n=settings.compression.protect_last_n,
@@ -187,7 +191,7 @@ class Gateway:
         pins = PinHandlers(
             store=self.store,
             limits=PinLimits(settings.pins.max_count, settings.pins.max_tokens),
-            count_tokens=lambda text: self.kit.scaled(estimate_text(text)),
+            count_tokens=lambda text: self.calibration.apply(estimate_text(text)),
         )
         self.media = MediaIntake(
             self.media_store,
