@@ -84,20 +84,16 @@ class TurnHooks(Protocol[R]):
 
 @dataclass(frozen=True, slots=True)
 class LoopConfig:
+    """The loop's settings, the same for every turn (what one turn brings is in its `Conversation`)."""
+
     model: ModelInfo
+    calibration: Calibration
+    """The model's tokenizer calibration: learns from every reply call, scales the loop's estimates."""
     max_tokens: int = 4096
     max_iterations: int = 8
     tool_output_max_chars: int = 20_000
     oversize_fraction: float = 0.25
     """A message estimated above this share of the context window is shown as head + tail."""
-    calibration: Calibration | None = None
-    """The model's tokenizer calibration: learns from every reply call, scales the loop's estimates."""
-    cache_plan: TurnCachePlan = field(default_factory=lambda: TurnCachePlan(rolling="5m"))
-    stream: StreamSink | None = None
-    """Where the reply's text goes while it is written (None: nothing is shown before the end)."""
-    compacted_before: bool = False
-    """The turn's session was compacted right before it (hygiene, cache-aware): one compaction per turn,
-    so the threshold is not checked again before the first call (the fit check still is)."""
     effort: Effort | None = None
     """`output_config.effort` on the models that take it (None: the API's default)."""
 
@@ -156,7 +152,8 @@ def _identity(ref: object | None) -> object | None:
 @dataclass(frozen=True, slots=True)
 class Conversation(Generic[R]):
     """What every request of a turn (or a cache refresh) is built from: the one definition of the
-    loop's shared arguments."""
+    loop's shared arguments, the settings (`config`) and what this one turn brings (its window, cache
+    plan, stream)."""
 
     llm: LLMClient
     engine: ContextEngine
@@ -168,6 +165,13 @@ class Conversation(Generic[R]):
     config: LoopConfig
     ref_label: RefLabel = _identity
     """Turns a ref into the message id the model may pass to `recall` in truncation markers."""
+    cache_plan: TurnCachePlan = field(default_factory=lambda: TurnCachePlan(rolling="5m"))
+    """How this turn (or refresh) marks its calls for the prompt cache."""
+    stream: StreamSink | None = None
+    """Where the reply's text goes while it is written (None: nothing is shown before the end)."""
+    compacted_before: bool = False
+    """The turn's session was compacted right before it (hygiene, cache-aware): one compaction per turn,
+    so the threshold is not checked again before the first call (the fit check still is)."""
 
 
 class _Turn(Generic[R]):
@@ -179,14 +183,17 @@ class _Turn(Generic[R]):
         self.window = list(conversation.window)
         self.system = conversation.system
         self.tools = conversation.tools
-        self.config = config = conversation.config
+        self.config = conversation.config
         self.hooks = hooks
         self.ref_label = conversation.ref_label
+        self.stream = conversation.stream
+        self.compacted_before = conversation.compacted_before
+        self.plan = plan = conversation.cache_plan
         self.engine_tools = {str(s["name"]) for s in engine.tool_schemas()}
         self.last_raw_estimate = 0
         self.calls = 0
-        self.cursor = CacheCursor(config.cache_plan)
-        self.previous_message_id = config.cache_plan.previous_message_id
+        self.cursor = CacheCursor(plan)
+        self.previous_message_id = plan.previous_message_id
         """The last response's id, for the API's cache diagnostics."""
 
     # --- what the model is shown -----------------------------------------------------------------
@@ -204,8 +211,7 @@ class _Turn(Generic[R]):
             + sum(estimate_message(m) for m in cached.messages)
         )
         self.last_raw_estimate = raw
-        calibration = self.config.calibration
-        estimate = calibration.apply(raw) if calibration is not None else raw
+        estimate = self.config.calibration.apply(raw)
         managed = self.engine.request_options()
         options = thinking_options(self.config.model, self.config.effort)
         request = LLMRequest(
@@ -215,7 +221,7 @@ class _Turn(Generic[R]):
             tools=cached.tools or [],
             max_tokens=self.output_budget(estimate),
             automatic_cache=None if cached.automatic is None else cache_marker(cached.automatic),
-            diagnose=self.config.cache_plan.diagnose,
+            diagnose=self.plan.diagnose,
             previous_message_id=self.previous_message_id,
             context_management=managed[0] if managed is not None else None,
             betas=(*(managed[1] if managed is not None else ()), *options.betas),
@@ -264,7 +270,7 @@ class _Turn(Generic[R]):
         # the caller's measure (the last reported size plus what was stored since, `expect_prompt`)
         # or this request's calibrated estimate, whichever is larger
         size = max(estimate, self.engine.state.last_prompt_tokens or 0)
-        if self.calls == 0 and not self.config.compacted_before and self.engine.should_compress(size):
+        if self.calls == 0 and not self.compacted_before and self.engine.should_compress(size):
             why = f"prompt ~{size} tokens reached the compressor threshold before the first call"
             if await self.compact(force=False, why=why, size=size):
                 request, estimate, ttl = self.build()
@@ -282,7 +288,7 @@ class _Turn(Generic[R]):
                     request.max_tokens,
                 )
         last_ref = self.window[-1].ref if self.window else None
-        stream = self.config.stream
+        stream = self.stream
         on_text = stream.text if stream is not None else None
         on_progress = stream.progress if stream is not None else None
         try:
@@ -316,10 +322,9 @@ class _Turn(Generic[R]):
         self.cursor.called(len(request.messages), cached=touched > 0)
         self.previous_message_id = response.message_id or self.previous_message_id
         self.calls += 1
-        if self.config.calibration is not None:
-            # a server-side compaction's own iteration saw the prompt as sent; the reply's saw the summary
-            reported = response.compaction_usage or response.usage
-            self.config.calibration.observe(estimated=self.last_raw_estimate, reported=reported)
+        # a server-side compaction's own iteration saw the prompt as sent; the reply's saw the summary
+        reported = response.compaction_usage or response.usage
+        self.config.calibration.observe(estimated=self.last_raw_estimate, reported=reported)
         self.engine.update_from_usage(response.usage)
         await self.hooks.usage(response, purpose="reply", last_ref=last_ref, ttl=ttl)
 
@@ -404,8 +409,8 @@ async def run_turn(conversation: Conversation[R], *, hooks: TurnHooks[R]) -> Tur
             if compacted_by_api:
                 await turn.adopt_server_compaction()
             break
-        if config.stream is not None:
-            await config.stream.working([str(u.get("name", "")) for u in uses])
+        if conversation.stream is not None:
+            await conversation.stream.working([str(u.get("name", "")) for u in uses])
         await turn.append(await turn.run_tools(uses))
         if compacted_by_api:
             await turn.adopt_server_compaction()
@@ -444,11 +449,12 @@ class _NoHooks:
 
 async def refresh_cache(conversation: Conversation[R]) -> LLMResponse:
     """Resend `window` exactly as a turn's call shows it, with `max_tokens: 0`: the API reads the cached
-    prefix that the config's `cache_plan` marks (its life restarts) and generates nothing. The window must end
-    where that prefix ends. The engine's context management goes with it as with the turn's calls: a
-    server-side compaction block is sent as the API wrote it only in such a request (elsewhere as text,
-    a prompt the cache has not seen). It cannot compact here: the prefix is part of a request that did
-    not reach the trigger (a call that was compacted leaves no cache entry of its prompt behind)."""
+    prefix that the conversation's `cache_plan` marks (its life restarts) and generates nothing. The
+    window must end where that prefix ends. The engine's context management goes with it as with the
+    turn's calls: a server-side compaction block is sent as the API wrote it only in such a request
+    (elsewhere as text, a prompt the cache has not seen). It cannot compact here: the prefix is part of
+    a request that did not reach the trigger (a call that was compacted leaves no cache entry of its
+    prompt behind)."""
     turn = _Turn(conversation, _NoHooks())
     request, _, _ = turn.build()
     return await conversation.llm.create(dataclasses.replace(request, max_tokens=0))

@@ -1,6 +1,6 @@
 """Wires the gateway: settings -> store, LLM client, context engine, tools, pipeline, adapters.
 
-`Gateway` builds the parts, routes sends, reactions and typing to the chat's adapter, starts them in
+`Gateway` builds the parts, hands them the one way out to the platforms (`Platforms`), starts them in
 order (after a restart: the spool, open reply parts, unanswered messages) and stops them within the
 shutdown budget. The process around it (signals, opening the store and the clients) is `serve`'s.
 """
@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import gc
 import logging
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 
 from agent.llm import LLMClient
@@ -31,7 +31,6 @@ from gateway.commands.pinning import PinHandlers
 from gateway.compaction.compactor import Compactor
 from gateway.config import Settings
 from gateway.embeddings.setup import Embeddings, embeddings_from
-from gateway.errors import SendError
 from gateway.intake import recovery
 from gateway.intake.admission import Admission, RateLimiter
 from gateway.intake.auth import Authorizer
@@ -47,8 +46,9 @@ from gateway.media.prepare import MB, MediaLimits
 from gateway.media.presence import MediaPresence
 from gateway.media.wire import MediaCache, MediaRenderingClient
 from gateway.metrics import Metrics, MetricsServer
-from gateway.platforms.base import ChatRef, IncomingMessage, OutgoingMessage, PlatformAdapter, SentMessage
+from gateway.platforms.base import IncomingMessage, PlatformAdapter
 from gateway.platforms.catalog import status_lines
+from gateway.platforms.router import Platforms
 from gateway.reply.outbox import Outbox
 from gateway.store import ChatLocks, PinLimits, Store
 from gateway.store.jobs.runs import JobRunLog
@@ -84,7 +84,7 @@ class Gateway:
         self.clock = clock
         """The one wall clock of the gateway's parts; each is given `now`, which reads it, so a test or a
         replay that sets it moves every part's time."""
-        self.adapters = {a.name: a for a in adapters}
+        self.platforms = Platforms(adapters)
         self.store = store
         self.media_store = MediaStore(store.engine, clock=self.now)
         self.media_presence = MediaPresence()
@@ -110,8 +110,7 @@ class Gateway:
         self.compactor = Compactor(store=store, loop=self.loop_config, metrics=self.metrics)
         self.outbox = Outbox(
             store=store,
-            send=self.send,
-            adapters=self.adapters,
+            platforms=self.platforms,
             metrics=self.metrics,
             streaming=settings.streaming.enabled,
             interval_s=settings.streaming.interval_s,
@@ -123,11 +122,13 @@ class Gateway:
             locks=self.locks,
             llm=self.llm,
             kit=self.kit,
+            model=self.model,
+            calibration=self.calibration,
             compacts_first=self.turns.compacts_first,
             presence=self.media_presence,
             metrics=self.metrics,
         )
-        self.tasks = ChatTasks(turns=self.turns, send=self.send)
+        self.tasks = ChatTasks(turns=self.turns, platforms=self.platforms)
         self.pipeline = self._pipeline()
         self._spool_task: asyncio.Task[None] | None = None
 
@@ -164,9 +165,10 @@ class Gateway:
                 cache_mode=settings.prompt_caching.cache_ttl if settings.prompt_caching.enabled else None,
             ),
             kit=self.kit,
+            calibration=self.calibration,
             compactor=self.compactor,
             outbox=self.outbox,
-            typing=self.typing,
+            platforms=self.platforms,
             clock=self.now,
             metrics=self.metrics,
             media_aging=MediaAging(self.media_store, self.media_presence),
@@ -180,6 +182,7 @@ class Gateway:
             model=self.model,
             compressor_threshold=settings.compression.threshold,
             hygiene_threshold=settings.compression.hygiene_threshold,
+            calibration=self.calibration,
             kit=self.kit,
             compactor=self.compactor,
             protect_last_n=settings.compression.protect_last_n,
@@ -188,7 +191,7 @@ class Gateway:
         pins = PinHandlers(
             store=self.store,
             limits=PinLimits(settings.pins.max_count, settings.pins.max_tokens),
-            count_tokens=lambda text: self.kit.scaled(estimate_text(text)),
+            count_tokens=lambda text: self.calibration.apply(estimate_text(text)),
         )
         self.media = MediaIntake(
             self.media_store,
@@ -208,7 +211,7 @@ class Gateway:
             store=self.store,
             auth=Authorizer(authorization_policy(settings)),
             tasks=self.tasks,
-            send=self.send,
+            platforms=self.platforms,
             command_handlers=admin.handlers() | pins.handlers(),
             admission=Admission(
                 store=self.store,
@@ -219,7 +222,6 @@ class Gateway:
             spool=self.spool,
             media=self.media,
             voice=voice,
-            react=self.react,
             ack_reaction=settings.reply.ack_reaction,
             reply_quote_chars=settings.reply.quote_max_chars,
             count_tokens=self.kit.stored_tokens,
@@ -230,31 +232,6 @@ class Gateway:
         if self.embeddings is not None:
             self.embeddings.worker.notify()
 
-    # -- I/O -----------------------------------------------------------------------------------------
-
-    async def send(self, message: OutgoingMessage) -> SentMessage:
-        """Send through the chat's adapter; raises `SendError` (the caller decides what a failure means)."""
-        adapter = self.adapters.get(message.chat.platform)
-        if adapter is None:
-            raise SendError(f"no adapter for platform {message.chat.platform} (chat {message.chat.chat_id})")
-        return await adapter.send(message)
-
-    async def react(self, chat: ChatRef, platform_message_id: str, emoji: str) -> None:
-        """Put a reaction on a received message through the chat's adapter; raises `SendError`."""
-        adapter = self.adapters.get(chat.platform)
-        if adapter is None:
-            raise SendError(f"no adapter for platform {chat.platform} (chat {chat.chat_id})")
-        await adapter.react(chat, platform_message_id, emoji)
-
-    @contextlib.asynccontextmanager
-    async def typing(self, chat: ChatRef) -> AsyncIterator[None]:
-        adapter = self.adapters.get(chat.platform)
-        if adapter is None:
-            yield
-            return
-        async with adapter.typing(chat):
-            yield
-
     # -- lifecycle -----------------------------------------------------------------------------------
 
     async def start(self) -> None:
@@ -263,7 +240,7 @@ class Gateway:
         logger.info("%s", model_status_line(self.settings, self.model))
         await self._start_metrics_server()
         specs = list(commands.COMMANDS)
-        for adapter in self.adapters.values():
+        for adapter in self.platforms:
             await adapter.start(self._on_update, specs)
             logger.info("%s: connected", adapter.name)
         if self.spool.depth:
@@ -328,8 +305,7 @@ class Gateway:
         """Answer turns a crash left unanswered; tell users when they are too old to answer now."""
         await recovery.recover_unanswered(
             store=self.store,
-            platforms=self.adapters,
-            send=self.send,
+            platforms=self.platforms,
             schedule=self.tasks.schedule,
             max_age=timedelta(seconds=self.settings.limits.unanswered_max_age_s),
             clock=self.now,
@@ -358,10 +334,9 @@ class Gateway:
                 "%d turn(s) did not finish before shutdown; their messages are answered after the restart",
                 unfinished,
             )
-        results = await asyncio.gather(
-            *(adapter.stop() for adapter in self.adapters.values()), return_exceptions=True
-        )
-        for adapter, result in zip(self.adapters.values(), results, strict=True):
+        adapters = list(self.platforms)
+        results = await asyncio.gather(*(adapter.stop() for adapter in adapters), return_exceptions=True)
+        for adapter, result in zip(adapters, results, strict=True):
             if isinstance(result, BaseException):
                 logger.error("error while stopping %s: %r", adapter.name, result)
         await self.outbox.stop()

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from agent.models import ModelInfo
-from agent.tokens import estimate_system
+from agent.tokens import Calibration, estimate_system
 from gateway.commands import menu as commands
 from gateway.commands.context_breakdown import breakdown, format_breakdown
 from gateway.commands.menu import CommandContext, Handler
@@ -52,7 +52,10 @@ class AdminHandlers:
     model: ModelInfo
     compressor_threshold: float
     hygiene_threshold: float
+    calibration: Calibration
+    """What `/stats` counts the context with, as the thresholds do."""
     kit: SessionKit
+    """What a chat's engine, system prompt and tools are (`/compact`, what fills the window)."""
     compactor: Compactor
     protect_last_n: int
     clock: Callable[[], datetime]
@@ -108,11 +111,12 @@ class AdminHandlers:
 
     def _context_size(self, session: SessionRecord) -> ContextSize:
         """The chat's context as the thresholds count it (calibrated as they calibrate it)."""
+        scale = self.calibration.apply
         return ContextSize(
-            tokens=session.context_tokens(self.kit.scale),
+            tokens=session.context_tokens(scale),
             window=self.model.context_window,
             reported=session.last_prompt_tokens,
-            since=self.kit.scaled(session.tokens_since_call),
+            since=scale(session.tokens_since_call),
         )
 
     async def _window_lines(self, session: SessionRecord, chat_pk: int) -> list[Line]:

@@ -25,17 +25,14 @@ from gateway.intake.spool import Spool
 from gateway.intake.voice import VoiceNotes
 from gateway.media.intake import Intake, MediaIntake
 from gateway.media.notes import Problem, problem_reply
-from gateway.platforms.base import ChatKind, ChatRef, IncomingMessage, OutgoingMessage
+from gateway.platforms.base import ChatKind, IncomingMessage, OutgoingMessage
+from gateway.platforms.router import Platforms
 from gateway.reply.wording import not_allowed
 from gateway.store import NewMessage, Store
 from gateway.store.records import ChatRecord
 from gateway.turn.tasks import ChatTasks
 
 logger = logging.getLogger(__name__)
-
-SendFn = Callable[[OutgoingMessage], Awaitable[object]]
-ReactFn = Callable[[ChatRef, str, str], Awaitable[None]]
-"""(chat, platform message id, emoji): put a reaction on a received message; raises SendError."""
 
 
 def request_context(msg: IncomingMessage) -> dict[str, str]:
@@ -62,13 +59,12 @@ class Pipeline:
         store: Store,
         auth: Authorizer,
         tasks: ChatTasks,
-        send: SendFn,
+        platforms: Platforms,
         command_handlers: dict[str, CommandHandler],
         admission: Admission,
         spool: Spool | None = None,
         media: MediaIntake | None = None,
         voice: VoiceNotes | None = None,
-        react: ReactFn | None = None,
         ack_reaction: str | None = None,
         reply_quote_chars: int = DEFAULT_QUOTE_CHARS,
         count_tokens: Callable[[Message], int],
@@ -78,13 +74,12 @@ class Pipeline:
         """A message's stored estimate: what it costs in the prompt as sent (`SessionKit.stored_tokens`)."""
         self.auth = auth
         self.tasks = tasks
-        self.send = send
+        self.platforms = platforms
         self.commands = CommandDispatch(store=store, auth=auth, handlers=command_handlers, reply=self._reply)
         self.admission = admission
         self.spool = spool
         self.media = media
         self.voice = voice
-        self.react = react
         self.ack_reaction = ack_reaction
         self.reply_quote_chars = reply_quote_chars
         self._acks: set[asyncio.Task[None]] = set()
@@ -257,16 +252,15 @@ class Pipeline:
 
     def _acknowledge(self, msg: IncomingMessage) -> None:
         """React to a message the bot is going to answer (`reply.ack_reaction`), in the background."""
-        if self.react is None or self.ack_reaction is None:
+        if self.ack_reaction is None:
             return
         task = asyncio.create_task(self._react(msg, self.ack_reaction), name="ack-reaction")
         self._acks.add(task)
         task.add_done_callback(self._acks.discard)
 
     async def _react(self, msg: IncomingMessage, emoji: str) -> None:
-        assert self.react is not None
         try:
-            await self.react(msg.chat, msg.platform_message_id, emoji)
+            await self.platforms.react(msg.chat, msg.platform_message_id, emoji)
         except SendError as exc:
             logger.warning(
                 "could not react to %s in %s:%s: %s",
@@ -320,6 +314,6 @@ class Pipeline:
             reply_handle=msg.reply_handle,
         )
         try:
-            await self.send(out)
+            await self.platforms.send(out)
         except SendError as exc:
             logger.error("could not send reply to %s:%s: %s", msg.chat.platform, msg.chat.chat_id, exc)

@@ -8,11 +8,12 @@ sender is told once, in reply to the latest of them, that the question should be
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Container
+from collections.abc import Callable
 from datetime import datetime, timedelta
 
 from gateway.errors import SendError
-from gateway.platforms.base import ChatKind, ChatRef, OutgoingMessage, SentMessage
+from gateway.platforms.base import ChatKind, ChatRef, OutgoingMessage
+from gateway.platforms.router import Platforms
 from gateway.store import Store, StoredMessage
 
 logger = logging.getLogger(__name__)
@@ -26,16 +27,15 @@ APOLOGY = (
 async def recover_unanswered(
     *,
     store: Store,
-    platforms: Container[str],
-    send: Callable[[OutgoingMessage], Awaitable[SentMessage]],
+    platforms: Platforms,
     schedule: Callable[[ChatRef, int], None],
     max_age: timedelta,
     clock: Callable[[], datetime],
 ) -> None:
     """Answer turns a crash left unanswered; tell users when they are too old to answer now.
 
-    Only chats of a platform in `platforms` (one that is running) are looked at; `schedule` starts
-    the chat's turn, `send` delivers the apology (a failure is logged); ages are taken at `clock()`.
+    Only chats of a platform running in `platforms` are looked at; `schedule` starts the chat's turn,
+    the apology goes out through `platforms` (a failure is logged); ages are taken at `clock()`.
     """
     pending = await store.unanswered()
     by_chat: dict[int, list[StoredMessage]] = {}
@@ -44,7 +44,7 @@ async def recover_unanswered(
     now = clock()
     for chat_pk, rows in by_chat.items():
         chat = await store.get_chat(chat_pk)
-        if chat is None or chat.platform not in platforms:
+        if chat is None or not platforms.has(chat.platform):
             continue
         ref = ChatRef(
             platform=chat.platform,
@@ -60,7 +60,7 @@ async def recover_unanswered(
                 chat=ref, text=APOLOGY, reply_to_message_id=stale[-1].platform_message_id
             )
             try:
-                await send(apology)
+                await platforms.send(apology)
             except SendError as exc:
                 logger.error("apology to %s:%s not delivered: %s", chat.platform, chat.chat_id, exc)
         if len(stale) < len(rows):

@@ -11,7 +11,8 @@ generates nothing. The call is accounted like every other (`llm_calls.purpose = 
 session's cache state. A refresh that read nothing (the prompt no longer matched) is logged, counted,
 and that entry is not refreshed again. A session that what arrived since its reply (a group's chatter)
 put at a compaction threshold is not refreshed: its next turn compacts before sending that prompt again
-(`TurnRunner.compacts_first`). The refresh is built by the session kit, as a turn's request is.
+(`TurnRunner.compacts_first`). The refresh is built by the session kit, as a turn's request is, over
+one engine built for the session row it read.
 """
 
 from __future__ import annotations
@@ -23,18 +24,19 @@ from datetime import datetime, timedelta
 
 from agent.caching.keepalive import Refresh, next_look, plan_refresh
 from agent.caching.plan import CacheState, TurnCachePlan
+from agent.compaction.engine import ContextEngine
 from agent.errors import LLMError
 from agent.llm import LLMClient
 from agent.loop import refresh_cache
-from agent.models import TTL_SECONDS, cost_usd
+from agent.models import TTL_SECONDS, ModelInfo, cost_usd
+from agent.tokens import Calibration
 from agent.usage import Usage
 from gateway.media.presence import MediaPresence
 from gateway.metrics import Metrics
 from gateway.platforms.base import ChatKind
 from gateway.store import CallRecord, ChatLocks, SessionRecord, Store, TurnSnapshot
 from gateway.turn.kit import SessionKit
-from gateway.turn.record import newest_id, window_entries
-from gateway.turn.runner import tokens_after_in
+from gateway.turn.turn import newest_id, tokens_after_in, window_entries
 
 logger = logging.getLogger(__name__)
 
@@ -54,12 +56,13 @@ class Refreshed:
     cost_usd: float
 
 
-CompactsFirst = Callable[[TurnSnapshot, CacheState, datetime], bool]
+CompactsFirst = Callable[[SessionRecord, ContextEngine, CacheState, datetime], bool]
 """Whether the session's next turn compacts before its first request (`TurnRunner.compacts_first`)."""
 
 
 class CacheKeeper:
-    """Sends the refreshes that pay; `run` is the job body."""
+    """Sends the refreshes that pay; `run` is the job body. The kit builds a refresh as it builds a
+    turn's request; the model prices it and the calibration sizes the prefixes, as a turn's do."""
 
     def __init__(
         self,
@@ -68,6 +71,8 @@ class CacheKeeper:
         locks: ChatLocks,
         llm: LLMClient,
         kit: SessionKit,
+        model: ModelInfo,
+        calibration: Calibration,
         compacts_first: CompactsFirst,
         presence: MediaPresence,
         metrics: Metrics | None = None,
@@ -79,6 +84,8 @@ class CacheKeeper:
         self.locks = locks
         self.llm = llm
         self.kit = kit
+        self.model = model
+        self.calibration = calibration
         self.compacts_first = compacts_first
         self.metrics = metrics
 
@@ -100,9 +107,10 @@ class CacheKeeper:
         snapshot = await self.store.turn_snapshot(chat_pk)
         session = snapshot.session
         state = CacheState.from_json(session.cache_state)
-        decision = self._decide(snapshot, state, kind, now)
+        engine = self.kit.engine(session, snapshot.pins)
+        decision = self._decide(snapshot, engine, state, kind, now)
         if decision is not None and decision.due:
-            sent = await self._send(snapshot, state, decision, now)
+            sent = await self._send(snapshot, engine, state, decision, now)
             if sent is not None:
                 return sent  # the refreshed state is saved with its next look
         elif decision is not None:
@@ -116,14 +124,15 @@ class CacheKeeper:
             await self.store.set_cache_look(session.id, look)
         return None
 
-    def _decide(self, snapshot: TurnSnapshot, state: CacheState, kind: str, now: datetime) -> Refresh | None:
+    def _decide(
+        self, snapshot: TurnSnapshot, engine: ContextEngine, state: CacheState, kind: str, now: datetime
+    ) -> Refresh | None:
         session = snapshot.session
         if session.last_prompt_tokens is None:
             return None  # compacted since the last reply call: the prompt changed under its cache entries
-        kit = self.kit
-        tokens_after = tokens_after_in(snapshot.rows, kit.calibration)
-        prompt = session.context_tokens(kit.scale)
-        if self.compacts_first(snapshot, state, now):
+        tokens_after = tokens_after_in(snapshot.rows, self.calibration)
+        prompt = session.context_tokens(self.calibration.apply)
+        if self.compacts_first(session, engine, state, now):
             # what arrived since the reply (a group's chatter) put the session at a compaction threshold:
             # the next turn compacts before its first call, so no request reads this prompt again; let it
             # expire (the idle job may then compact it without a cache to lose)
@@ -134,15 +143,20 @@ class CacheKeeper:
             now=now,
             prefix_tokens=lambda message_id: max(prompt - tokens_after(message_id), 0),
             kind="private" if kind == ChatKind.PRIVATE else "group",
-            min_cacheable=kit.model.min_cacheable_tokens,
-            prices=kit.model.cache,
+            min_cacheable=self.model.min_cacheable_tokens,
+            prices=self.model.cache,
         )
 
     async def _send(
-        self, snapshot: TurnSnapshot, state: CacheState, decision: Refresh, now: datetime
+        self,
+        snapshot: TurnSnapshot,
+        engine: ContextEngine,
+        state: CacheState,
+        decision: Refresh,
+        now: datetime,
     ) -> Refreshed | None:
         session = snapshot.session
-        window = window_entries(snapshot.rows, system_notes=self.kit.system_notes)
+        window = window_entries(snapshot.rows, system_notes=self.model.mid_conversation_system)
         ends = [i for i, e in enumerate(window) if newest_id(e.ref) == decision.prefix.message_id]
         if not ends:
             logger.warning(
@@ -153,11 +167,10 @@ class CacheKeeper:
         self.presence.note_window(session.chat_pk, (r.content for r in snapshot.rows))
         plan = TurnCachePlan(reads=((end, decision.prefix.ttl),))
         conversation = self.kit.conversation(
-            session,
-            snapshot.pins,
+            snapshot,
             window[: end + 1],
             llm=self.llm,
-            engine=self.kit.engine(session, snapshot.pins),
+            engine=engine,
             plan=plan,
             stream=None,
             ref_label=newest_id,
@@ -183,7 +196,7 @@ class CacheKeeper:
         now: datetime,
         model: str | None,
     ) -> Refreshed:
-        model_info = self.kit.model
+        model_info = self.model
         ttl = decision.prefix.ttl
         read = usage.cache_read_input_tokens > 0
         health = state.health_for(str(session.chat_pk))

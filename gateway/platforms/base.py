@@ -171,11 +171,22 @@ class PlatformAdapter(Protocol):
     name: str
     capabilities: Capabilities
 
+    @property
+    def sender(self) -> PlatformSender:
+        """Everything that goes out to the platform."""
+        ...
+
     async def start(self, handler: MessageHandler, commands: list[CommandSpec]) -> None:
         """Connect, register `commands` in the platform's menu, and deliver updates to `handler`."""
         ...
 
     async def stop(self) -> None: ...
+
+
+class PlatformSender(Protocol):
+    """A platform's one way out: its adapter's `sender`, which the gateway reaches only through
+    `gateway.platforms.router.Platforms`. The single call path that waits out the platform's flood
+    control and translates its errors."""
 
     async def send(self, message: OutgoingMessage) -> SentMessage:
         """Format, split to the platform's limits, send; raise `gateway.errors.SendError` when it cannot."""
@@ -226,18 +237,25 @@ class LiveSurface(Protocol):
         ...
 
 
+class EditingSender(PlatformSender, Protocol):
+    """The sender of a platform that streams replies: it also edits the bot's messages."""
+
+    async def edit(self, chat: ChatRef, message_id: str, text: str) -> None:
+        """Replace one of the bot's messages with `text`, formatted as a final reply."""
+        ...
+
+
 @runtime_checkable
-class StreamingAdapter(Protocol):
+class StreamingAdapter(PlatformAdapter, Protocol):
     """The optional adapter abilities behind streamed replies and per-part delivery."""
 
+    @property
+    def sender(self) -> EditingSender: ...
+
     def parts(self, text: str) -> list[str]:
-        """A reply split into the messages it is sent as (the same split `send` would make)."""
+        """A reply split into the messages it is sent as (the same split `sender.send` makes)."""
         ...
 
     def live(self, chat: ChatRef, *, reply_to: str | None) -> LiveSurface | None:
         """A surface to stream a reply into `chat` (None when the chat cannot show one)."""
-        ...
-
-    async def edit(self, chat: ChatRef, message_id: str, text: str) -> None:
-        """Replace one of the bot's messages with `text`, formatted as a final reply."""
         ...

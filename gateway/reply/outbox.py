@@ -12,18 +12,18 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Sequence
 from datetime import timedelta
 
 from gateway.errors import SendError, SendGone, SendRejected, SendRetryLater
 from gateway.metrics import Metrics
-from gateway.platforms.base import ChatKind, ChatRef, OutgoingMessage, SentMessage, StreamingAdapter
+from gateway.platforms.base import ChatKind, ChatRef, OutgoingMessage
+from gateway.platforms.router import Platforms
 from gateway.reply.live_reply import LiveReply
 from gateway.store import DeliveryRecord, DeliveryStore, NewReply
 
 logger = logging.getLogger(__name__)
 
-SendFn = Callable[[OutgoingMessage], Awaitable[SentMessage]]
 RETRY_DELAYS_S = (1.0, 2.0, 4.0, 8.0, 15.0)
 """Waits before the 2nd, 3rd... attempt of a part after a transient failure; then it is given up."""
 STALE_CLAIM = timedelta(seconds=30)
@@ -41,8 +41,7 @@ class Outbox:
         self,
         *,
         store: DeliveryStore,
-        send: SendFn,
-        adapters: Mapping[str, object] | None = None,
+        platforms: Platforms,
         metrics: Metrics | None = None,
         streaming: bool = False,
         interval_s: float = 1.0,
@@ -50,8 +49,7 @@ class Outbox:
         retry_delays: Sequence[float] = RETRY_DELAYS_S,
     ) -> None:
         self.store = store
-        self.send = send
-        self.adapters = adapters or {}
+        self.platforms = platforms
         self.metrics = metrics
         self.streaming = streaming
         self.interval_s = interval_s
@@ -59,18 +57,13 @@ class Outbox:
         self.retry_delays = tuple(retry_delays)
         self._resume_task: asyncio.Task[None] | None = None
 
-    def _streaming_adapter(self, platform: str) -> StreamingAdapter | None:
-        adapter = self.adapters.get(platform)
-        return adapter if isinstance(adapter, StreamingAdapter) else None
-
     # -- a turn's reply ------------------------------------------------------------------------------
 
     def live(self, chat: ChatRef, *, reply_to: str | None) -> LiveReply | None:
         """Where the turn streams its reply (None: streaming is off or the platform cannot show it)."""
-        adapter = self._streaming_adapter(chat.platform)
-        if not self.streaming or adapter is None:
+        if not self.streaming:
             return None
-        surface = adapter.live(chat, reply_to=reply_to)
+        surface = self.platforms.live(chat, reply_to=reply_to)
         if surface is None:
             return None
         interval = self.interval_s if chat.kind is ChatKind.PRIVATE else self.group_interval_s
@@ -88,8 +81,7 @@ class Outbox:
         live: LiveReply | None,
     ) -> NewReply:
         """The reply as it will be recorded: split for the platform, parts already final on screen noted."""
-        adapter = self._streaming_adapter(chat.platform)
-        parts = adapter.parts(text) if adapter is not None else [text]
+        parts = self.platforms.parts(chat, text)
         sent: dict[int, str] = {}
         if live is not None:
             sent = {i: mid for i, part in enumerate(parts) if (mid := live.on_screen(i, part)) is not None}
@@ -161,17 +153,16 @@ class Outbox:
 
     async def _send_part(self, chat: ChatRef, record: DeliveryRecord, live: LiveReply | None) -> str:
         """One attempt: reuse the part's streamed message when there is one, else send it."""
-        adapter = self._streaming_adapter(chat.platform)
         if live is not None:
             shown = live.on_screen(record.part, record.text)
             if shown is not None:
                 return shown
             message_id = live.message_for(record.part)
-            if message_id is not None and adapter is not None:
+            if message_id is not None:
                 if live.shown(record.part) == record.text:
                     return message_id
                 try:
-                    await adapter.edit(chat, message_id, record.text)
+                    await self.platforms.edit(chat, message_id, record.text)
                     return message_id
                 except SendRejected as exc:  # the preview is gone or cannot be edited: send anew
                     logger.warning(
@@ -180,7 +171,7 @@ class Outbox:
                         chat.chat_id,
                         exc,
                     )
-        sent = await self.send(
+        sent = await self.platforms.send(
             OutgoingMessage(chat=chat, text=record.text, reply_to_message_id=record.reply_to)
         )
         if not sent.platform_message_ids:
@@ -222,7 +213,7 @@ class Outbox:
             by_chat.setdefault(record.chat_pk, []).append(record)
         for chat_pk, parts in by_chat.items():
             row = await self.store.get_chat(chat_pk)
-            if row is None or row.platform not in self.adapters:
+            if row is None or not self.platforms.has(row.platform):
                 continue
             chat = ChatRef(row.platform, row.chat_id, row.thread_id or None, ChatKind(row.kind), row.title)
             logger.info(

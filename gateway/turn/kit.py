@@ -9,7 +9,7 @@ assembles a system prompt (base prompt, the chat's pins, the note once the sessi
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime
 from typing import TypeVar
 
@@ -22,10 +22,10 @@ from agent.loop import Conversation, Entry, LoopConfig, RefLabel
 from agent.models import CacheTTL, ModelInfo
 from agent.pins import system_prompt
 from agent.streaming import StreamSink
-from agent.tokens import CalibratedCounter, Calibration, estimate_tools
+from agent.tokens import CalibratedCounter, estimate_tools
 from agent.tools.registry import ToolRegistry
 from agent.types import Message
-from gateway.store import SessionRecord
+from gateway.store import SessionRecord, TurnSnapshot
 
 R = TypeVar("R")
 
@@ -67,35 +67,6 @@ class SessionKit:
         self.make_tools = tools
         self.clock = clock
 
-    @property
-    def model(self) -> ModelInfo:
-        return self.settings.model
-
-    @property
-    def loop(self) -> LoopConfig:
-        return self.settings.loop
-
-    @property
-    def system_notes(self) -> bool:
-        """Whether the gateway's notes to the model (pin changes) go as mid-conversation system
-        messages, leaving the system prompt and everything before them as they were."""
-        return self.settings.model.mid_conversation_system
-
-    @property
-    def calibration(self) -> Calibration | None:
-        """The model's tokenizer calibration (learned from every reply call); None in bare tests."""
-        return self.settings.loop.calibration
-
-    @property
-    def scale(self) -> Callable[[int], int] | None:
-        """Scales a local token estimate to the API's count (None: no calibration)."""
-        calibration = self.calibration
-        return calibration.apply if calibration is not None else None
-
-    def scaled(self, tokens: int) -> int:
-        scale = self.scale
-        return scale(tokens) if scale is not None else tokens
-
     def system(self, *, compacted: bool, pins: Sequence[str]) -> str:
         """The system prompt: the one place it is assembled."""
         return system_prompt(self.settings.base_prompt, compacted=compacted, pins=pins)
@@ -103,7 +74,7 @@ class SessionKit:
     def system_for(self, session: SessionRecord, pins: Sequence[str]) -> str:
         """The system prompt a request of `session` sends: with the chat's pins, or, where changes are
         told in notes, the pins it carried when its prefix was last rewritten."""
-        if self.system_notes and session.prompt_pins is not None:
+        if self.settings.model.mid_conversation_system and session.prompt_pins is not None:
             pins = session.prompt_pins.system
         return self.system(compacted=session.compaction_count > 0, pins=pins)
 
@@ -155,9 +126,8 @@ class SessionKit:
 
     def conversation(
         self,
-        session: SessionRecord,
-        pins: Sequence[str],
-        window: list[Entry[R]],
+        snapshot: TurnSnapshot,
+        window: Sequence[Entry[R]],
         *,
         llm: LLMClient,
         engine: ContextEngine,
@@ -167,20 +137,19 @@ class SessionKit:
         compacted_before: bool = False,
     ) -> Conversation[R]:
         """What every request of a turn (or a cache refresh) over `window` is built from."""
+        session = snapshot.session
         return Conversation(
             llm=llm,
             engine=engine,
-            window=window,
-            system=self.system_for(session, pins),
+            window=list(window),
+            system=self.system_for(session, snapshot.pins),
             tools=self.tools(session.chat_pk),
-            config=replace(
-                self.settings.loop, cache_plan=plan, stream=stream, compacted_before=compacted_before
-            ),
+            config=self.settings.loop,
             ref_label=ref_label,
+            cache_plan=plan,
+            stream=stream,
+            compacted_before=compacted_before,
         )
 
     def _counter(self) -> CalibratedCounter:
-        calibration = self.calibration
-        if calibration is None:
-            return CalibratedCounter(Calibration(self.settings.model.name))
-        return CalibratedCounter(calibration)
+        return CalibratedCounter(self.settings.loop.calibration)

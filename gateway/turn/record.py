@@ -1,5 +1,5 @@
-"""What one turn writes: the agent loop's hooks (persist, compact, usage) and the session's cache state
-at the end, built with explicit dependencies (store, compactor, metrics, clock).
+"""What one turn writes: the agent loop's hooks (persist, compact, usage) over one `Turn` and the
+session's cache state at the end, built with explicit dependencies (store, compactor, metrics, clock).
 
 A turn's messages are stored right after the newest message it answers, before anything that arrived
 meanwhile; a compaction in the loop goes through the one `Compactor` over those stored rows and hands
@@ -15,81 +15,61 @@ from datetime import datetime
 
 from agent.caching.forecast import TurnStart
 from agent.caching.health import CacheHealth
-from agent.caching.plan import CacheState, TurnCachePlan, advance
+from agent.caching.plan import CacheState, advance
 from agent.caching.waste import CacheCall, between
-from agent.compaction.engine import ContextEngine
 from agent.llm import LLMResponse
 from agent.loop import Compacted, Entry, TurnResult
-from agent.models import TTL_SECONDS, CacheTTL, cost_usd
+from agent.models import TTL_SECONDS, CacheTTL, ModelInfo, cost_usd
+from agent.tokens import Calibration
 from agent.types import Message, text_of
 from gateway.compaction.compactor import CompactionReport, Compactor
-from gateway.compaction.request_window import build_window, rows_through
+from gateway.compaction.request_window import rows_through
 from gateway.metrics import Metrics
-from gateway.store import CallRecord, NewMessage, SessionRecord, Store, StoredMessage
-from gateway.store.records import PIN_NOTICE_AUTHOR, stored_role
+from gateway.store import CallRecord, NewMessage, Store
+from gateway.store.records import stored_role
 from gateway.turn.kit import SessionKit
+from gateway.turn.turn import Ref, Turn, newest_id, window_entries
 
 logger = logging.getLogger(__name__)
 
-Ref = tuple[int, ...]
 IN_LOOP = "agent"
 SERVER = "server"
 """A server-side compaction the API made in a reply call, taken into the stored window."""
 
 
-def window_entries(rows: Sequence[StoredMessage], *, system_notes: bool = False) -> list[Entry[Ref]]:
-    """The request window of stored rows (same-role neighbours merged), each with its row ids; with
-    `system_notes`, the gateway's notes to the model go as mid-conversation system messages."""
-    as_system = is_pin_note if system_notes else None
-    return [Entry(i.message, i.ids) for i in build_window(rows, as_system=as_system)]
-
-
-def is_pin_note(row: StoredMessage) -> bool:
-    return row.author_id == PIN_NOTICE_AUTHOR
-
-
-def newest_id(ref: Ref | None) -> int | None:
-    """The stored message id a window message stands for (the newest row of a merged message)."""
-    return max(ref) if ref else None
-
-
 class TurnRecorder:
-    """`agent.loop.TurnHooks` for one turn of one session."""
+    """`agent.loop.TurnHooks` for one turn of one session. The kit stores what the model wrote with
+    its estimates and gives the system prompt after a compaction; the model prices the calls."""
 
     def __init__(
         self,
+        turn: Turn,
         *,
         store: Store,
         compactor: Compactor,
         metrics: Metrics | None,
         clock: Callable[[], datetime],
-        session: SessionRecord,
-        engine: ContextEngine,
         kit: SessionKit,
-        pins: Sequence[str],
-        cache: CacheState,
-        after_id: int | None,
+        model: ModelInfo,
+        calibration: Calibration,
     ) -> None:
         self.store = store
         self.compactor = compactor
         self.metrics = metrics
         self.clock = clock
-        self.session = session
-        self.engine = engine
+        self.turn = turn
+        self.session = turn.session
+        self.engine = turn.engine
         self.kit = kit
-        self.model = model = kit.model
-        self.pins = tuple(pins)
-        self.cache = cache
-        self.calibration = kit.calibration
-        self.health: CacheHealth = cache.health_for(f"chat {session.chat_pk}")
-        self.after_id = after_id
+        self.model = model
+        self.calibration = calibration
+        self.health: CacheHealth = turn.cache.health_for(f"chat {turn.chat_pk}")
+        self.after_id = turn.after_id
         """The newest message of the turn so far: its new messages are stored right after it."""
         self.reports: list[CompactionReport] = []
         self.last_message_id: str | None = None
         """The turn's last response id (the session's cache diagnostics compare the next request with it)."""
         self._last_call: CacheCall | None = _last_call(self.health, model.name)
-        self.plan: TurnCachePlan | None = None
-        """The turn's cache plan: its start joins the session's turn history."""
 
     async def persist(self, messages: list[Message]) -> list[Ref]:
         stored = await self.store.append_messages(
@@ -129,8 +109,8 @@ class TurnRecorder:
             logger.info("in-loop compaction changed nothing (%s): %s", why, report.reason)
             return None
         rows = rows_through(await self.store.load_window(self.session.id), self.after_id)
-        window = window_entries(rows, system_notes=self.kit.system_notes)
-        return Compacted(window, system=self.kit.system(compacted=True, pins=self.pins))
+        window = window_entries(rows, system_notes=self.model.mid_conversation_system)
+        return Compacted(window, system=self.kit.system(compacted=True, pins=self.turn.pins))
 
     async def usage(
         self, response: LLMResponse, *, purpose: str, last_ref: Ref | None, ttl: CacheTTL | None
@@ -204,7 +184,7 @@ class TurnRecorder:
     def cache_after(self, result: TurnResult[Ref] | None) -> CacheState:
         """The session's cache state after the turn (its prefixes unchanged when the turn failed)."""
         if result is None:
-            points = [(p.message_id, p.ttl, False) for p in self.cache.prefixes]
+            points = [(p.message_id, p.ttl, False) for p in self.turn.cache.prefixes]
         else:
             points = [
                 (message_id, p.ttl, p.touched)
@@ -212,7 +192,7 @@ class TurnRecorder:
                 if (message_id := newest_id(p.ref)) is not None
             ]
         return advance(
-            self.cache,
+            self.turn.cache,
             points,
             now=self.clock(),
             health=self.health,
@@ -223,7 +203,7 @@ class TurnRecorder:
 
     def _turn(self, result: TurnResult[Ref] | None) -> TurnStart | None:
         """This turn's start for the forecast's history, with the calls it made when it ended."""
-        turn = self.plan.turn if self.plan is not None else None
+        turn = self.turn.plan.turn
         if turn is None or result is None:
             return turn
         return dataclasses.replace(turn, calls=max(result.iterations, 1))

@@ -11,12 +11,10 @@ process or another worker) plans from the same facts.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import logging
 import time
 from collections.abc import Callable, Sequence
-from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -34,13 +32,15 @@ from gateway.compaction.triggers import CompactionPolicy
 from gateway.media.aging import MediaAging
 from gateway.metrics import Metrics, TimedLLM
 from gateway.platforms.base import ChatKind, ChatRef
+from gateway.platforms.router import Platforms
 from gateway.reply.live_reply import LiveReply
 from gateway.reply.outbox import Outbox
 from gateway.reply.wording import compaction_notice, empty_reply, human_error, refused
 from gateway.store import ChatLocks, NewMessage, PromptPins, SessionRecord, Store, StoredMessage, TurnSnapshot
 from gateway.store.records import PIN_NOTICE_AUTHOR
 from gateway.turn.kit import SessionKit
-from gateway.turn.record import Ref, TurnRecorder, newest_id, window_entries
+from gateway.turn.record import TurnRecorder
+from gateway.turn.turn import Ref, Turn, newest_id, tokens_after_in, window_entries
 
 logger = logging.getLogger(__name__)
 
@@ -63,9 +63,10 @@ class TurnRunner:
         llm: LLMClient,
         settings: TurnSettings,
         kit: SessionKit,
+        calibration: Calibration,
         compactor: Compactor,
         outbox: Outbox,
-        typing: Callable[[ChatRef], AbstractAsyncContextManager[None]] | None = None,
+        platforms: Platforms,
         clock: Callable[[], datetime],
         metrics: Metrics | None = None,
         media_aging: MediaAging | None = None,
@@ -76,9 +77,11 @@ class TurnRunner:
         self.llm = llm
         self.settings = settings
         self.kit = kit
+        self.calibration = calibration
+        """The model's tokenizer calibration: the thresholds and the cache plan count with it."""
         self.compactor = compactor
         self.outbox = outbox
-        self.typing = typing or (lambda _chat: contextlib.nullcontext())
+        self.platforms = platforms
         self.clock = clock
         self.metrics = metrics
 
@@ -105,54 +108,21 @@ class TurnRunner:
 
     async def _turn(self, chat: ChatRef, snapshot: TurnSnapshot, pending: Sequence[StoredMessage]) -> bool:
         """Answer `pending`; True when the turn compacted the session (before or during the loop)."""
-        session = snapshot.session
-        engine = self.kit.engine(session, snapshot.pins)
-        cache = CacheState.from_json(session.cache_state)
-        calibration = self.kit.calibration
-        if calibration is not None:
-            adopt_calibration(calibration, cache)
-        notices: list[str] = []
-        report = await self._compact_before(session, engine, cache)
-        if report is not None:
-            notices.append(compaction_notice(report))
-            if report.changed:  # the counters, the window and the compaction count moved
-                snapshot = await self.store.turn_snapshot(session.chat_pk)
-                session = snapshot.session
-        told = await self._tell_pins(snapshot)
-        if told is not snapshot:  # the session row moved (its pins told): the engine reads it again
-            snapshot, session = told, told.session
-            engine = self.kit.engine(session, snapshot.pins)
-        rows = snapshot.rows
-        if self.media_aging is not None:  # old images stop travelling when it pays (agent.media_aging)
-            rows = await self.media_aging.apply(session, rows, cache_cold=cache.expired(self.clock()))
-        window = window_entries(rows, system_notes=self.kit.system_notes)
+        turn = await self._prepare(chat, snapshot, pending)
         recorder = TurnRecorder(
+            turn,
             store=self.store,
             compactor=self.compactor,
             metrics=self.metrics,
             clock=self.clock,
-            session=session,
-            engine=engine,
             kit=self.kit,
-            pins=snapshot.pins,
-            cache=cache,
-            after_id=snapshot.rows[-1].id if snapshot.rows else None,
+            model=self.settings.model,
+            calibration=self.calibration,
         )
         result: TurnResult[Ref] | None = None
-        reply_to = pending[-1].platform_message_id
-        live = self.outbox.live(chat, reply_to=reply_to)
+        live = self.outbox.live(chat, reply_to=turn.reply_to)
         try:
-            result = await self._run_agent(
-                chat,
-                snapshot,
-                session,
-                engine,
-                window,
-                recorder,
-                cache,
-                live,
-                compacted_before=report is not None and report.changed,
-            )
+            result = await self._run_agent(turn, recorder, live)
             text = reply_text(result)
         except LLMError as exc:
             logger.warning(
@@ -166,24 +136,68 @@ class TurnRunner:
         finally:
             if live is not None:
                 await live.close()
+        await self._deliver(turn, recorder, result, text, live)
+        return turn.compacted_before or any(r.changed for r in recorder.reports)
+
+    async def _prepare(self, chat: ChatRef, snapshot: TurnSnapshot, pending: Sequence[StoredMessage]) -> Turn:
+        """The turn, once its session is settled: compacted first where it must be, a pin change told.
+        The engine is built again only when that moved the stored session row."""
+        engine = self.kit.engine(snapshot.session, snapshot.pins)
+        cache = CacheState.from_json(snapshot.session.cache_state)
+        adopt_calibration(self.calibration, cache)
+        report = await self._compact_before(snapshot.session, engine, cache)
+        settled = await self._settle(snapshot, compacted=report is not None and report.changed)
+        if settled is not snapshot:  # the session row moved: the engine reads it again
+            engine = self.kit.engine(settled.session, settled.pins)
+        rows = settled.rows
+        if self.media_aging is not None:  # old images stop travelling when it pays (agent.media_aging)
+            rows = await self.media_aging.apply(settled.session, rows, cache_cold=cache.expired(self.clock()))
+        window = tuple(window_entries(rows, system_notes=self.settings.model.mid_conversation_system))
+        return Turn(
+            chat=chat,
+            snapshot=settled,
+            pending=tuple(pending),
+            engine=engine,
+            cache=cache,
+            window=window,
+            plan=self._plan(chat, settled, cache, window),
+            compaction=report,
+        )
+
+    async def _settle(self, snapshot: TurnSnapshot, *, compacted: bool) -> TurnSnapshot:
+        """The snapshot the turn runs on: read again after a compaction before it (the counters, the
+        window and the compaction count moved), with a pin change told."""
+        if compacted:
+            snapshot = await self.store.turn_snapshot(snapshot.session.chat_pk)
+        return await self._tell_pins(snapshot)
+
+    async def _deliver(
+        self,
+        turn: Turn,
+        recorder: TurnRecorder,
+        result: TurnResult[Ref] | None,
+        text: str,
+        live: LiveReply | None,
+    ) -> None:
+        """Record the reply with the answered messages and the session's cache state, then send it."""
+        notices = [compaction_notice(turn.compaction)] if turn.compaction is not None else []
         notices.extend(compaction_notice(r) for r in recorder.reports if r.changed)
         body = "\n\n".join([*notices, text]) if self.settings.notify_compaction and notices else text
         last = result.window[-1] if result is not None and result.window else None
         reply_pk = newest_id(last.ref) if last is not None and last.message["role"] == "assistant" else None
         reply = self.outbox.reply(
-            chat, session.chat_pk, body, message_pk=reply_pk, reply_to=reply_to, live=live
+            turn.chat, turn.chat_pk, body, message_pk=reply_pk, reply_to=turn.reply_to, live=live
         )
         parts = await self.store.finish_turn(
-            session.id, [r.id for r in pending], recorder.cache_after(result).to_json(), reply=reply
+            turn.session.id, [r.id for r in turn.pending], recorder.cache_after(result).to_json(), reply=reply
         )
-        await self.outbox.deliver(chat, parts, live)
-        return (report is not None and report.changed) or any(r.changed for r in recorder.reports)
+        await self.outbox.deliver(turn.chat, parts, live)
 
     async def _tell_pins(self, snapshot: TurnSnapshot) -> TurnSnapshot:
         """Where the model takes mid-conversation system messages, a pin change is told in a note after
         the newest message instead of rewriting the system prompt (which would void the cached prefix
         and every thinking block): the prompt keeps the pins it had when its prefix was last rewritten."""
-        if not self.kit.system_notes:
+        if not self.settings.model.mid_conversation_system:
             return snapshot
         session, pins = snapshot.session, tuple(snapshot.pins)
         told = session.prompt_pins
@@ -210,22 +224,24 @@ class TurnRunner:
         logger.info("session %s: the pin change is told in a note (%d pins)", session.id, len(pins))
         return await self.store.turn_snapshot(session.chat_pk)
 
-    def compacts_first(self, snapshot: TurnSnapshot, cache: CacheState, now: datetime) -> bool:
+    def compacts_first(
+        self, session: SessionRecord, engine: ContextEngine, cache: CacheState, now: datetime
+    ) -> bool:
         """Whether a turn starting at `now` would compact the session before its first request (hygiene
         or a cache-aware compaction before the turn, or the context engine's threshold in the loop), so
-        that request would not send the prompt the session's cache entries hold."""
-        session = snapshot.session
-        scale = self.kit.scale
+        that request would not send the prompt the session's cache entries hold. `engine` is the
+        session's, built from this session row."""
+        scale = self.calibration.apply
         if self.settings.policy.before_turn(session, cache, now=now, calibrate=scale).fire:
             return True
-        return self.kit.engine(session, snapshot.pins).should_compress(session.context_tokens(scale))
+        return engine.should_compress(session.context_tokens(scale))
 
     async def _compact_before(
         self, session: SessionRecord, engine: ContextEngine, cache: CacheState
     ) -> CompactionReport | None:
         """Hygiene or cache-aware compaction of the stored session before the turn's first request."""
         decision = self.settings.policy.before_turn(
-            session, cache, now=self.clock(), calibrate=self.kit.scale
+            session, cache, now=self.clock(), calibrate=self.calibration.apply
         )
         if decision.trigger is None:
             logger.debug("no compaction before the turn of session %s: %s", session.id, decision.reason)
@@ -240,9 +256,9 @@ class TurnRunner:
         engine's threshold: the cache is warm (a prefix summary call is cheap) and nobody waits. What
         arrived before this turn stands for what the next one will add. True when it compacted."""
         session = snapshot.session
-        engine = self.kit.engine(session, snapshot.pins)
-        scale = self.kit.scale
-        next_tokens = self.kit.scaled(arrived)
+        engine = self.kit.engine(session, snapshot.pins)  # the turn moved the session row: built anew
+        scale = self.calibration.apply
+        next_tokens = scale(arrived)
         decision = self.settings.policy.after_reply(
             session, compresses=engine.should_compress, next_message_tokens=next_tokens, calibrate=scale
         )
@@ -254,62 +270,42 @@ class TurnRunner:
         report = await self.compactor.compact(session, engine, trigger=decision.trigger, force=False)
         return report.changed
 
-    async def _run_agent(
-        self,
-        chat: ChatRef,
-        snapshot: TurnSnapshot,
-        session: SessionRecord,
-        engine: ContextEngine,
-        window: list[Entry[Ref]],
-        recorder: TurnRecorder,
-        cache: CacheState,
-        live: LiveReply | None,
-        *,
-        compacted_before: bool = False,
-    ) -> TurnResult[Ref]:
-        plan = self._plan(chat, session, cache, window, snapshot.rows)
-        recorder.plan = plan
+    async def _run_agent(self, turn: Turn, recorder: TurnRecorder, live: LiveReply | None) -> TurnResult[Ref]:
         # the size the compressor judges the first call on: last reported prompt + what came since
-        engine.expect_prompt(session.context_tokens(self.kit.scale))
+        turn.engine.expect_prompt(turn.session.context_tokens(self.calibration.apply))
         conversation = self.kit.conversation(
-            session,
-            snapshot.pins,
-            window,
-            llm=TimedLLM.for_chat(self.llm, self.metrics, chat),
-            engine=engine,
-            plan=plan,
+            turn.snapshot,
+            turn.window,
+            llm=TimedLLM.for_chat(self.llm, self.metrics, turn.chat),
+            engine=turn.engine,
+            plan=turn.plan,
             stream=live,
             ref_label=newest_id,
-            compacted_before=compacted_before,
+            compacted_before=turn.compacted_before,
         )
         started = time.perf_counter()
-        async with self.typing(chat):
+        async with self.platforms.typing(turn.chat):
             result = await run_turn(conversation, hooks=recorder)
         logger.info(
             "turn chat=%s:%s iterations=%d in %.2fs",
-            chat.platform,
-            chat.chat_id,
+            turn.chat.platform,
+            turn.chat.chat_id,
             result.iterations,
             time.perf_counter() - started,
         )
         return result
 
     def _plan(
-        self,
-        chat: ChatRef,
-        session: SessionRecord,
-        cache: CacheState,
-        window: list[Entry[Ref]],
-        rows: Sequence[StoredMessage],
+        self, chat: ChatRef, snapshot: TurnSnapshot, cache: CacheState, window: Sequence[Entry[Ref]]
     ) -> TurnCachePlan:
         """The turn's cache plan from the session's stored cache state and its window."""
-        tokens_after = tokens_after_in(rows, self.kit.calibration)
+        session, rows = snapshot.session, snapshot.rows
         since = session.last_call_message_id
         return plan_turn(
             self.settings.cache_mode,
             cache,
             window_ids=[newest_id(e.ref) for e in window],
-            tokens_after=tokens_after,
+            tokens_after=tokens_after_in(rows, self.calibration),
             prompt_tokens=session.context_tokens(),
             now=self.clock(),
             last_call_at=session.last_call_at,
@@ -324,16 +320,3 @@ def reply_text(result: TurnResult[Ref]) -> str:
     if result.refusal is not None:
         return refused(result.refusal)
     return result.reply_text.strip() or empty_reply(result.stop_reason)
-
-
-def tokens_after_in(rows: Sequence[StoredMessage], calibration: Calibration | None) -> Callable[[int], int]:
-    """`tokens_after(id)`: the (calibrated) size of the window rows stored after message `id` (all of
-    them for an id not in the window)."""
-    position = {r.id: i for i, r in enumerate(rows)}
-
-    def tokens_after(message_id: int) -> int:
-        start = position.get(message_id, -1) + 1
-        tokens = sum(r.token_estimate for r in rows[start:])
-        return calibration.apply(tokens) if calibration is not None else tokens
-
-    return tokens_after

@@ -11,10 +11,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable
 
 from gateway.errors import ChatLockTimeout, DatabaseUnavailableError, SendError, StoreError
 from gateway.platforms.base import ChatRef, OutgoingMessage
+from gateway.platforms.router import Platforms
 from gateway.reply.wording import TURN_FAILED_REPLY
 from gateway.turn.runner import TurnRunner
 
@@ -30,11 +30,11 @@ class ChatTasks:
         self,
         *,
         turns: TurnRunner,
-        send: Callable[[OutgoingMessage], Awaitable[object]],
+        platforms: Platforms,
         db_retry_s: float = 1.0,
     ) -> None:
         self.turns = turns
-        self.send = send
+        self.platforms = platforms
         self.db_retry_s = db_retry_s
         self._tasks: dict[tuple[str, str, str], asyncio.Task[None]] = {}
         self._dirty: set[tuple[str, str, str]] = set()
@@ -102,7 +102,7 @@ class ChatTasks:
 
     async def _notify(self, chat: ChatRef, text: str) -> None:
         try:
-            await self.send(OutgoingMessage(chat=chat, text=text))
+            await self.platforms.send(OutgoingMessage(chat=chat, text=text))
         except SendError as exc:
             logger.error("could not notify %s:%s: %s", chat.platform, chat.chat_id, exc)
 

@@ -166,7 +166,13 @@ def user(text: str) -> Message:
 
 
 def config(**changes: Any) -> LoopConfig:
-    base = LoopConfig(model=MODEL, max_tokens=1_000, max_iterations=5, tool_output_max_chars=1_000)
+    base = LoopConfig(
+        model=MODEL,
+        calibration=Calibration(MODEL.name),
+        max_tokens=1_000,
+        max_iterations=5,
+        tool_output_max_chars=1_000,
+    )
     return dataclasses.replace(base, **changes)
 
 
@@ -178,21 +184,22 @@ async def turn(
     hooks: Hooks | None = None,
     tools: ToolRegistry | None = None,
     cfg: LoopConfig | None = None,
+    plan: TurnCachePlan | None = None,
 ) -> TurnResult[object]:
     hooks = hooks or Hooks()
     engine = engine or KeepTail()
     hooks.engine = engine
-    return await run_turn(
-        Conversation(
-            llm=llm,
-            engine=engine,
-            window=window if window is not None else [Entry(user("hi there"), 1)],
-            system=SYSTEM,
-            tools=tools or ToolRegistry(),
-            config=cfg or config(),
-        ),
-        hooks=hooks,
+    conversation = Conversation(
+        llm=llm,
+        engine=engine,
+        window=window if window is not None else [Entry(user("hi there"), 1)],
+        system=SYSTEM,
+        tools=tools or ToolRegistry(),
+        config=cfg or config(),
     )
+    if plan is not None:
+        conversation = dataclasses.replace(conversation, cache_plan=plan)
+    return await run_turn(conversation, hooks=hooks)
 
 
 def texts(request: LLMRequest) -> list[str]:
@@ -228,7 +235,7 @@ async def test_cache_markers_follow_the_policy_and_can_be_switched_off() -> None
     assert count_breakpoints(marked) == 4
     assert "cache_control" in request.system[-1]
     plain = ScriptedLLM(reply("ok"))
-    await turn(plain, window=window, tools=registry, cfg=config(cache_plan=TurnCachePlan()))
+    await turn(plain, window=window, tools=registry, plan=TurnCachePlan())
     assert "cache_control" not in repr(plain.requests[0])
 
 

@@ -13,7 +13,7 @@ from agent.loop import Entry
 from agent.tools.current_time import current_time_tool
 from agent.tools.registry import ToolRegistry
 from agent.usage import Usage
-from tests.agent.test_loop import ScriptedLLM, config, turn, user
+from tests.agent.test_loop import ScriptedLLM, turn, user
 from tests.agent.test_loop import reply as plain_reply
 
 CACHED = Usage(20, 10, cache_creation_input_tokens=1_500)
@@ -49,7 +49,7 @@ async def test_first_call_reads_only_and_the_tool_round_writes_five_minutes() ->
     clock = current_time_tool(lambda: datetime(2026, 3, 14, 15, 9, tzinfo=UTC))
     llm = ScriptedLLM(reply("Checking.", tools=[("t1", "current_time", {})]), reply("It is 15:09."))
     plan = TurnCachePlan(reads=((0, "1h"),), first_tail=None, round_tail="5m")
-    result = await turn(llm, window=history(), tools=ToolRegistry([clock]), cfg=config(cache_plan=plan))
+    result = await turn(llm, window=history(), tools=ToolRegistry([clock]), plan=plan)
     first, second = llm.requests
     assert message_markers(first) == [
         (0, HOUR)
@@ -64,7 +64,7 @@ async def test_a_marked_first_tail_is_read_by_the_tool_round() -> None:
     clock = current_time_tool(lambda: datetime(2026, 3, 14, 15, 9, tzinfo=UTC))
     llm = ScriptedLLM(reply("Checking.", tools=[("t1", "current_time", {})]), reply("Done."))
     plan = TurnCachePlan(reads=((0, "5m"),), first_tail="1h", round_tail="5m")
-    result = await turn(llm, window=history(), tools=ToolRegistry([clock]), cfg=config(cache_plan=plan))
+    result = await turn(llm, window=history(), tools=ToolRegistry([clock]), plan=plan)
     first, second = llm.requests
     assert message_markers(first) == [(0, HOUR), (2, HOUR)]  # the 5m read is raised to precede the 1h tail
     assert message_markers(second) == [(2, HOUR), (4, FIVE)]
@@ -73,7 +73,7 @@ async def test_a_marked_first_tail_is_read_by_the_tool_round() -> None:
 
 async def test_a_fixed_ttl_rolls_system_and_3_and_reports_the_newest_prefix() -> None:
     llm = ScriptedLLM(reply("ok"))
-    result = await turn(llm, window=history(), cfg=config(cache_plan=TurnCachePlan(rolling="1h")))
+    result = await turn(llm, window=history(), plan=TurnCachePlan(rolling="1h"))
     assert message_markers(llm.requests[0]) == [(0, HOUR), (1, HOUR), (2, HOUR)]
     assert result.cache_points == [CachePoint((3, 4), "1h", True)]
 
@@ -83,6 +83,6 @@ async def test_a_marked_prompt_under_the_models_minimum_leaves_no_entry() -> Non
     turn must not record an entry the next turn would plan to read."""
     llm = ScriptedLLM(plain_reply("Hi."))
     plan = TurnCachePlan(first_tail="5m", round_tail="5m")
-    result = await turn(llm, window=history(), cfg=config(cache_plan=plan))
+    result = await turn(llm, window=history(), plan=plan)
     assert message_markers(llm.requests[0]) == [(2, FIVE)]
     assert result.cache_points == []

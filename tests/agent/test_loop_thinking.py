@@ -11,6 +11,7 @@ from typing import Any
 from agent.llm import LLMRequest, LLMResponse
 from agent.loop import Conversation, Entry, LoopConfig, run_turn
 from agent.models import lookup_model
+from agent.tokens import Calibration
 from agent.tools.current_time import current_time_tool
 from agent.tools.registry import ToolRegistry
 from agent.types import Block
@@ -57,11 +58,17 @@ async def run(
 ) -> Any:
     engine = KeepTail()
     hooks.engine = engine
-    config = LoopConfig(model=SONNET, max_tokens=16_000, stream=stream)
+    config = LoopConfig(model=SONNET, calibration=Calibration(SONNET.name), max_tokens=16_000)
     window: list[Entry[Any]] = [Entry(user("help me with this"), 1)]
     return await run_turn(
         Conversation(
-            llm=llm, engine=engine, window=window, system=SYSTEM, tools=tools or ToolRegistry(), config=config
+            llm=llm,
+            engine=engine,
+            window=window,
+            system=SYSTEM,
+            tools=tools or ToolRegistry(),
+            config=config,
+            stream=stream,
         ),
         hooks=hooks,
     )

@@ -117,6 +117,11 @@ class MemoryAdapter:
 
     # -- PlatformAdapter -----------------------------------------------------------------------------
 
+    @property
+    def sender(self) -> MemoryAdapter:
+        """The adapter sends itself: `sent`, `reactions` and `typing_events` record what went out."""
+        return self
+
     async def start(self, handler: MessageHandler, commands: list[CommandSpec]) -> None:
         self.commands = list(commands)
         self._handler = handler
@@ -289,6 +294,10 @@ class StreamingMemoryAdapter(DirectMemoryAdapter):
     reply's first words were shown (the last reply's, per chat)."""
 
     first_text: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def sender(self) -> StreamingMemoryAdapter:
+        return self
 
     def parts(self, text: str) -> list[str]:
         return [text] if text.strip() else []

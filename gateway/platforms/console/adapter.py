@@ -19,6 +19,7 @@ import logging
 import mimetypes
 import shlex
 import sys
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO
@@ -36,6 +37,7 @@ from gateway.platforms.base import (
     MessageHandler,
     OutgoingMessage,
     SentMessage,
+    TypingContext,
 )
 from gateway.platforms.console import CONSOLE_USER_ID
 from gateway.platforms.console.prompt_input import PromptInput
@@ -89,12 +91,25 @@ def _file_reader(path: Path) -> Fetch:
     return fetch
 
 
-class _Typing:
-    async def __aenter__(self) -> None:
-        return None
+class ConsoleSender:
+    """The console's way out: replies printed on the screen; no typing indicator, nothing to react on."""
 
-    async def __aexit__(self, *exc: object) -> None:
-        return None
+    def __init__(self, screen: Screen, ids: Iterator[int]) -> None:
+        self._screen = screen
+        self._ids = ids
+
+    async def send(self, message: OutgoingMessage) -> SentMessage:
+        self._screen.show(message)
+        return SentMessage(platform_message_ids=(f"console-out-{next(self._ids)}",))
+
+    async def edit(self, chat: ChatRef, message_id: str, text: str) -> None:
+        self._screen.show(OutgoingMessage(chat=chat, text=text))
+
+    def typing(self, chat: ChatRef) -> TypingContext:
+        return contextlib.nullcontext()
+
+    async def react(self, chat: ChatRef, platform_message_id: str, emoji: str) -> None:
+        return None  # the terminal shows the reply itself; there is nothing to react on
 
 
 def _interactive() -> bool:
@@ -131,6 +146,7 @@ class ConsoleAdapter:
             out = stdout or sys.stdout
             isatty = getattr(out, "isatty", None)
             self.screen = Screen(out=out, tty=bool(callable(isatty) and isatty()))
+        self.sender = ConsoleSender(self.screen, self._ids)
 
     async def start(self, handler: MessageHandler, commands: list[CommandSpec]) -> None:
         names = ", ".join(["/" + c.name for c in commands] + ["/file PATH [question]"])
@@ -225,23 +241,10 @@ class ConsoleAdapter:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
 
-    async def send(self, message: OutgoingMessage) -> SentMessage:
-        self.screen.show(message)
-        return SentMessage(platform_message_ids=(f"console-out-{next(self._ids)}",))
-
-    # Streaming: the reply is printed as it is written (`screen`); `send` prints what is missing.
+    # Streaming: the reply is printed as it is written (`screen`); `sender.send` prints what is missing.
 
     def parts(self, text: str) -> list[str]:
         return [text] if text.strip() else []
 
     def live(self, chat: ChatRef, *, reply_to: str | None) -> ConsoleLive:
         return self.screen.live(reply_to)
-
-    async def edit(self, chat: ChatRef, message_id: str, text: str) -> None:
-        self.screen.show(OutgoingMessage(chat=chat, text=text))
-
-    def typing(self, chat: ChatRef) -> _Typing:
-        return _Typing()
-
-    async def react(self, chat: ChatRef, platform_message_id: str, emoji: str) -> None:
-        return None  # the terminal shows the reply itself; there is nothing to react on

@@ -5,7 +5,8 @@ the slash commands are synced afterwards in the background
 with their own retries, so a rate-limited sync never keeps the bot deaf. Each chat's messages reach
 the gateway one at a time in arrival order (`lanes`). Slash commands are deferred at once. What a
 message becomes is `inbound`'s. The adapter builds the one `DiscordSender` (`rest`) that every
-outgoing call goes through, and hands it to the replies being written (`edits`). discord.py types
+outgoing call goes through (its `sender`, which the gateway's `Platforms` calls), and hands it to the
+replies being written (`edits`). discord.py types
 never leave these modules.
 """
 
@@ -28,9 +29,6 @@ from gateway.platforms.base import (
     CommandSpec,
     IncomingMessage,
     MessageHandler,
-    OutgoingMessage,
-    SentMessage,
-    TypingContext,
 )
 from gateway.platforms.discord.edits import DiscordLive
 from gateway.platforms.discord.inbound import PLATFORM, convert_message, slash_message
@@ -119,7 +117,7 @@ class DiscordAdapter:
         self._keeper: ShardKeeper | None = None
         self._handler: MessageHandler | None = None
         self._commands: list[CommandSpec] = []
-        self._sender = DiscordSender(self._require_client)
+        self.sender = DiscordSender(self._require_client)
         self._saved_urls: tuple[str, yarl.URL] | None = None
         self._sync_task: asyncio.Task[None] | None = None
         self._lanes = ChatLanes("discord")
@@ -351,28 +349,16 @@ class DiscordAdapter:
     def _convert(self, message: discord.Message, *, is_edit: bool) -> IncomingMessage:
         me = self._client.user if self._client is not None else None
         my_id = me.id if me is not None else None
-        return convert_message(message, my_id=my_id, own_ids=self._sender.own_ids, is_edit=is_edit)
+        return convert_message(message, my_id=my_id, own_ids=self.sender.own_ids, is_edit=is_edit)
 
-    # ---- outbound: everything goes through the sender (gateway.platforms.discord.rest) ------------
-
-    async def send(self, message: OutgoingMessage) -> SentMessage:
-        return await self._sender.send(message)
-
-    def typing(self, chat: ChatRef) -> TypingContext:
-        return self._sender.typing(chat)
-
-    async def react(self, chat: ChatRef, platform_message_id: str, emoji: str) -> None:
-        await self._sender.react(chat, platform_message_id, emoji)
+    # ---- outbound: everything goes through `sender` (gateway.platforms.discord.rest) --------------
 
     def parts(self, text: str) -> list[str]:
         return reply_parts(text)
 
     def live(self, chat: ChatRef, *, reply_to: str | None) -> DiscordLive:
         """Each part posted, then edited as it grows (gateway.platforms.discord.edits)."""
-        return DiscordLive(self._sender, chat, parts=reply_parts, reply_to=reply_to)
-
-    async def edit(self, chat: ChatRef, message_id: str, text: str) -> None:
-        await self._sender.edit(chat, message_id, text)
+        return DiscordLive(self.sender, chat, parts=reply_parts, reply_to=reply_to)
 
     def _require_client(self) -> _Client:
         if self._client is None:

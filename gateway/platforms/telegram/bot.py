@@ -5,7 +5,8 @@ way an update is acknowledged to Telegram only once the gateway has stored its m
 workers (`fleet_roles`) one polls while the others stand by, and one at a time changes the webhook.
 Each chat's updates reach the gateway one at a time in arrival order, different chats concurrently
 (`lanes`); the photos of an album together. The adapter builds the one `TelegramSender` (`bot_api`) that every
-outgoing call goes through, and hands it to the replies being written (`drafts`).
+outgoing call goes through (its `sender`, which the gateway's `Platforms` calls), and hands it to the
+replies being written (`drafts`).
 """
 
 from __future__ import annotations
@@ -27,9 +28,6 @@ from gateway.platforms.base import (
     ChatRef,
     CommandSpec,
     IncomingMessage,
-    OutgoingMessage,
-    SentMessage,
-    TypingContext,
 )
 from gateway.platforms.base import (
     MessageHandler as GatewayHandler,
@@ -102,7 +100,7 @@ class TelegramAdapter:
         self._poller: LongPoller | None = None
         self._webhook: WebhookServer | None = None
         self._drafts = itertools.count(1)
-        self._sender = TelegramSender(
+        self.sender = TelegramSender(
             self._require_bot,
             redact=self._redact,
             max_send_attempts=max_send_attempts,
@@ -306,16 +304,7 @@ class TelegramAdapter:
             )
             return None
 
-    # Outgoing: everything goes through the sender (gateway.platforms.telegram.bot_api) -------------
-
-    async def send(self, message: OutgoingMessage) -> SentMessage:
-        return await self._sender.send(message)
-
-    def typing(self, chat: ChatRef) -> TypingContext:
-        return self._sender.typing(chat)
-
-    async def react(self, chat: ChatRef, platform_message_id: str, emoji: str) -> None:
-        await self._sender.react(chat, platform_message_id, emoji)
+    # Outgoing: everything goes through `sender` (gateway.platforms.telegram.bot_api) ---------------
 
     def parts(self, text: str) -> list[str]:
         return reply_parts(text)
@@ -325,10 +314,7 @@ class TelegramAdapter:
         if chat.kind is ChatKind.CHANNEL:
             return None
         draft_id = next(self._drafts) * 100
-        return TelegramLive(self._sender, chat, parts=reply_parts, reply_to=reply_to, draft_id=draft_id)
-
-    async def edit(self, chat: ChatRef, message_id: str, text: str) -> None:
-        await self._sender.edit(chat, message_id, text)
+        return TelegramLive(self.sender, chat, parts=reply_parts, reply_to=reply_to, draft_id=draft_id)
 
     def _redact(self, text: str) -> str:
         return text.replace(self._token, "<token>")

@@ -237,8 +237,9 @@ async def test_stats_has_one_headline_for_the_context_and_explains_the_rest_in_d
     await chatter(bot, n=2)
     short = await only(bot, "/stats", user=ADMIN)
     session = await bot.store.active_session(await bot.chat_pk("telegram", ADMIN.user_id))
-    kit = bot.gateway.kit  # the thresholds' count: the last reported size + calibrated estimates since
-    tokens, since = session.context_tokens(kit.scale), kit.scaled(session.tokens_since_call)
+    # the thresholds' count: the last reported size + calibrated estimates since
+    scale = bot.gateway.calibration.apply
+    tokens, since = session.context_tokens(scale), scale(session.tokens_since_call)
     headline = f"({tokens:,} of 5,120 tokens)"
     assert headline in short, short
     assert "Prompt:" not in short

@@ -12,6 +12,7 @@ from agent.caching.plan import CachedPrefix, CacheState
 from agent.compaction.engine import ContextEngine, EngineState
 from agent.loop import LoopConfig
 from agent.models import lookup_model
+from agent.tokens import Calibration
 from gateway.compaction.compactor import CompactionReport, Compactor
 from gateway.compaction.triggers import CompactionPolicy
 from gateway.jobs.maintenance import compact_idle_sessions, purge_archive, rollup_usage
@@ -66,7 +67,8 @@ async def run_job(
     now: datetime,
     metrics: Metrics | None = None,
 ) -> list[CompactionReport]:
-    loop = LoopConfig(model=lookup_model("claude-sonnet-4-6", context_override=WINDOW))
+    model = lookup_model("claude-sonnet-4-6", context_override=WINDOW)
+    loop = LoopConfig(model=model, calibration=Calibration(model.name))
     return await compact_idle_sessions(
         store=store,
         locks=locks,

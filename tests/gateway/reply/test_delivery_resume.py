@@ -9,10 +9,11 @@ import pytest
 
 from gateway.errors import StoreError
 from gateway.metrics import Metrics
-from gateway.platforms.base import OutgoingMessage, SentMessage
+from gateway.platforms.router import Platforms
 from gateway.reply import outbox as delivery
 from gateway.reply.outbox import RESUME_JOB, Outbox
 from gateway.store import DeliveryRecord, Store
+from tests.support.memory_adapter import MemoryAdapter
 
 
 class FlakyStore:
@@ -31,15 +32,12 @@ class FlakyStore:
         return []
 
 
-async def never_send(message: OutgoingMessage) -> SentMessage:
-    raise AssertionError("nothing is open, nothing is sent")
-
-
 async def test_a_failed_second_pass_is_counted(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(delivery, "STALE_CLAIM", timedelta(0))
     metrics = Metrics()
     store = FlakyStore()
-    outbox = Outbox(store=cast(Store, store), send=never_send, metrics=metrics)
+    adapter = MemoryAdapter()
+    outbox = Outbox(store=cast(Store, store), platforms=Platforms([adapter]), metrics=metrics)
 
     assert await outbox.resume() == 0
     task = outbox._resume_task
@@ -47,6 +45,7 @@ async def test_a_failed_second_pass_is_counted(monkeypatch: pytest.MonkeyPatch) 
     await task  # the failure is logged and counted, not raised out of the background task
 
     assert store.calls == 2
+    assert adapter.sent == []  # nothing is open, nothing is sent
     runs: Any = metrics.job_runs.labels(job=RESUME_JOB, result="error")
     assert runs._value.get() == 1
     await outbox.stop()

@@ -6,9 +6,11 @@ import pytest
 
 from gateway.errors import ChatLockTimeout, StoreError
 from gateway.platforms.base import ChatKind, ChatRef, OutgoingMessage
+from gateway.platforms.router import Platforms
 from gateway.reply.wording import TURN_FAILED_REPLY
 from gateway.turn import tasks as tasks_module
 from gateway.turn.tasks import ChatTasks
+from tests.support.memory_adapter import MemoryAdapter
 
 CHAT = ChatRef("telegram", "1", kind=ChatKind.PRIVATE)
 
@@ -28,10 +30,8 @@ class FlakyTurns:
 
 
 def make_tasks(turns: FlakyTurns, sent: list[OutgoingMessage]) -> ChatTasks:
-    async def send(message: OutgoingMessage) -> None:
-        sent.append(message)
-
-    return ChatTasks(turns=turns, send=send)  # type: ignore[arg-type]
+    platforms = Platforms([MemoryAdapter(name=CHAT.platform, sent=sent)])
+    return ChatTasks(turns=turns, platforms=platforms)  # type: ignore[arg-type]
 
 
 @pytest.fixture(autouse=True)

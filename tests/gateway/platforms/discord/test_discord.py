@@ -177,7 +177,7 @@ async def test_thread_is_its_own_chat_and_replies_go_into_the_thread(
         ChatKind.GROUP,
     )
     assert msg.chat.key != general().key
-    await adapter.send(OutgoingMessage(msg.chat, "answer in thread"))
+    await adapter.sender.send(OutgoingMessage(msg.chat, "answer in thread"))
     sent = await dc.wait_sent(1)
     assert (sent[0].channel_id, sent[0].content) == (THREAD, "answer in thread")
 
@@ -221,7 +221,7 @@ async def test_slash_command_is_deferred_then_answered_by_followup(
     assert msg.is_command
     assert (msg.command, msg.command_args, msg.chat) == ("compact", "keep decisions", general())
     assert msg.author.user_id == str(ANN)
-    result = await adapter.send(
+    result = await adapter.sender.send(
         OutgoingMessage(msg.chat, "Compacted: 40 -> 12 messages", reply_handle=msg.reply_handle)
     )
     sent = await dc.wait_sent(1)
@@ -251,7 +251,7 @@ async def test_long_reply_is_split_under_2000_without_breaking_code_blocks(
     code = "\n".join(f"    result_{i} = compute({i})  # step {i}" for i in range(120))
     text = "Here is the plan.\n\n" + "word " * 300 + "\n\n```python\n" + code + "\n```\n\nDone."
     assert len(text) > 5000
-    result = await adapter.send(OutgoingMessage(general(), text))
+    result = await adapter.sender.send(OutgoingMessage(general(), text))
     sent = await dc.wait_sent(len(result.platform_message_ids))
     assert len(sent) >= 3
     assert all(len(s.content) <= 2000 for s in sent)
@@ -268,14 +268,14 @@ async def test_everyone_here_and_role_mentions_never_ping(
     asker = await inbox.message(
         dc.push_message(GENERAL, "ping all", author_id=ANN, username="ann", guild_id=GUILD)
     )
-    await adapter.send(
+    await adapter.sender.send(
         OutgoingMessage(
             general(), "@everyone @here <@&777> and <@501>", reply_to_message_id=asker.platform_message_id
         )
     )
     iid = dc.push_interaction("stats", None, channel_id=GENERAL, guild_id=GUILD, user_id=ANN)
     msg = await inbox.message(iid)
-    await adapter.send(OutgoingMessage(msg.chat, "@everyone stats", reply_handle=msg.reply_handle))
+    await adapter.sender.send(OutgoingMessage(msg.chat, "@everyone stats", reply_handle=msg.reply_handle))
     sent = await dc.wait_sent(2)
     for s in sent:
         assert s.allowed_mentions is not None
@@ -294,7 +294,7 @@ async def test_rate_limit_is_retried_by_the_library_then_delivered(
     adapter, _ = bot
     dc.fail_next(f"POST /channels/{GENERAL}/messages", status=429, retry_after=0.2)
     started = asyncio.get_running_loop().time()
-    result = await adapter.send(OutgoingMessage(general(), "after the flood"))
+    result = await adapter.sender.send(OutgoingMessage(general(), "after the flood"))
     assert asyncio.get_running_loop().time() - started >= 0.2
     assert [f.status for f in dc.faults_served] == [429]
     assert [s.content for s in dc.sent] == ["after the flood"]
@@ -307,7 +307,7 @@ async def test_persistent_rate_limit_raises_retry_later(
     adapter, _ = bot
     dc.fail_next("POST /channels/{id}/messages", status=429, retry_after=0.05, times=5)
     with pytest.raises(SendRetryLater) as caught:
-        await adapter.send(OutgoingMessage(general(), "never lands"))
+        await adapter.sender.send(OutgoingMessage(general(), "never lands"))
     assert caught.value.chat_id == str(GENERAL)
     assert caught.value.retry_after > 0
     assert dc.sent == []
@@ -320,7 +320,7 @@ async def test_invalid_form_body_is_resent_in_smaller_pieces(
     text = "\n".join(f"line {i} " + "x" * 60 for i in range(25))
     assert 1000 < len(text) <= 2000
     dc.fail_next("POST /channels/{id}/messages", status=400, code=50035)
-    result = await adapter.send(OutgoingMessage(general(), text))
+    result = await adapter.sender.send(OutgoingMessage(general(), text))
     assert len(result.platform_message_ids) == 2
     assert all(len(s.content) <= 1000 for s in dc.sent)
     assert "\n".join(s.content for s in dc.sent) == text
@@ -332,7 +332,7 @@ async def test_content_rejected_again_raises_send_rejected_with_chat_id(
     adapter, _ = bot
     dc.fail_next("POST /channels/{id}/messages", status=400, code=50035, times=10)
     with pytest.raises(SendRejected) as caught:
-        await adapter.send(OutgoingMessage(general(), "rejected twice"))
+        await adapter.sender.send(OutgoingMessage(general(), "rejected twice"))
     assert caught.value.chat_id == str(GENERAL)
 
 
@@ -342,7 +342,7 @@ async def test_forbidden_channel_raises_send_error(
     adapter, _ = bot
     dc.fail_next(f"POST /channels/{RANDOM}/messages", status=403)
     with pytest.raises(SendError) as caught:
-        await adapter.send(OutgoingMessage(ChatRef("discord", str(RANDOM), kind=ChatKind.GROUP), "hi"))
+        await adapter.sender.send(OutgoingMessage(ChatRef("discord", str(RANDOM), kind=ChatKind.GROUP), "hi"))
     assert not isinstance(caught.value, SendRetryLater | SendRejected)
     assert caught.value.chat_id == str(RANDOM)
 
@@ -351,11 +351,11 @@ async def test_typing_indicator_is_sent_and_its_failure_only_logged(
     dc: FakeDiscord, bot: tuple[DiscordAdapter, Inbox], caplog: pytest.LogCaptureFixture
 ) -> None:
     adapter, _ = bot
-    async with adapter.typing(general()):
+    async with adapter.sender.typing(general()):
         assert dc.typing_calls == [GENERAL]
     dc.fail_next(f"POST /channels/{RANDOM}/typing", status=403)
     with caplog.at_level(logging.WARNING, logger="gateway.platforms.discord.rest"):
-        async with adapter.typing(ChatRef("discord", str(RANDOM), kind=ChatKind.GROUP)):
+        async with adapter.sender.typing(ChatRef("discord", str(RANDOM), kind=ChatKind.GROUP)):
             pass
     assert any(str(RANDOM) in r.getMessage() for r in caplog.records)
 
@@ -364,7 +364,7 @@ async def test_own_messages_arrive_marked_and_replies_to_the_bot_are_detected(
     dc: FakeDiscord, bot: tuple[DiscordAdapter, Inbox]
 ) -> None:
     adapter, inbox = bot
-    result = await adapter.send(OutgoingMessage(general(), "I am the bot"))
+    result = await adapter.sender.send(OutgoingMessage(general(), "I am the bot"))
     bot_mid = int(result.platform_message_ids[0])
     own = await inbox.message(bot_mid)
     assert own.author.is_self
@@ -452,7 +452,7 @@ async def test_slash_command_in_a_thread_belongs_to_the_thread_chat(
     iid = dc.push_interaction("stats", "all", channel_id=THREAD, guild_id=GUILD, user_id=ANN)
     msg = await inbox.message(iid)
     assert (msg.chat.chat_id, msg.chat.thread_id) == (str(GENERAL), str(THREAD))
-    await adapter.send(OutgoingMessage(msg.chat, "thread stats", reply_handle=msg.reply_handle))
+    await adapter.sender.send(OutgoingMessage(msg.chat, "thread stats", reply_handle=msg.reply_handle))
     sent = await dc.wait_sent(1)
     assert (sent[0].kind, sent[0].channel_id) == ("followup", THREAD)
 

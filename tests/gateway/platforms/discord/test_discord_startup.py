@@ -37,7 +37,9 @@ async def test_a_rate_limited_command_sync_does_not_delay_messages(dc: FakeDisco
 
     async def handler(msg: IncomingMessage) -> None:
         received.append(msg)
-        await adapter.send(OutgoingMessage(msg.chat, "answer", reply_to_message_id=msg.platform_message_id))
+        await adapter.sender.send(
+            OutgoingMessage(msg.chat, "answer", reply_to_message_id=msg.platform_message_id)
+        )
 
     started = time.monotonic()
     await adapter.start(handler, COMMANDS)

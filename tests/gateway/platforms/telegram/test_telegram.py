@@ -246,7 +246,7 @@ async def test_stop_lets_a_running_turn_finish_its_reply(tg: FakeTelegram) -> No
     async def handler(message: IncomingMessage) -> None:
         started.set()
         await asyncio.sleep(0.5)
-        await adapter.send(OutgoingMessage(chat=message.chat, text="finished"))
+        await adapter.sender.send(OutgoingMessage(chat=message.chat, text="finished"))
 
     await adapter.start(handler, [])
     tg.push_message(21, "long question", user_id=21)
@@ -262,7 +262,7 @@ async def test_long_reply_is_split_under_the_limit_without_breaking_code(
     code = "\n".join(f"    value_{i} = compute({i}) < limit & mask  # 😀" for i in range(150))
     prose = " ".join(["Emoji 😀 count twice in UTF-16 & <tags> are escaped."] * 120)
     text = f"**Report**\n\n{prose}\n\n```python\n{code}\n```\n\nDone."
-    result = await adapter.send(OutgoingMessage(chat=ChatRef("telegram", "42"), text=text))
+    result = await adapter.sender.send(OutgoingMessage(chat=ChatRef("telegram", "42"), text=text))
     assert len(result.platform_message_ids) == len(tg.sent) >= 3
     assert all(s.parse_mode == "HTML" for s in tg.sent)
     assert all(utf16_len(s.text) <= 4096 for s in tg.sent)
@@ -279,9 +279,11 @@ async def test_emoji_only_reply_is_split_by_utf16_units_and_lone_surrogates_surv
     tg: FakeTelegram, running: tuple[TelegramAdapter, Inbox]
 ) -> None:
     adapter, _ = running
-    await adapter.send(OutgoingMessage(chat=ChatRef("telegram", "42"), text="😀" * 3000))
+    await adapter.sender.send(OutgoingMessage(chat=ChatRef("telegram", "42"), text="😀" * 3000))
     assert [utf16_len(s.visible_text) for s in tg.sent] == [3500, 2500]
-    await adapter.send(OutgoingMessage(chat=ChatRef("telegram", "42"), text="broken \ud800 model output"))
+    await adapter.sender.send(
+        OutgoingMessage(chat=ChatRef("telegram", "42"), text="broken \ud800 model output")
+    )
     assert tg.sent[-1].visible_text == "broken \ufffd model output"
 
 
@@ -290,7 +292,7 @@ async def test_reply_goes_to_the_topic_and_quotes_the_message(
 ) -> None:
     adapter, _ = running
     chat = ChatRef("telegram", "-800", "5", ChatKind.GROUP)
-    await adapter.send(OutgoingMessage(chat=chat, text="on it", reply_to_message_id="12"))
+    await adapter.sender.send(OutgoingMessage(chat=chat, text="on it", reply_to_message_id="12"))
     [sent] = tg.sent
     assert (sent.chat_id, sent.message_thread_id, sent.reply_to, sent.visible_text) == (-800, 5, 12, "on it")
 
@@ -300,7 +302,9 @@ async def test_rejected_html_is_resent_as_plain_text(
 ) -> None:
     adapter, _ = running
     tg.fail_next("sendMessage", kind="parse_error")
-    result = await adapter.send(OutgoingMessage(chat=ChatRef("telegram", "42"), text="**Total:** 3 < 4"))
+    result = await adapter.sender.send(
+        OutgoingMessage(chat=ChatRef("telegram", "42"), text="**Total:** 3 < 4")
+    )
     [sent] = tg.sent
     assert (sent.parse_mode, sent.text) == (None, "**Total:** 3 < 4")
     assert result.platform_message_ids == (str(sent.message_id),)
@@ -313,18 +317,18 @@ async def test_flood_control_is_waited_out_then_reported(tg: FakeTelegram) -> No
     try:
         tg.fail_next("sendMessage", kind="retry_after", retry_after=1)
         started = time.monotonic()
-        await adapter.send(OutgoingMessage(chat=ChatRef("telegram", "42"), text="after the wait"))
+        await adapter.sender.send(OutgoingMessage(chat=ChatRef("telegram", "42"), text="after the wait"))
         assert time.monotonic() - started >= 1.0
         assert [s.visible_text for s in tg.sent] == ["after the wait"]
 
         tg.fail_next("sendMessage", kind="retry_after", retry_after=30)
         with pytest.raises(SendRetryLater) as caught:
-            await adapter.send(OutgoingMessage(chat=ChatRef("telegram", "42"), text="too long a wait"))
+            await adapter.sender.send(OutgoingMessage(chat=ChatRef("telegram", "42"), text="too long a wait"))
         assert (caught.value.retry_after, caught.value.chat_id) == (30.0, "42")
 
         tg.fail_next("sendMessage", kind="forbidden")
         with pytest.raises(SendError) as blocked:
-            await adapter.send(OutgoingMessage(chat=ChatRef("telegram", "43"), text="hello?"))
+            await adapter.sender.send(OutgoingMessage(chat=ChatRef("telegram", "43"), text="hello?"))
         assert blocked.value.chat_id == "43"
         assert len(tg.sent) == 1
     finally:
@@ -337,7 +341,7 @@ async def test_a_reaction_in_a_chat_closed_to_the_bot_is_send_gone(
     adapter, _ = running
     tg.fail_next("setMessageReaction", kind="forbidden")
     with pytest.raises(SendGone) as blocked:
-        await adapter.react(ChatRef("telegram", "43"), "7", "👀")
+        await adapter.sender.react(ChatRef("telegram", "43"), "7", "👀")
     assert blocked.value.chat_id == "43"
     assert tg.reactions == []
     assert len(tg.called("setMessageReaction")) == 1
@@ -349,7 +353,7 @@ async def test_typing_is_kept_alive_while_held(
     adapter, _ = running
     monkeypatch.setattr(telegram_send, "TYPING_INTERVAL", 0.2)
     chat = ChatRef("telegram", "-900", "3", ChatKind.GROUP)
-    async with adapter.typing(chat):
+    async with adapter.sender.typing(chat):
         await tg.wait_for(lambda: len(tg.actions) >= 3, timeout=3)
     held = len(tg.actions)
     await asyncio.sleep(0.5)
@@ -362,7 +366,7 @@ async def test_typing_failures_are_not_raised(
 ) -> None:
     adapter, _ = running
     tg.fail_next("sendChatAction", kind="forbidden")
-    async with adapter.typing(ChatRef("telegram", "42")):
+    async with adapter.sender.typing(ChatRef("telegram", "42")):
         await tg.wait_for(lambda: bool(tg.called("sendChatAction")))
     assert tg.actions == []
 
