@@ -291,7 +291,7 @@ def cost_usd(model: ModelInfo | str, usage: Usage, *, ttl: CacheTTL = "5m") -> f
     """USD for one call: uncached input, cache writes (one-hour ones at their price where the API says
     which they were, else all at `ttl`'s), cache reads, output, and the web searches it ran."""
     info = lookup_model(model) if isinstance(model, str) else model
-    one_hour = usage.cache_creation_1h_input_tokens
+    one_hour = usage.one_hour_writes
     if one_hour is None:
         writes = usage.cache_creation_input_tokens * info.cache_write_per_mtok(ttl)
     else:

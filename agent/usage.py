@@ -18,6 +18,13 @@ class Usage:
     """Searches the server's web search tool ran (billed per search)."""
 
     @property
+    def one_hour_writes(self) -> int | None:
+        """The one-hour cache writes: as reported, 0 when there were no writes, else None (not said)."""
+        if self.cache_creation_1h_input_tokens is not None:
+            return self.cache_creation_1h_input_tokens
+        return 0 if self.cache_creation_input_tokens == 0 else None
+
+    @property
     def prompt_tokens(self) -> int:
         """The full prompt size the model saw: uncached + cache write + cache read."""
         return self.input_tokens + self.cache_creation_input_tokens + self.cache_read_input_tokens
@@ -28,7 +35,7 @@ class Usage:
             self.output_tokens + other.output_tokens,
             self.cache_creation_input_tokens + other.cache_creation_input_tokens,
             self.cache_read_input_tokens + other.cache_read_input_tokens,
-            _sum_known(self.cache_creation_1h_input_tokens, other.cache_creation_1h_input_tokens),
+            _sum_known(self.one_hour_writes, other.one_hour_writes),
             self.web_search_requests + other.web_search_requests,
         )
 

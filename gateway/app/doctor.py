@@ -213,6 +213,7 @@ def scheduled_jobs(settings: Settings) -> dict[str, timedelta]:
         idle=timedelta(minutes=sched.idle_minutes),
         retention_days=sched.archive_retention_days,
         keeps_alive=settings.prompt_caching.keeps_alive,
+        answers_after_reset=settings.limits.answer_after_reset,
     )
 
 

@@ -16,6 +16,7 @@ from datetime import UTC, datetime, timedelta
 
 from agent.llm import LLMClient
 from agent.tokens import Calibration, estimate_text
+from gateway.app.budget_notices import BudgetNotices
 from gateway.app.wiring import (
     authorization_policy,
     compaction_policy,
@@ -24,6 +25,7 @@ from gateway.app.wiring import (
     loop_config,
     main_model,
     model_status_line,
+    spending_caps,
 )
 from gateway.commands import menu as commands
 from gateway.commands.admin import AdminHandlers
@@ -50,11 +52,13 @@ from gateway.platforms.base import IncomingMessage, PlatformAdapter
 from gateway.platforms.catalog import status_lines
 from gateway.platforms.router import Platforms
 from gateway.reply.outbox import Outbox
+from gateway.spending.budget import Budget, SpendingClient
 from gateway.store import ChatLocks, PinLimits, Store
 from gateway.store.jobs.runs import JobRunLog
 from gateway.store.locks.job_lock import JobLocks
 from gateway.store.locks.leases import default_worker_name
 from gateway.store.messages.media import MediaStore
+from gateway.store.spend.ledger import SpendLedger
 from gateway.transcription.transcriber import Transcriber, transcriber_from
 from gateway.turn.kit import SessionKit
 from gateway.turn.runner import TurnRunner, TurnSettings
@@ -90,20 +94,27 @@ class Gateway:
         self.media_presence = MediaPresence()
         # Requests leave with stored media rendered; everything before works on the references.
         media_cache = MediaCache(self.media_store)
-        self.llm = MediaRenderingClient(llm, media_cache)
-        self.summary_llm = MediaRenderingClient(summary_llm, media_cache) if summary_llm else self.llm
         self.model = main_model(settings)
+        self.metrics = Metrics()
+        # Claude's tokenizer is not tiktoken's: one calibration per process, learned from every reply call.
+        self.calibration = Calibration(self.model.name)
+        self.budget = self._budget()
+        # Every call is held against the spending caps first, its media references still unrendered
+        # (they carry their token cost); then its media are rendered for the wire.
+        self.llm = SpendingClient(MediaRenderingClient(llm, media_cache), self.budget)
+        self.summary_llm = (
+            SpendingClient(MediaRenderingClient(summary_llm, media_cache), self.budget)
+            if summary_llm
+            else self.llm
+        )
         self.locks = ChatLocks(store)
         self.spool = Spool(settings.spool_dir)
-        self.metrics = Metrics()
         self.embeddings: Embeddings | None = embeddings_from(settings.embeddings, store)
         self.transcriber: Transcriber | None = transcriber_from(settings.transcription)
         store.on_stored = self._on_stored
         self.metrics.track_spool(lambda: self.spool.depth)
         self.scheduler: JobScheduler | None = None
         self.metrics_server: MetricsServer | None = None
-        # Claude's tokenizer is not tiktoken's: one calibration per process, learned from every reply call.
-        self.calibration = Calibration(self.model.name)
         self.loop_config = loop_config(settings, self.model, self.calibration)
         self.policy = compaction_policy(settings, self.model)
         self.kit = self._session_kit()
@@ -127,6 +138,7 @@ class Gateway:
             compacts_first=self.turns.compacts_first,
             presence=self.media_presence,
             metrics=self.metrics,
+            budget=self.budget,
         )
         self.tasks = ChatTasks(turns=self.turns, platforms=self.platforms)
         self.pipeline = self._pipeline()
@@ -134,6 +146,23 @@ class Gateway:
 
     def now(self) -> datetime:
         return self.clock()
+
+    def _budget(self) -> Budget:
+        settings = self.settings
+        worker = settings.fleet.worker_name or default_worker_name()
+        return Budget(
+            SpendLedger(self.store.engine, worker=worker, clock=self.now),
+            spending_caps(settings),
+            clock=self.now,
+            calibration=self.calibration,
+            warn=BudgetNotices(
+                self.store,
+                self.platforms,
+                telegram_admins=[str(admin) for admin in settings.telegram_admin_ids],
+                share=settings.limits.budget_warn_share,
+            ),
+            observe=self.metrics.observe_spend,
+        )
 
     def _session_kit(self) -> SessionKit:
         return SessionKit(
@@ -163,6 +192,7 @@ class Gateway:
                 policy=self.policy,
                 notify_compaction=settings.compression.notify,
                 cache_mode=settings.prompt_caching.cache_ttl if settings.prompt_caching.enabled else None,
+                answer_after_reset=settings.limits.answer_after_reset,
             ),
             kit=self.kit,
             calibration=self.calibration,
@@ -172,6 +202,7 @@ class Gateway:
             clock=self.now,
             metrics=self.metrics,
             media_aging=MediaAging(self.media_store, self.media_presence),
+            budget=self.budget,
         )
 
     def _pipeline(self) -> Pipeline:
@@ -187,6 +218,7 @@ class Gateway:
             compactor=self.compactor,
             protect_last_n=settings.compression.protect_last_n,
             clock=self.now,
+            budget=self.budget,
         )
         pins = PinHandlers(
             store=self.store,
@@ -214,9 +246,9 @@ class Gateway:
             platforms=self.platforms,
             command_handlers=admin.handlers() | pins.handlers(),
             admission=Admission(
-                store=self.store,
                 rate_limiter=RateLimiter(per_minute=settings.limits.user_messages_per_minute),
-                daily_budget_usd=settings.limits.chat_daily_budget_usd,
+                budget=self.budget,
+                answer_after_reset=settings.limits.answer_after_reset,
                 clock=self.now,
             ),
             spool=self.spool,
@@ -291,12 +323,20 @@ class Gateway:
             policy=self.policy,
             retention_days=sched.archive_retention_days,
             keep_alive=self._keep_caches_warm if self.settings.prompt_caching.keeps_alive else None,
+            budget=self.budget,
+            answer_after_reset=self._answer_held if self.settings.limits.answer_after_reset else None,
             clock=self.now,
         )
         for job in jobs:
             self.scheduler.add(job)
         self.scheduler.start()
         self.metrics.track_jobs(self.scheduler.job_names, self.scheduler.overdue)
+
+    async def _answer_held(self) -> None:
+        started = await recovery.answer_held(
+            store=self.store, platforms=self.platforms, schedule=self.tasks.schedule
+        )
+        logger.debug("budget reset: %d chat(s) with unanswered messages looked at", started)
 
     async def _keep_caches_warm(self) -> None:
         await self.keeper.run(self.now())

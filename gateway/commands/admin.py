@@ -10,6 +10,7 @@ from datetime import datetime, timedelta
 from agent.models import ModelInfo
 from agent.tokens import Calibration, estimate_system
 from gateway.commands import menu as commands
+from gateway.commands.budget_report import budget_lines
 from gateway.commands.context_breakdown import breakdown, format_breakdown
 from gateway.commands.menu import CommandContext, Handler
 from gateway.commands.outcomes_report import outcomes_lines
@@ -28,6 +29,7 @@ from gateway.compaction.compactor import MANUAL, Compactor
 from gateway.errors import NothingToUndoError
 from gateway.platforms.base import ChatKind
 from gateway.reply.wording import compaction_result
+from gateway.spending.budget import Budget, spender, spending_for
 from gateway.store import ChatLocks, ReportStore, SessionRecord, Store
 from gateway.turn.kit import SessionKit
 
@@ -59,6 +61,8 @@ class AdminHandlers:
     compactor: Compactor
     protect_last_n: int
     clock: Callable[[], datetime]
+    budget: Budget | None = None
+    """The spending caps `/stats` shows against, and `/compact`'s summary is paid from."""
 
     @property
     def reports(self) -> ReportStore:
@@ -107,6 +111,9 @@ class AdminHandlers:
         report.extend([waste_line(await reports.cache_waste(ctx.chat_pk))])
         report.extend(voice_lines(await reports.transcription_counts(ctx.chat_pk)))
         report.extend(outcomes_lines(await reports.call_outcomes(ctx.chat_pk)))
+        if self.budget is not None:
+            standings = await self.budget.standing(spender(ctx.message, ctx.chat_pk))
+            report.extend(budget_lines(standings, self.clock()))
         return report.render(detail=args == "detail")
 
     def _context_size(self, session: SessionRecord) -> ContextSize:
@@ -144,7 +151,8 @@ class AdminHandlers:
                     f"({time.perf_counter() - started:.1f} s)."
                 )
             pins = [p.text for p in await self.store.pins(ctx.chat_pk)]
-            report = await self.compactor.compact(
-                session, self.kit.engine(session, pins), trigger=MANUAL, focus=args or None
-            )
+            with spending_for(spender(ctx.message, ctx.chat_pk)):
+                report = await self.compactor.compact(
+                    session, self.kit.engine(session, pins), trigger=MANUAL, focus=args or None
+                )
         return compaction_result(report, self.protect_last_n)

@@ -12,10 +12,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from agent.spending.periods import SpendFor
 from gateway.platforms.base import IncomingMessage
 from gateway.reply.wording import RATE_LIMITED, budget_spent
-from gateway.spending.budget import Budget
+from gateway.spending.budget import Budget, spender
 
 
 @dataclass
@@ -68,8 +67,3 @@ class Admission:
         if spent is None:
             return None
         return budget_spent(spent, self.clock(), answer_after_reset=self.answer_after_reset)
-
-
-def spender(msg: IncomingMessage, chat_pk: int) -> SpendFor:
-    """Who the answer to `msg` is paid for: its chat and its sender."""
-    return SpendFor(chat_pk=chat_pk, user=f"{msg.chat.platform}:{msg.author.user_id}")

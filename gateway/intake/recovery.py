@@ -14,7 +14,7 @@ from datetime import datetime, timedelta
 from gateway.errors import SendError
 from gateway.platforms.base import ChatKind, ChatRef, OutgoingMessage
 from gateway.platforms.router import Platforms
-from gateway.store import Store, StoredMessage
+from gateway.store import ChatRecord, Store, StoredMessage
 
 logger = logging.getLogger(__name__)
 
@@ -46,13 +46,7 @@ async def recover_unanswered(
         chat = await store.get_chat(chat_pk)
         if chat is None or not platforms.has(chat.platform):
             continue
-        ref = ChatRef(
-            platform=chat.platform,
-            chat_id=chat.chat_id,
-            thread_id=chat.thread_id or None,
-            kind=ChatKind(chat.kind),
-            title=chat.title,
-        )
+        ref = chat_ref(chat)
         stale = [r for r in rows if now - r.created_at > max_age]
         if stale:
             await store.mark_replied([r.id for r in stale])
@@ -71,3 +65,27 @@ async def recover_unanswered(
                 chat.chat_id,
             )
             schedule(ref, chat_pk)
+
+
+async def answer_held(*, store: Store, platforms: Platforms, schedule: Callable[[ChatRef, int], None]) -> int:
+    """Start the turn of every chat with unanswered messages (those held for a budget's reset among
+    them; a chat whose budget is still spent keeps them, `TurnRunner`); returns how many were started."""
+    chats = {row.chat_pk for row in await store.unanswered()}
+    started = 0
+    for chat_pk in sorted(chats):
+        chat = await store.get_chat(chat_pk)
+        if chat is not None and platforms.has(chat.platform):
+            schedule(chat_ref(chat), chat_pk)
+            started += 1
+    return started
+
+
+def chat_ref(chat: ChatRecord) -> ChatRef:
+    """Where a stored chat's replies go."""
+    return ChatRef(
+        platform=chat.platform,
+        chat_id=chat.chat_id,
+        thread_id=chat.thread_id or None,
+        kind=ChatKind(chat.kind),
+        title=chat.title,
+    )

@@ -29,11 +29,13 @@ from agent.errors import LLMError
 from agent.llm import LLMClient
 from agent.loop import refresh_cache
 from agent.models import TTL_SECONDS, ModelInfo, cost_usd
+from agent.spending.periods import SpendFor
 from agent.tokens import Calibration
 from agent.usage import Usage
 from gateway.media.presence import MediaPresence
 from gateway.metrics import Metrics
 from gateway.platforms.base import ChatKind
+from gateway.spending.budget import Budget, spending_for
 from gateway.store import CallRecord, ChatLocks, SessionRecord, Store, TurnSnapshot
 from gateway.turn.kit import SessionKit
 from gateway.turn.turn import newest_id, tokens_after_in, window_entries
@@ -76,8 +78,10 @@ class CacheKeeper:
         compacts_first: CompactsFirst,
         presence: MediaPresence,
         metrics: Metrics | None = None,
+        budget: Budget | None = None,
     ) -> None:
         self.store = store
+        self.budget = budget
         self.presence = presence
         """Which chats have media: learned here from the stored window as a turn learns it, so a worker
         that has not served the chat since it started offers the same tools (part of the cached prefix)."""
@@ -95,13 +99,27 @@ class CacheKeeper:
         for session, kind in await self.store.cache_looks_due(now, limit=batch):
             if session.chat_pk in self.locks.held_keys():
                 continue  # a turn is running: it reads (and refreshes) the cache itself, and saves it
+            if await self._spent(session.id, session.chat_pk):
+                continue
             async with self.locks.hold(session.chat_pk):
-                refreshed = await self._refresh(session.chat_pk, kind, now)
+                with spending_for(SpendFor(session.chat_pk)):
+                    refreshed = await self._refresh(session.chat_pk, kind, now)
             if refreshed is not None:
                 done.append(refreshed)
         if done:
             logger.info("cache keep-alive: %d refresh(es) sent", len(done))
         return done
+
+    async def _spent(self, session_pk: int, chat_pk: int) -> bool:
+        """A chat whose budget (or the bot's) is spent keeps no cache warm: its entry is let go."""
+        if self.budget is None:
+            return False
+        spent = await self.budget.spent(SpendFor(chat_pk))
+        if spent is None:
+            return False
+        logger.info("session %s: no keep-alive refresh: %s", session_pk, spent)
+        await self.store.set_cache_look(session_pk, None)
+        return True
 
     async def _refresh(self, chat_pk: int, kind: str, now: datetime) -> Refreshed | None:
         snapshot = await self.store.turn_snapshot(chat_pk)

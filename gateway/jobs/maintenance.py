@@ -4,7 +4,8 @@
   window, cache-aware above a lower share once the prompt cache expired), so the next message does not
   wait for a summary;
 - `purge_archive`: deletes archived messages past the retention age (never active or summary rows);
-- `rollup_usage`: upserts the daily usage table from the usage log.
+- `rollup_usage`: upserts the daily usage table from the usage log;
+- the spend sweep: holds a stopped worker left open count as spent (`gateway.store.spend.ledger`).
 """
 
 from __future__ import annotations
@@ -14,10 +15,12 @@ from collections.abc import Callable
 from datetime import date, datetime, timedelta
 
 from agent.caching.plan import CacheState
+from agent.spending.periods import SpendFor
 from gateway.compaction.compactor import CompactionReport, Compactor, EngineFactory
 from gateway.compaction.triggers import CompactionPolicy
 from gateway.jobs.cache_keeper import SCAN_EVERY as KEEPALIVE_SCAN_EVERY
 from gateway.jobs.scheduler import JobBody, JobSpec
+from gateway.spending.budget import Budget, spending_for
 from gateway.store import ChatLocks, Store
 
 logger = logging.getLogger(__name__)
@@ -35,6 +38,7 @@ async def compact_idle_sessions(
     policy: CompactionPolicy,
     now: datetime,
     batch: int = IDLE_BATCH,
+    budget: Budget | None = None,
 ) -> list[CompactionReport]:
     """Compact idle sessions that are worth it now; returns the reports of those that ran."""
     if not policy.enabled:
@@ -55,10 +59,16 @@ async def compact_idle_sessions(
             decision = policy.when_idle(session, CacheState.from_json(session.cache_state), now=now)
             if not session.active or decision.trigger is None:
                 continue
+            who = SpendFor(session.chat_pk)
+            spent = await budget.spent(who) if budget is not None else None
+            if spent is not None:  # the next turn compacts it once there is budget again
+                logger.info("scheduled compaction of session %s skipped: %s", session.id, spent)
+                continue
             logger.info("scheduled compaction of session %s: %s", session.id, decision.reason)
             pins = [p.text for p in await store.pins(session.chat_pk)]
             engine = make_engine(session, pins)
-            reports.append(await compactor.compact(session, engine, trigger=decision.trigger))
+            with spending_for(who):
+                reports.append(await compactor.compact(session, engine, trigger=decision.trigger))
     logger.info("idle compaction: %d candidate(s), %d compacted", len(candidates), len(reports))
     return reports
 
@@ -99,15 +109,26 @@ Clock = Callable[[], datetime]
 IDLE_SCAN_EVERY = timedelta(minutes=5)
 RETENTION_EVERY = timedelta(hours=6)
 ROLLUP_EVERY = timedelta(hours=1)
+SPEND_SWEEP_EVERY = timedelta(minutes=5)
+BUDGET_RESET_EVERY = timedelta(minutes=5)
+"""How soon after a budget resets the messages held for it are answered, at most."""
 
 
-def job_intervals(*, idle: timedelta, retention_days: int, keeps_alive: bool) -> dict[str, timedelta]:
+def job_intervals(
+    *, idle: timedelta, retention_days: int, keeps_alive: bool, answers_after_reset: bool = False
+) -> dict[str, timedelta]:
     """Which jobs a gateway with these settings runs, and how often (`doctor` lists them too)."""
-    every = {"idle-compaction": min(IDLE_SCAN_EVERY, idle), "usage-rollup": ROLLUP_EVERY}
+    every = {
+        "idle-compaction": min(IDLE_SCAN_EVERY, idle),
+        "usage-rollup": ROLLUP_EVERY,
+        "spend-sweep": SPEND_SWEEP_EVERY,
+    }
     if retention_days > 0:
         every["archive-retention"] = RETENTION_EVERY
     if keeps_alive:
         every["cache-keepalive"] = KEEPALIVE_SCAN_EVERY
+    if answers_after_reset:
+        every["budget-reset"] = BUDGET_RESET_EVERY
     return every
 
 
@@ -121,14 +142,31 @@ def standard_jobs(
     retention_days: int,
     keep_alive: JobBody | None,
     clock: Clock,
+    budget: Budget | None = None,
+    answer_after_reset: JobBody | None = None,
 ) -> list[JobSpec]:
-    """The gateway's jobs: idle compaction, the usage rollup, archive retention (if an age is set) and
-    the cache keep-alive (if given)."""
+    """The gateway's jobs: idle compaction, the usage rollup, the sweep of holds a dead worker left,
+    archive retention (if an age is set), the cache keep-alive and the answers held for a budget's
+    reset (if given)."""
 
     async def compaction_job() -> None:
         await compact_idle_sessions(
-            store=store, locks=locks, compactor=compactor, make_engine=make_engine, policy=policy, now=clock()
+            store=store,
+            locks=locks,
+            compactor=compactor,
+            make_engine=make_engine,
+            policy=policy,
+            now=clock(),
+            budget=budget,
         )
+
+    async def sweep_job() -> None:
+        if budget is not None:
+            swept = await budget.ledger.sweep()
+            if swept:
+                logger.warning(
+                    "spend: %d hold(s) of calls a stopped worker left open counted as spent", swept
+                )
 
     async def retention_job() -> None:
         await purge_archive(store=store, retention_days=retention_days, now=clock())
@@ -139,9 +177,17 @@ def standard_jobs(
     bodies: dict[str, JobBody] = {
         "idle-compaction": compaction_job,
         "usage-rollup": rollup_job,
+        "spend-sweep": sweep_job,
         "archive-retention": retention_job,
     }
     if keep_alive is not None:
         bodies["cache-keepalive"] = keep_alive
-    every = job_intervals(idle=policy.idle, retention_days=retention_days, keeps_alive=keep_alive is not None)
+    if answer_after_reset is not None:
+        bodies["budget-reset"] = answer_after_reset
+    every = job_intervals(
+        idle=policy.idle,
+        retention_days=retention_days,
+        keeps_alive=keep_alive is not None,
+        answers_after_reset=answer_after_reset is not None,
+    )
     return [JobSpec(name, bodies[name], interval) for name, interval in every.items()]

@@ -32,6 +32,7 @@ from agent.spending.periods import Caps, Limit, SpendFor
 from agent.spending.prices import billed_usd, worst_case_usd
 from agent.streaming import TextSink
 from agent.tokens import Calibration
+from gateway.platforms.base import IncomingMessage
 from gateway.store.spend.ledger import Held, LineTotal, Refused, SpendLedger
 
 logger = logging.getLogger(__name__)
@@ -55,6 +56,11 @@ def spending_for(who: SpendFor) -> Iterator[None]:
 
 def current_spender() -> SpendFor:
     return _FOR.get()
+
+
+def spender(msg: IncomingMessage, chat_pk: int) -> SpendFor:
+    """Who the answer to `msg` (or the command it is) is paid for: its chat and its sender."""
+    return SpendFor(chat_pk=chat_pk, user=f"{msg.chat.platform}:{msg.author.user_id}")
 
 
 Warn = Callable[[Limit, SpendFor], Awaitable[None]]
@@ -94,13 +100,14 @@ class Budget:
         return self.caps.limits(who, self.clock())
 
     async def spent(self, who: SpendFor) -> BudgetExceededError | None:
-        """The first capped budget of `who` with (almost) nothing left, as the error a call would raise."""
+        """The first capped budget of `who` that is spent, as the error a call would raise: a call did
+        not fit it this period, or (almost) nothing of it is left."""
         limits = [limit for limit in self.limits(who) if limit.capped]
         totals = await self.ledger.totals((limit.scope, limit.period) for limit in limits)
         for limit in limits:
             line = totals.get((limit.scope, limit.period), LineTotal(0.0, 0.0))
             used = line.spent_usd + line.reserved_usd
-            if used >= limit.cap_usd * (1.0 - ADMISSION_RESERVE_SHARE):
+            if line.exhausted or used >= limit.cap_usd * (1.0 - ADMISSION_RESERVE_SHARE):
                 return _exceeded(Refused(limit, used))
         return None
 

@@ -302,6 +302,8 @@ class SpendLine(Base):
     reserved_usd: Mapped[float] = mapped_column(Double)
     warned_at: Mapped[datetime | None]
     """When the line passed the warning share (told once per line)."""
+    exhausted_at: Mapped[datetime | None]
+    """When a call first did not fit the line: it counts as spent until its period ends."""
     updated_at: Mapped[datetime]
 
 

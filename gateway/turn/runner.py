@@ -20,22 +20,32 @@ from datetime import datetime
 
 from agent.caching.plan import CacheMode, CacheState, TurnCachePlan, adopt_calibration, plan_turn
 from agent.compaction.engine import ContextEngine
-from agent.errors import LLMError
+from agent.errors import BudgetExceededError, LLMError
 from agent.llm import LLMClient
 from agent.loop import Entry, TurnResult, run_turn
 from agent.models import ModelInfo
 from agent.pins import pins_note
+from agent.spending.periods import SpendFor
 from agent.tokens import Calibration
 from agent.types import Block
 from gateway.compaction.compactor import CompactionReport, Compactor
 from gateway.compaction.triggers import CompactionPolicy
+from gateway.errors import SendError
 from gateway.media.aging import MediaAging
 from gateway.metrics import Metrics, TimedLLM
-from gateway.platforms.base import ChatKind, ChatRef
+from gateway.platforms.base import ChatKind, ChatRef, OutgoingMessage
 from gateway.platforms.router import Platforms
 from gateway.reply.live_reply import LiveReply
 from gateway.reply.outbox import Outbox
-from gateway.reply.wording import compaction_notice, empty_reply, human_error, refused
+from gateway.reply.wording import (
+    budget_cut_turn,
+    budget_spent,
+    compaction_notice,
+    empty_reply,
+    human_error,
+    refused,
+)
+from gateway.spending.budget import Budget, spending_for
 from gateway.store import ChatLocks, NewMessage, PromptPins, SessionRecord, Store, StoredMessage, TurnSnapshot
 from gateway.store.records import PIN_NOTICE_AUTHOR
 from gateway.turn.kit import SessionKit
@@ -52,6 +62,8 @@ class TurnSettings:
     notify_compaction: bool
     cache_mode: CacheMode | None
     """prompt_caching.cache_ttl when caching is on ("auto" plans per chat and call); None: no caching."""
+    answer_after_reset: bool = False
+    """A chat whose budget is spent keeps its pending messages for after the reset (no turn runs)."""
 
 
 class TurnRunner:
@@ -70,8 +82,10 @@ class TurnRunner:
         clock: Callable[[], datetime],
         metrics: Metrics | None = None,
         media_aging: MediaAging | None = None,
+        budget: Budget | None = None,
     ) -> None:
         self.store = store
+        self.budget = budget
         self.media_aging = media_aging
         self.locks = locks
         self.llm = llm
@@ -98,13 +112,28 @@ class TurnRunner:
                         arrived = None
                         continue  # what arrived during the compaction is answered now
                     return turns
+                who = SpendFor(chat_pk, user=f"{chat.platform}:{pending[-1].author_id}")
+                if await self._held_for_reset(who):
+                    return turns
                 started = time.perf_counter()
-                compacted = await self._turn(chat, snapshot, pending)
+                with spending_for(who):
+                    compacted = await self._turn(chat, snapshot, pending)
                 # one compaction per turn at most: a turn that compacted leaves the next to its own check
                 arrived = None if compacted else snapshot.session.tokens_since_call
                 if self.metrics is not None:
                     self.metrics.observe_turn(time.perf_counter() - started)
                 turns += 1
+
+    async def _held_for_reset(self, who: SpendFor) -> bool:
+        """With `limits.answer_after_reset`, a spent budget leaves the pending messages for after its
+        reset (their senders were told when they arrived); the reset job starts the turn then."""
+        if self.budget is None or not self.settings.answer_after_reset:
+            return False
+        spent = await self.budget.spent(who)
+        if spent is None:
+            return False
+        logger.info("chat %s: %s; its messages wait for the reset", who.chat_pk, spent)
+        return True
 
     async def _turn(self, chat: ChatRef, snapshot: TurnSnapshot, pending: Sequence[StoredMessage]) -> bool:
         """Answer `pending`; True when the turn compacted the session (before or during the loop)."""
@@ -123,7 +152,7 @@ class TurnRunner:
         live = self.outbox.live(chat, reply_to=turn.reply_to)
         try:
             result = await self._run_agent(turn, recorder, live)
-            text = reply_text(result)
+            text = reply_text(result, self.clock())
         except LLMError as exc:
             logger.warning(
                 "LLM call failed for chat %s:%s: %s (%s)",
@@ -136,8 +165,30 @@ class TurnRunner:
         finally:
             if live is not None:
                 await live.close()
-        await self._deliver(turn, recorder, result, text, live)
+        held = self._held(result)
+        if held is not None:
+            await self._tell_held(turn, held)
+        else:
+            await self._deliver(turn, recorder, result, text, live)
         return turn.compacted_before or any(r.changed for r in recorder.reports)
+
+    def _held(self, result: TurnResult[Ref] | None) -> BudgetExceededError | None:
+        """The spending cap that refused the turn's first call, when its messages wait for the reset."""
+        if result is None or result.iterations > 0 or not self.settings.answer_after_reset:
+            return None
+        return result.budget
+
+    async def _tell_held(self, turn: Turn, exceeded: BudgetExceededError) -> None:
+        """Say that the messages wait for the budget's reset; they stay unanswered until then."""
+        text = budget_spent(exceeded, self.clock(), answer_after_reset=True)
+        try:
+            await self.platforms.send(
+                OutgoingMessage(chat=turn.chat, text=text, reply_to_message_id=turn.reply_to)
+            )
+        except SendError as exc:
+            logger.error(
+                "budget notice to %s:%s not delivered: %s", turn.chat.platform, turn.chat.chat_id, exc
+            )
 
     async def _prepare(self, chat: ChatRef, snapshot: TurnSnapshot, pending: Sequence[StoredMessage]) -> Turn:
         """The turn, once its session is settled: compacted first where it must be, a pin change told.
@@ -267,7 +318,8 @@ class TurnRunner:
             return False
         logger.info("compaction of session %s after the reply: %s", session.id, decision.reason)
         engine.expect_prompt(session.context_tokens(scale) + next_tokens)
-        report = await self.compactor.compact(session, engine, trigger=decision.trigger, force=False)
+        with spending_for(SpendFor(session.chat_pk)):  # the chat's, not the last sender's
+            report = await self.compactor.compact(session, engine, trigger=decision.trigger, force=False)
         return report.changed
 
     async def _run_agent(self, turn: Turn, recorder: TurnRecorder, live: LiveReply | None) -> TurnResult[Ref]:
@@ -315,8 +367,14 @@ class TurnRunner:
         )
 
 
-def reply_text(result: TurnResult[Ref]) -> str:
-    """The reply a turn delivers: the model's text, or a clear word on why there is none."""
+def reply_text(result: TurnResult[Ref], now: datetime) -> str:
+    """The reply a turn delivers: the model's text, or a clear word on why there is none; a turn a
+    spending cap stopped says so after what it wrote."""
     if result.refusal is not None:
         return refused(result.refusal)
-    return result.reply_text.strip() or empty_reply(result.stop_reason)
+    text = result.reply_text.strip()
+    if result.budget is not None:
+        if not text:
+            return budget_spent(result.budget, now, answer_after_reset=False)
+        return f"{text}\n\n{budget_cut_turn(result.budget, now)}"
+    return text or empty_reply(result.stop_reason)

@@ -27,6 +27,7 @@ def upgrade() -> None:
         sa.Column("spent_usd", sa.Double(), nullable=False),
         sa.Column("reserved_usd", sa.Double(), nullable=False),
         sa.Column("warned_at", sa.DateTime(timezone=True), nullable=True),
+        sa.Column("exhausted_at", sa.DateTime(timezone=True), nullable=True),
         sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
         sa.PrimaryKeyConstraint("scope", "period", name=op.f("pk_spend_ledger")),
     )

@@ -102,7 +102,9 @@ def test_what_a_call_is_billed_never_exceeds_its_worst_case(
         output_tokens=output,
         cache_creation_1h_input_tokens=prompt if one_hour else 0,
     )
-    billed = billed_usd(LLMResponse(content=[], stop_reason="end_turn", usage=usage, model="claude-sonnet-5-5"))
+    billed = billed_usd(
+        LLMResponse(content=[], stop_reason="end_turn", usage=usage, model="claude-sonnet-5-5")
+    )
     assert billed <= worst_case_usd(request, calibration)
 
 
@@ -117,5 +119,6 @@ def test_billing_prices_one_hour_writes_as_the_api_reports_them() -> None:
 
 def test_every_model_the_table_allows_has_prices() -> None:
     for name, model in MODELS.items():
-        assert model.input_per_mtok > 0 and model.output_per_mtok > 0, name
+        assert model.input_per_mtok > 0, name
+        assert model.output_per_mtok > 0, name
         assert model.cache.write_1h >= model.cache.write_5m >= 1.0, name

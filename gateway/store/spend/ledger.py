@@ -1,13 +1,14 @@
 """The spending ledger: reservations held against budget lines before a call, settled after it.
 
-`reserve` holds a call's worst case on every line it counts toward in one transaction, refusing it when
-a capped line would pass its cap counting what is spent and what other calls hold. Each line is a row
-updated with its cap in the `WHERE` clause, locked in a fixed order, so workers reserving at once on
-Postgres queue on the row and each sees the other's hold; SQLite takes its write lock at `BEGIN`
-(one worker). `settle` replaces the hold by the billed cost and reports the lines that just passed the
-warning share (each once: its `warned_at` is set in the same statement). A reservation still open
-after `STALE_AFTER` belongs to a worker that died mid-call: `sweep` counts it as spent at its worst
-case, since the call may have been billed.
+`reserve` holds a call's worst case on every line it counts toward in one transaction, refusing it when a
+capped line would pass its cap counting what is spent and what other calls hold; the line that refused it
+is marked exhausted (what is left of it is less than a call needs) until its period ends. Each line is a
+row updated with its cap in the `WHERE` clause, locked in a fixed order, so workers reserving at once on
+Postgres queue on the row and each sees the other's hold; SQLite takes its write lock at `BEGIN` (one
+worker). `settle` replaces the hold by the billed cost and reports the lines that just passed the warning
+share (each once: its `warned_at` is set in the same statement). A reservation still open after
+`STALE_AFTER` belongs to a worker that died mid-call: `sweep` counts it as spent at its worst case, since
+the call may have been billed.
 """
 
 from __future__ import annotations
@@ -55,6 +56,8 @@ class Refused:
 class LineTotal:
     spent_usd: float
     reserved_usd: float
+    exhausted: bool = False
+    """A call did not fit the line this period: what is left is less than a call needs."""
 
 
 class _DoesNotFit(Exception):
@@ -92,6 +95,7 @@ class SpendLedger(StoreBase):
                 )
                 reservation_id = int(row.scalar_one())
         except _DoesNotFit as exc:
+            await self._exhaust(exc.refused.limit, now)
             return exc.refused
         return Held(reservation_id, amount_usd, tuple((limit.scope, limit.period) for limit in limits))
 
@@ -143,12 +147,21 @@ class SpendLedger(StoreBase):
         async with self._tx("read spend") as conn:
             rows = (
                 await conn.execute(
-                    select(ledger.c.scope, ledger.c.period, ledger.c.spent_usd, ledger.c.reserved_usd).where(
-                        tuple_(ledger.c.scope, ledger.c.period).in_(wanted)
-                    )
+                    select(
+                        ledger.c.scope,
+                        ledger.c.period,
+                        ledger.c.spent_usd,
+                        ledger.c.reserved_usd,
+                        ledger.c.exhausted_at,
+                    ).where(tuple_(ledger.c.scope, ledger.c.period).in_(wanted))
                 )
             ).all()
-        return {(r.scope, r.period): LineTotal(float(r.spent_usd), float(r.reserved_usd)) for r in rows}
+        return {
+            (r.scope, r.period): LineTotal(
+                float(r.spent_usd), float(r.reserved_usd), r.exhausted_at is not None
+            )
+            for r in rows
+        }
 
     async def open_reservations(self) -> int:
         async with self._tx("count reservations") as conn:
@@ -188,6 +201,19 @@ class SpendLedger(StoreBase):
             )
         ).scalar_one()
         raise _DoesNotFit(Refused(limit, float(used)))
+
+    async def _exhaust(self, limit: Limit, now: datetime) -> None:
+        async with self._tx("mark budget spent") as conn:
+            await self._ensure_line(conn, limit, now)  # the refused hold's transaction left nothing
+            await conn.execute(
+                update(ledger)
+                .where(
+                    ledger.c.scope == limit.scope,
+                    ledger.c.period == limit.period,
+                    ledger.c.exhausted_at.is_(None),
+                )
+                .values(exhausted_at=now)
+            )
 
     async def _take(self, conn: AsyncConnection, reservation_id: int) -> float | None:
         row = await conn.execute(

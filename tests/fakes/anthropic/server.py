@@ -151,6 +151,7 @@ class RecordedRequest:
                     part["output_tokens"],
                     part["cache_creation_input_tokens"],
                     part["cache_read_input_tokens"],
+                    (part.get("cache_creation") or {}).get("ephemeral_1h_input_tokens"),
                 )
                 for part in parts
             ),

@@ -178,7 +178,12 @@ async def test_jobs_are_listed_with_their_last_and_next_run_and_overdue_ones_war
     finally:
         await store.close()
     checks = {c.name: c for c in await check_jobs(settings, now=recorded + timedelta(minutes=20))}
-    assert set(checks) == {"job idle-compaction", "job usage-rollup", "job cache-keepalive"}
+    assert set(checks) == {
+        "job idle-compaction",
+        "job usage-rollup",
+        "job cache-keepalive",
+        "job spend-sweep",
+    }
     rollup = checks["job usage-rollup"]
     assert rollup.ok
     assert rollup.line().startswith("[  ok] job usage-rollup: every 1 h; last run 20 min ago (ok, host:41)")

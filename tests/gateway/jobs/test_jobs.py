@@ -12,12 +12,15 @@ from agent.caching.plan import CachedPrefix, CacheState
 from agent.compaction.engine import ContextEngine, EngineState
 from agent.loop import LoopConfig
 from agent.models import lookup_model
+from agent.spending.periods import Caps, SpendFor
 from agent.tokens import Calibration
 from gateway.compaction.compactor import CompactionReport, Compactor
 from gateway.compaction.triggers import CompactionPolicy
 from gateway.jobs.maintenance import compact_idle_sessions, purge_archive, rollup_usage
 from gateway.metrics import Metrics
+from gateway.spending.budget import Budget
 from gateway.store import CallRecord, ChatLocks, SessionRecord, Store
+from gateway.store.spend.ledger import Refused, SpendLedger
 from tests.agent.compressor_support import ScriptedSummarizer, make, pad
 from tests.gateway.store.helpers import append_one, msg, new_chat
 
@@ -66,6 +69,7 @@ async def run_job(
     summarizer: ScriptedSummarizer,
     now: datetime,
     metrics: Metrics | None = None,
+    budget: Budget | None = None,
 ) -> list[CompactionReport]:
     model = lookup_model("claude-sonnet-4-6", context_override=WINDOW)
     loop = LoopConfig(model=model, calibration=Calibration(model.name))
@@ -76,6 +80,7 @@ async def run_job(
         make_engine=engines(summarizer),
         policy=POLICY,
         now=now,
+        budget=budget,
     )
 
 
@@ -113,6 +118,30 @@ async def test_idle_sessions_are_compacted_overnight_once(clocked: tuple[Store, 
     # The next run finds nothing new to do.
     again = await run_job(store, locks, summarizer, clock.now + timedelta(hours=1))
     assert again == []
+    await locks.close()
+
+
+async def test_a_chat_whose_budget_is_spent_is_not_compacted_in_the_background(
+    clocked: tuple[Store, Clock],
+) -> None:
+    store, clock = clocked
+    spent_chat, spent = await new_chat(store, "1")
+    await chatter(store, spent, 30, 450)
+    _, other = await new_chat(store, "2")
+    await chatter(store, other, 30, 450)
+    clock.now += timedelta(hours=8)
+    budget = Budget(SpendLedger(store.engine, worker="w", clock=clock), Caps(chat_day=1.0), clock=clock)
+    limits = budget.limits(SpendFor(spent_chat))
+    assert isinstance(await budget.ledger.reserve(limits, 5.0, purpose="reply"), Refused)  # spent
+    summarizer = ScriptedSummarizer()
+    locks = ChatLocks(store)
+
+    reports = await run_job(store, locks, summarizer, clock.now, budget=budget)
+
+    assert [r.changed for r in reports] == [True]
+    assert len(summarizer.requests) == 1
+    assert [m.state for m in await store.load_window(spent)].count("summary") == 0
+    assert [m.state for m in await store.load_window(other)].count("summary") == 1
     await locks.close()
 
 

@@ -16,12 +16,26 @@ from tests.support.gateway_bot import Bot, running_bot
 from tests.support.memory_adapter import ALICE, BOB, group_chat
 
 TICK = timedelta(seconds=0.4)
-JOBS = {"idle-compaction", "usage-rollup", "archive-retention", "cache-keepalive"}
+JOBS = {
+    "idle-compaction",
+    "usage-rollup",
+    "spend-sweep",
+    "archive-retention",
+    "cache-keepalive",
+    "budget-reset",
+}
 
 
 @pytest.fixture
 def short_intervals(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("IDLE_SCAN_EVERY", "ROLLUP_EVERY", "RETENTION_EVERY", "KEEPALIVE_SCAN_EVERY"):
+    for name in (
+        "IDLE_SCAN_EVERY",
+        "ROLLUP_EVERY",
+        "RETENTION_EVERY",
+        "KEEPALIVE_SCAN_EVERY",
+        "SPEND_SWEEP_EVERY",
+        "BUDGET_RESET_EVERY",
+    ):
         monkeypatch.setattr(maintenance, name, TICK)
 
 
@@ -42,6 +56,7 @@ async def test_every_job_runs_on_its_own_and_a_quiet_group_is_compacted(db_url: 
     group = group_chat("-700", "Night shift")
     settings = {
         "scheduler": {"enabled": True, "idle_minutes": 0.01, "archive_retention_days": 30},
+        "limits": {"answer_after_reset": True},
         "context": {"planned_window": 20_000},
         "gateway_allow_all_users": True,
     }

@@ -23,8 +23,8 @@ WHO = SpendFor(chat_pk=3, user="telegram:9")
 class Model:
     """Answers with a fixed usage, or raises what it is told to; counts the calls that reached it."""
 
-    def __init__(self, usage: Usage = Usage(input_tokens=1000, output_tokens=200)) -> None:
-        self.usage = usage
+    def __init__(self) -> None:
+        self.usage = Usage(input_tokens=1000, output_tokens=200)
         self.fail: Exception | None = None
         self.calls = 0
 
@@ -77,7 +77,8 @@ async def test_a_call_that_does_not_fit_is_not_sent_and_names_the_budget(store: 
     assert refused.value.budget == "this chat's daily budget"
     assert refused.value.resets_at == datetime(2026, 12, 7, tzinfo=refused.value.resets_at.tzinfo)
     spent, held = await _line(budget, "chat:3")
-    assert spent == pytest.approx((1000 * 2.0 + 200 * 10.0) / 1e6) and held == pytest.approx(0.0)
+    assert spent == pytest.approx((1000 * 2.0 + 200 * 10.0) / 1e6)
+    assert held == pytest.approx(0.0)
 
 
 async def test_a_refused_request_frees_its_hold_and_a_lost_answer_counts_at_worst(store: Store) -> None:
@@ -92,7 +93,8 @@ async def test_a_refused_request_frees_its_hold_and_a_lost_answer_counts_at_wors
     with pytest.raises(LLMUnavailableError):
         await client.create(_request())
     spent, held = await _line(budget, "bot")
-    assert spent == pytest.approx(worst_case_usd(_request())) and held == pytest.approx(0.0)
+    assert spent == pytest.approx(worst_case_usd(_request()))
+    assert held == pytest.approx(0.0)
 
 
 async def test_admins_hear_once_when_a_budget_passes_its_warning_share(store: Store) -> None:

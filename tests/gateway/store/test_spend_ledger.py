@@ -27,9 +27,11 @@ async def test_a_hold_that_does_not_fit_one_line_holds_nothing_anywhere(store: S
     assert isinstance(first, Held)
     second = await ledger.reserve(limits, 0.6, purpose="reply")
     assert isinstance(second, Refused)
-    assert second.limit.scope == "chat:1" and second.used_usd == pytest.approx(0.6)
+    assert second.limit.scope == "chat:1"
+    assert second.used_usd == pytest.approx(0.6)
     totals = await ledger.totals((limit.scope, limit.period) for limit in limits)
     assert totals[("bot", "2026-12-06")] == LineTotal(0.0, pytest.approx(0.6))  # type: ignore[arg-type]
+    assert totals[("chat:1", "2026-12-06")].exhausted  # what is left is less than a call needs
 
 
 async def test_settling_replaces_the_hold_by_the_cost_and_warns_once(store: Store) -> None:
@@ -110,4 +112,3 @@ async def test_two_workers_reserving_at_once_never_pass_the_bots_cap(pg_url: str
         assert line.reserved_usd == pytest.approx(0.0, abs=1e-9)
     finally:
         await store.close()
-
