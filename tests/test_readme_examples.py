@@ -70,6 +70,7 @@ SENT_AT = datetime(2026, 11, 22, 8, 15, tzinfo=UTC)
 async def bot(sqlite_url: str) -> AsyncIterator[Bot]:
     async with FakeAnthropic() as fake, running_bot(fake, sqlite_url, **SETTINGS) as running:
         running.adapter.clock = lambda: SENT_AT
+        running.gateway.clock = lambda: SENT_AT  # the budget lines say when each budget resets
         yield running
 
 

@@ -133,15 +133,19 @@ async def test_rate_limit_refuses_politely_and_keeps_the_message(
         assert [r.text for r in await bot.window()][-1] == "second"
 
 
-async def test_daily_budget_refuses_politely_and_keeps_the_message(
+async def test_a_spent_budget_refuses_politely_and_keeps_the_message(
     fake: FakeAnthropic, sqlite_url: str
 ) -> None:
-    async with running_bot(fake, sqlite_url, limits={"chat_daily_budget_usd": 1e-9}) as bot:
-        await bot.adapter.say("first")  # any call costs more than the budget
+    async with running_bot(fake, sqlite_url, limits={"chat_daily_budget_usd": 1e-6}) as bot:
+        first = await bot.adapter.say("first")  # no call fits: none is sent
+        assert [r.text.split(" It resets")[0] for r in first] == [
+            "This chat's daily budget ($0.00) is spent."
+        ]
         refused = await bot.adapter.say("second")
         assert len(refused) == 1
         assert "daily budget" in refused[0].text
-        assert len(bot.replies()) == 1
+        assert "resets at 00:00 UTC" in refused[0].text
+        assert fake.requests == []
         assert [r.text for r in await bot.window()][-1] == "second"
 
 
