@@ -1,9 +1,9 @@
 """Who a model call is for, the caps that apply to it, and the day and month each cap counts in.
 
 A cap is a USD limit on one scope (the bot, one user, one chat) over one period (a day or a month),
-with the periods' boundaries in the operator's time zone. Each (scope, period) pair is one line of
-the ledger, named by `Limit.scope` and `Limit.period`; a limit of 0 is no limit. The bot's day and
-month are always counted (the totals an operator looks at), capped or not.
+with the periods' boundaries in the operator's time zone. Each capped (scope, period) pair is one line
+of the ledger, named by `Limit.scope` and `Limit.period`; a cap of 0 is no cap, and nothing is counted
+for it (what was spent is in the usage log either way).
 """
 
 from __future__ import annotations
@@ -68,8 +68,8 @@ class Caps:
         )
 
     def limits(self, who: SpendFor, now: datetime) -> list[Limit]:
-        """The ledger lines a call for `who` at `now` counts toward, in a fixed order (the order rows are
-        locked in, so two workers never wait on each other crosswise)."""
+        """The capped ledger lines a call for `who` at `now` counts toward, in a fixed order (the order
+        rows are locked in, so two workers never wait on each other crosswise)."""
         day, month = period_keys(now, self.timezone)
         day_end, month_end = period_ends(now, self.timezone)
         lines = [
@@ -77,13 +77,14 @@ class Caps:
             Limit("bot", "bot", "month", month, self.bot_month, month_end),
         ]
         if who.chat_pk is not None:
-            if self.chat_day > 0:
-                lines.append(Limit("chat", f"chat:{who.chat_pk}", "day", day, self.chat_day, day_end))
-            if self.chat_month > 0:
-                lines.append(Limit("chat", f"chat:{who.chat_pk}", "month", month, self.chat_month, month_end))
-        if who.user is not None and self.user_day > 0:
+            chat = f"chat:{who.chat_pk}"
+            lines += [
+                Limit("chat", chat, "day", day, self.chat_day, day_end),
+                Limit("chat", chat, "month", month, self.chat_month, month_end),
+            ]
+        if who.user is not None:
             lines.append(Limit("user", f"user:{who.user}", "day", day, self.user_day, day_end))
-        return sorted(lines, key=lambda limit: (limit.scope, limit.period))
+        return sorted((line for line in lines if line.capped), key=lambda line: (line.scope, line.period))
 
 
 def period_keys(now: datetime, timezone: str) -> tuple[str, str]:

@@ -273,9 +273,11 @@ async def check_spend(settings: Settings, *, now: datetime | None = None) -> Che
     for limit in limits:
         line = totals.get((limit.scope, limit.period), LineTotal(0.0, 0.0))
         label = "today" if limit.period_kind == "day" else "this month"
-        cap = f" of ${limit.cap_usd:.2f}" if limit.capped else ""
-        parts.append(f"${line.spent_usd:.2f}{cap} {label}")
-        over = over or (limit.capped and line.spent_usd + line.reserved_usd >= limit.cap_usd)
+        parts.append(f"${line.spent_usd:.2f} of ${limit.cap_usd:.2f} {label}")
+        over = over or line.exhausted or line.spent_usd + line.reserved_usd >= limit.cap_usd
+    if not parts:
+        detail = f"no bot-wide cap (LIMITS__BOT_*_BUDGET_USD); {in_flight} call(s) in flight"
+        return Check("spend", True, detail, required=False)
     detail = f"the bot spent {', '.join(parts)}; {in_flight} call(s) in flight"
     return Check("spend", not over, ("SPENT: " if over else "") + detail, required=False)
 

@@ -1,5 +1,5 @@
 """The budget lines of `/stats` (pure): each cap that applies to the chat, with what is spent and held
-against it and when it resets; the bot's uncapped totals in the detail view."""
+against it and when it resets."""
 
 from __future__ import annotations
 
@@ -13,14 +13,8 @@ from gateway.spending.budget import Standing
 
 def budget_lines(standings: Sequence[Standing], now: datetime) -> list[Line]:
     lines = []
-    uncapped = [s for s in standings if not s.limit.capped]
-    if uncapped:
-        spent = ", ".join(f"${s.spent_usd:.4f} {_period(s)}" for s in sorted(uncapped, key=_period_order))
-        lines.append(Line("Spent by the bot", spent, detail=True))
     for standing in standings:
         limit = standing.limit
-        if not limit.capped:
-            continue
         share = (standing.spent_usd + standing.held_usd) / limit.cap_usd
         held = f" (+${standing.held_usd:.4f} in flight)" if standing.held_usd >= 0.00005 else ""
         spent = f"${standing.spent_usd:.4f}{held} of ${limit.cap_usd:.2f} ({share:.0%})"
@@ -32,11 +26,3 @@ def budget_lines(standings: Sequence[Standing], now: datetime) -> list[Line]:
 def _owner(name: str) -> str:
     """`this chat's daily budget` -> `this chat's daily`; `your` becomes `the sender's`."""
     return name.removesuffix(" budget").replace("your ", "the sender's ")
-
-
-def _period(standing: Standing) -> str:
-    return "today" if standing.limit.period_kind == "day" else "this month"
-
-
-def _period_order(standing: Standing) -> int:
-    return 0 if standing.limit.period_kind == "day" else 1

@@ -58,12 +58,12 @@ class Admission:
             return None
         return RATE_LIMITED
 
-    async def over_budget(self, msg: IncomingMessage, chat_pk: int) -> str | None:
+    def over_budget(self, msg: IncomingMessage, chat_pk: int) -> str | None:
         """The refusal when a budget the message would spend from (the bot's, the sender's, the chat's)
         is spent: which one and when it resets."""
         if self.budget is None:
             return None
-        spent = await self.budget.spent(spender(msg, chat_pk))
+        spent = self.budget.known_spent(spender(msg, chat_pk))
         if spent is None:
             return None
         return budget_spent(spent, self.clock(), answer_after_reset=self.answer_after_reset)

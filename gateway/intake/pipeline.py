@@ -176,7 +176,7 @@ class Pipeline:
         chat = chat or await self._chat_row(msg)
         held_for_reset = False
         if wants_reply and refusal is None:
-            refusal = await self.admission.over_budget(msg, chat.id)
+            refusal = self.admission.over_budget(msg, chat.id)
             # answered once the budget resets (`limits.answer_after_reset`): stored as pending, not started
             held_for_reset = refusal is not None and self.admission.answer_after_reset
         needs_reply = wants_reply and (refusal is None or held_for_reset)

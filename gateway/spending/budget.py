@@ -37,6 +37,7 @@ from gateway.store.spend.ledger import Held, LineTotal, Refused, SpendLedger
 
 logger = logging.getLogger(__name__)
 
+REMEMBERED_MAX = 10_000
 ADMISSION_RESERVE_SHARE = 0.02
 """A budget with less than this share of its cap left counts as spent when a message arrives: no
 reply would fit in it."""
@@ -95,25 +96,37 @@ class Budget:
         self.calibration = calibration
         self.warn = warn
         self.observe = observe
+        self._spent: dict[tuple[str, str], BudgetExceededError] = {}
+        """Budget lines this worker knows to be spent (they stay so until their period ends)."""
 
     def limits(self, who: SpendFor) -> list[Limit]:
         return self.caps.limits(who, self.clock())
 
+    def known_spent(self, who: SpendFor) -> BudgetExceededError | None:
+        """What this worker already knows to be spent for `who` (a call it held was refused, or a
+        `spent` read said so), without asking the database: the check on the message path. A budget
+        another worker found spent is found here at the turn's first call instead."""
+        for limit in self.limits(who):
+            known = self._spent.get((limit.scope, limit.period))
+            if known is not None:
+                return known
+        return None
+
     async def spent(self, who: SpendFor) -> BudgetExceededError | None:
         """The first capped budget of `who` that is spent, as the error a call would raise: a call did
         not fit it this period, or (almost) nothing of it is left."""
-        limits = [limit for limit in self.limits(who) if limit.capped]
+        limits = self.limits(who)
         totals = await self.ledger.totals((limit.scope, limit.period) for limit in limits)
         for limit in limits:
             line = totals.get((limit.scope, limit.period), LineTotal(0.0, 0.0))
             used = line.spent_usd + line.reserved_usd
             if line.exhausted or used >= limit.cap_usd * (1.0 - ADMISSION_RESERVE_SHARE):
-                return _exceeded(Refused(limit, used))
+                return self._remember(Refused(limit, used))
         return None
 
     async def standing(self, who: SpendFor) -> list[Standing]:
-        """The capped budgets that apply to `who` (and the bot's totals), with what is spent and held."""
-        limits = [limit for limit in self.limits(who) if limit.capped or limit.kind == "bot"]
+        """The budgets that apply to `who`, with what is spent and held."""
+        limits = self.limits(who)
         totals = await self.ledger.totals((limit.scope, limit.period) for limit in limits)
         shown = []
         for limit in limits:
@@ -136,11 +149,21 @@ class Budget:
                 result.used_usd,
                 result.limit.cap_usd,
             )
-            raise _exceeded(result)
-        self._observe("held", "bot", amount)
+            raise self._remember(result)
+        if result.lines:
+            self._observe("held", "bot", amount)
         return result
 
+    def _remember(self, refused: Refused) -> BudgetExceededError:
+        if len(self._spent) >= REMEMBERED_MAX:  # old periods' lines: forgotten together
+            self._spent.clear()
+        exceeded = _exceeded(refused)
+        self._spent[(refused.limit.scope, refused.limit.period)] = exceeded
+        return exceeded
+
     async def settle(self, held: Held, response: LLMResponse, who: SpendFor) -> None:
+        if not held.lines:
+            return
         cost = billed_usd(response)
         limits = self.limits(who)
         passed = await self.ledger.settle(held, cost, warn=limits, share=self.caps.warn_share)
@@ -158,12 +181,16 @@ class Budget:
 
     async def release(self, held: Held) -> None:
         """The call was not billed: drop its hold."""
+        if not held.lines:
+            return
         await self.ledger.release(held)
         self._observe("released", "bot", held.amount_usd)
         self._observe("unheld", "bot", held.amount_usd)
 
     async def forfeit(self, held: Held) -> None:
         """The call's outcome is unknown: it counts at its worst case."""
+        if not held.lines:
+            return
         await self.ledger.settle(held, held.amount_usd)
         self._observe("settled", "bot", held.amount_usd)
         self._observe("unheld", "bot", held.amount_usd)

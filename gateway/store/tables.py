@@ -300,6 +300,8 @@ class SpendLine(Base):
     period: Mapped[str] = mapped_column(String(10), primary_key=True)
     spent_usd: Mapped[float] = mapped_column(Double)
     reserved_usd: Mapped[float] = mapped_column(Double)
+    cap_usd: Mapped[float] = mapped_column(Double)
+    """The cap the line was last held against (the operator may change it)."""
     warned_at: Mapped[datetime | None]
     """When the line passed the warning share (told once per line)."""
     exhausted_at: Mapped[datetime | None]

@@ -26,6 +26,7 @@ def upgrade() -> None:
         sa.Column("period", sa.String(length=10), nullable=False),
         sa.Column("spent_usd", sa.Double(), nullable=False),
         sa.Column("reserved_usd", sa.Double(), nullable=False),
+        sa.Column("cap_usd", sa.Double(), nullable=False),
         sa.Column("warned_at", sa.DateTime(timezone=True), nullable=True),
         sa.Column("exhausted_at", sa.DateTime(timezone=True), nullable=True),
         sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),

@@ -33,12 +33,11 @@ def test_a_day_with_a_clock_change_ends_at_local_midnight() -> None:
     assert day_end.astimezone(UTC) == datetime(2026, 10, 26, 0, 0, tzinfo=UTC)
 
 
-def test_a_call_counts_toward_the_bot_and_the_capped_chat_and_user_lines() -> None:
+def test_a_call_counts_toward_the_capped_lines_of_the_bot_its_chat_and_its_user() -> None:
     caps = Caps(bot_day=10, chat_day=2, chat_month=20, user_day=1)
     now = datetime(2026, 12, 6, 12, tzinfo=UTC)
     lines = caps.limits(SpendFor(chat_pk=7, user="telegram:42"), now)
     assert [(line.scope, line.period, line.cap_usd) for line in lines] == [
-        ("bot", "2026-12", 0.0),
         ("bot", "2026-12-06", 10.0),
         ("chat:7", "2026-12", 20.0),
         ("chat:7", "2026-12-06", 2.0),

@@ -1,14 +1,20 @@
 """The spending ledger: reservations held against budget lines before a call, settled after it.
 
-`reserve` holds a call's worst case on every line it counts toward in one transaction, refusing it when a
-capped line would pass its cap counting what is spent and what other calls hold; the line that refused it
-is marked exhausted (what is left of it is less than a call needs) until its period ends. Each line is a
-row updated with its cap in the `WHERE` clause, locked in a fixed order, so workers reserving at once on
-Postgres queue on the row and each sees the other's hold; SQLite takes its write lock at `BEGIN` (one
-worker). `settle` replaces the hold by the billed cost and reports the lines that just passed the warning
-share (each once: its `warned_at` is set in the same statement). A reservation still open after
-`STALE_AFTER` belongs to a worker that died mid-call: `sweep` counts it as spent at its worst case, since
-the call may have been billed.
+`reserve` holds a call's worst case on every line it counts toward (one row per scope and period, with
+its cap) in one transaction, refusing it when a line would pass its cap counting what is spent and what
+other calls hold; the line that refused it is marked exhausted (what is left of it is less than a call
+needs) and refuses every call until its period ends. The cap is in the statement's `WHERE`, so workers
+reserving at once on Postgres queue on the row lock and each sees the other's hold; rows are locked in
+one order (scope, period), so two workers never wait on each other crosswise. SQLite takes its write
+lock at `BEGIN` (one worker).
+
+`settle` replaces the hold by the billed cost and reports the lines that just passed the warning share
+(each once: `warned_at` is set by whichever call passes it). A reservation still open after
+`STALE_AFTER` belongs to a worker that stopped mid-call: `sweep` counts it as spent at its worst case,
+since the call may have been billed; a late settlement of a swept hold corrects the line.
+
+On Postgres a hold and a settlement are one statement each (the line rows and the reservation row
+together), which keeps the message path to a few round trips.
 """
 
 from __future__ import annotations
@@ -18,7 +24,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, cast
 
-from sqlalchemy import Table, delete, insert, select, tuple_, update
+from sqlalchemy import JSON, Double, Table, and_, delete, func, insert, literal, select, tuple_, update
+from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from agent.spending.periods import Limit
@@ -37,7 +44,8 @@ LineKey = tuple[str, str]
 
 @dataclass(frozen=True, slots=True)
 class Held:
-    """A call's reservation: `amount_usd` held on `lines` until settled or released."""
+    """A call's reservation: `amount_usd` held on `lines` until settled or released (no lines: no cap
+    applies, nothing is held)."""
 
     id: int
     amount_usd: float
@@ -61,8 +69,11 @@ class LineTotal:
 
 
 class _DoesNotFit(Exception):
-    def __init__(self, refused: Refused) -> None:
-        self.refused = refused
+    pass
+
+
+def _key(limit: Limit) -> LineKey:
+    return (limit.scope, limit.period)
 
 
 class SpendLedger(StoreBase):
@@ -74,57 +85,44 @@ class SpendLedger(StoreBase):
 
     async def reserve(self, limits: Sequence[Limit], amount_usd: float, *, purpose: str) -> Held | Refused:
         """Hold `amount_usd` on every line of `limits`, or refuse without holding anything."""
+        limits = sorted(limits, key=_key)
+        if not limits:
+            return Held(0, amount_usd, ())
         now = self.now()
+        too_big = next((limit for limit in limits if amount_usd > limit.cap_usd + _EPSILON), None)
+        if too_big is not None:
+            return await self._refuse(too_big, now)
         try:
             async with self._tx("reserve spend") as conn:
-                for limit in limits:
-                    await self._ensure_line(conn, limit, now)
-                for limit in limits:
-                    await self._hold(conn, limit, amount_usd, now)
-                keys = [[limit.scope, limit.period] for limit in limits]
-                row = await conn.execute(
-                    insert(reservations)
-                    .values(
-                        amount_usd=amount_usd,
-                        lines=keys,
-                        purpose=purpose[:32],
-                        worker=self._worker,
-                        created_at=now,
-                    )
-                    .returning(reservations.c.id)
-                )
-                reservation_id = int(row.scalar_one())
-        except _DoesNotFit as exc:
-            await self._exhaust(exc.refused.limit, now)
-            return exc.refused
-        return Held(reservation_id, amount_usd, tuple((limit.scope, limit.period) for limit in limits))
+                hold = self._hold_postgres if self.dialect == "postgresql" else self._hold_each
+                reservation_id = await hold(conn, limits, amount_usd, purpose, now)
+        except _DoesNotFit:
+            return await self._refused(limits, amount_usd, now)
+        return Held(reservation_id, amount_usd, tuple(_key(limit) for limit in limits))
 
     async def settle(
         self, held: Held, cost_usd: float, *, warn: Sequence[Limit] = (), share: float = 0.8
     ) -> list[Limit]:
-        """Replace the hold by the billed cost; the capped lines of `warn` that passed `share` of their
-        cap with this call (each line is reported once, by whichever call passes it)."""
+        """Replace the hold by the billed cost; the lines of `warn` that passed `share` of their cap
+        with this call (each line is reported once, by whichever call passes it)."""
+        if not held.lines:
+            return []
         now = self.now()
         async with self._tx("settle spend") as conn:
-            amount = await self._take(conn, held.id)
-            if amount is None:  # swept as stale: its worst case already counts as spent
-                await self._move(conn, held.lines, spent=cost_usd - held.amount_usd, reserved=0.0, now=now)
-            else:
-                await self._move(conn, held.lines, spent=cost_usd, reserved=-amount, now=now)
-            return [limit for limit in warn if await self._passed(conn, limit, share, now)]
+            spent = await self._move(conn, held, cost_usd, now)
+            due = [
+                limit
+                for limit in warn
+                if _key(limit) in spent and spent[_key(limit)] >= limit.cap_usd * share and share > 0
+            ]
+            return [limit for limit in due if await self._warn_once(conn, limit, now)]
 
     async def release(self, held: Held) -> None:
         """Drop the hold: the call was not billed."""
-        now = self.now()
-        async with self._tx("release spend") as conn:
-            amount = await self._take(conn, held.id)
-            if amount is None:  # swept as stale: undo what the sweep counted
-                await self._move(conn, held.lines, spent=-held.amount_usd, reserved=0.0, now=now)
-            else:
-                await self._move(conn, held.lines, spent=0.0, reserved=-amount, now=now)
+        await self.settle(held, 0.0)
 
     async def sweep(self, *, older_than: timedelta = STALE_AFTER) -> int:
-        """Count reservations left open by a worker that died mid-call as spent; returns how many."""
+        """Count reservations left open by a worker that stopped mid-call as spent; returns how many."""
         now = self.now()
         async with self._tx("sweep stale spend") as conn:
             rows = (
@@ -135,8 +133,16 @@ class SpendLedger(StoreBase):
                 )
             ).all()
             for row in rows:
-                lines = tuple((str(scope), str(period)) for scope, period in row.lines)
-                await self._move(conn, lines, spent=row.amount_usd, reserved=-row.amount_usd, now=now)
+                for scope, period in sorted((str(s), str(p)) for s, p in row.lines):
+                    await conn.execute(
+                        update(ledger)
+                        .where(ledger.c.scope == scope, ledger.c.period == period)
+                        .values(
+                            spent_usd=ledger.c.spent_usd + row.amount_usd,
+                            reserved_usd=ledger.c.reserved_usd - row.amount_usd,
+                            updated_at=now,
+                        )
+                    )
         return len(rows)
 
     async def totals(self, keys: Iterable[LineKey]) -> dict[LineKey, LineTotal]:
@@ -145,66 +151,127 @@ class SpendLedger(StoreBase):
         if not wanted:
             return {}
         async with self._tx("read spend") as conn:
-            rows = (
-                await conn.execute(
-                    select(
-                        ledger.c.scope,
-                        ledger.c.period,
-                        ledger.c.spent_usd,
-                        ledger.c.reserved_usd,
-                        ledger.c.exhausted_at,
-                    ).where(tuple_(ledger.c.scope, ledger.c.period).in_(wanted))
-                )
-            ).all()
-        return {
-            (r.scope, r.period): LineTotal(
-                float(r.spent_usd), float(r.reserved_usd), r.exhausted_at is not None
-            )
-            for r in rows
-        }
+            return await self._totals(conn, wanted)
 
     async def open_reservations(self) -> int:
         async with self._tx("count reservations") as conn:
             rows = (await conn.execute(select(reservations.c.id))).all()
         return len(rows)
 
-    # -- statements ------------------------------------------------------------------------------------
+    # -- holding -----------------------------------------------------------------------------------------
 
-    async def _ensure_line(self, conn: AsyncConnection, limit: Limit, now: datetime) -> None:
-        values: dict[str, Any] = {
-            "scope": limit.scope,
-            "period": limit.period,
-            "spent_usd": 0.0,
-            "reserved_usd": 0.0,
-            "updated_at": now,
-        }
-        stmt = self._insert(ledger).values(**values)
-        await conn.execute(stmt.on_conflict_do_nothing(index_elements=["scope", "period"]))
-
-    async def _hold(self, conn: AsyncConnection, limit: Limit, amount: float, now: datetime) -> None:
-        where = [ledger.c.scope == limit.scope, ledger.c.period == limit.period]
-        if limit.capped:
-            where.append(ledger.c.spent_usd + ledger.c.reserved_usd + amount <= limit.cap_usd + _EPSILON)
-        held = await conn.execute(
-            update(ledger)
-            .where(*where)
-            .values(reserved_usd=ledger.c.reserved_usd + amount, updated_at=now)
-            .returning(ledger.c.scope)
+    async def _hold_postgres(
+        self, conn: AsyncConnection, limits: Sequence[Limit], amount: float, purpose: str, now: datetime
+    ) -> int:
+        """Every line upserted with the hold where it fits and the reservation row, in one statement;
+        the reservation is written only when every line took the hold."""
+        rows = [
+            {
+                "scope": limit.scope,
+                "period": limit.period,
+                "spent_usd": 0.0,
+                "reserved_usd": amount,
+                "cap_usd": limit.cap_usd,
+                "updated_at": now,
+            }
+            for limit in limits
+        ]
+        upsert = pg_insert(ledger).values(rows)
+        fits = and_(
+            ledger.c.exhausted_at.is_(None),
+            ledger.c.spent_usd + ledger.c.reserved_usd + upsert.excluded.reserved_usd
+            <= upsert.excluded.cap_usd + _EPSILON,
         )
-        if held.first() is not None:
-            return
-        used = (
-            await conn.execute(
-                select(ledger.c.spent_usd + ledger.c.reserved_usd).where(
-                    ledger.c.scope == limit.scope, ledger.c.period == limit.period
-                )
+        held = (
+            upsert.on_conflict_do_update(
+                index_elements=["scope", "period"],
+                set_={
+                    "reserved_usd": ledger.c.reserved_usd + upsert.excluded.reserved_usd,
+                    "cap_usd": upsert.excluded.cap_usd,
+                    "updated_at": upsert.excluded.updated_at,
+                },
+                where=fits,
             )
-        ).scalar_one()
-        raise _DoesNotFit(Refused(limit, float(used)))
+            .returning(ledger.c.scope)
+            .cte("held")
+        )
+        every_line = select(func.count()).select_from(held).scalar_subquery() == len(limits)
+        source = select(
+            literal(amount, Double),
+            literal([list(_key(limit)) for limit in limits], JSON),
+            literal(purpose[:32]),
+            literal(self._worker),
+            literal(now, reservations.c.created_at.type),
+        ).where(every_line)
+        statement = (
+            insert(reservations)
+            .from_select(["amount_usd", "lines", "purpose", "worker", "created_at"], source)
+            .returning(reservations.c.id)
+        )
+        reservation_id = (await conn.execute(statement)).scalar_one_or_none()
+        if reservation_id is None:
+            raise _DoesNotFit  # rolls back the lines that did take it
+        return int(reservation_id)
 
-    async def _exhaust(self, limit: Limit, now: datetime) -> None:
+    async def _hold_each(
+        self, conn: AsyncConnection, limits: Sequence[Limit], amount: float, purpose: str, now: datetime
+    ) -> int:
+        """The same, one statement per line (SQLite: the transaction holds the database's write lock)."""
+        for limit in limits:
+            values: dict[str, Any] = {
+                "scope": limit.scope,
+                "period": limit.period,
+                "spent_usd": 0.0,
+                "reserved_usd": 0.0,
+                "cap_usd": limit.cap_usd,
+                "updated_at": now,
+            }
+            stmt = self._insert(ledger).values(**values)
+            await conn.execute(stmt.on_conflict_do_nothing(index_elements=["scope", "period"]))
+            held = await conn.execute(
+                update(ledger)
+                .where(
+                    ledger.c.scope == limit.scope,
+                    ledger.c.period == limit.period,
+                    ledger.c.exhausted_at.is_(None),
+                    ledger.c.spent_usd + ledger.c.reserved_usd + amount <= limit.cap_usd + _EPSILON,
+                )
+                .values(reserved_usd=ledger.c.reserved_usd + amount, cap_usd=limit.cap_usd, updated_at=now)
+                .returning(ledger.c.scope)
+            )
+            if held.first() is None:
+                raise _DoesNotFit
+        keys = [list(_key(limit)) for limit in limits]
+        row = await conn.execute(
+            insert(reservations)
+            .values(amount_usd=amount, lines=keys, purpose=purpose[:32], worker=self._worker, created_at=now)
+            .returning(reservations.c.id)
+        )
+        return int(row.scalar_one())
+
+    async def _refused(self, limits: Sequence[Limit], amount: float, now: datetime) -> Refused:
+        """Which line did not fit (read after the rollback), marked exhausted."""
+        async with self._tx("read spend") as conn:
+            totals = await self._totals(conn, [_key(limit) for limit in limits])
+        for limit in limits:
+            line = totals.get(_key(limit), LineTotal(0.0, 0.0))
+            if line.exhausted or line.spent_usd + line.reserved_usd + amount > limit.cap_usd + _EPSILON:
+                return await self._refuse(limit, now, used=line.spent_usd + line.reserved_usd)
+        # Another call settled in between and made room: refused all the same, this once.
+        return Refused(limits[0], 0.0)
+
+    async def _refuse(self, limit: Limit, now: datetime, *, used: float = 0.0) -> Refused:
         async with self._tx("mark budget spent") as conn:
-            await self._ensure_line(conn, limit, now)  # the refused hold's transaction left nothing
+            values: dict[str, Any] = {
+                "scope": limit.scope,
+                "period": limit.period,
+                "spent_usd": 0.0,
+                "reserved_usd": 0.0,
+                "cap_usd": limit.cap_usd,
+                "updated_at": now,
+            }
+            stmt = self._insert(ledger).values(**values)
+            await conn.execute(stmt.on_conflict_do_nothing(index_elements=["scope", "period"]))
             await conn.execute(
                 update(ledger)
                 .where(
@@ -214,42 +281,62 @@ class SpendLedger(StoreBase):
                 )
                 .values(exhausted_at=now)
             )
+        return Refused(limit, used)
 
-    async def _take(self, conn: AsyncConnection, reservation_id: int) -> float | None:
-        row = await conn.execute(
-            delete(reservations)
-            .where(reservations.c.id == reservation_id)
-            .returning(reservations.c.amount_usd)
-        )
-        amount = row.scalar_one_or_none()
-        return float(amount) if amount is not None else None
+    # -- settling ----------------------------------------------------------------------------------------
 
     async def _move(
-        self, conn: AsyncConnection, lines: Sequence[LineKey], *, spent: float, reserved: float, now: datetime
-    ) -> None:
-        for scope, period in sorted(lines):  # the order `reserve` locks them in
-            await conn.execute(
+        self, conn: AsyncConnection, held: Held, cost: float, now: datetime
+    ) -> dict[LineKey, float]:
+        """Take the reservation row and move its lines from held to spent (a hold the sweep already
+        counted as spent is corrected instead); returns each line's spend after it."""
+        taken = await conn.execute(
+            delete(reservations).where(reservations.c.id == held.id).returning(reservations.c.amount_usd)
+        )
+        amount = taken.scalar_one_or_none()
+        spent_delta = cost if amount is not None else cost - held.amount_usd
+        reserved_delta = -float(amount) if amount is not None else 0.0
+        spent: dict[LineKey, float] = {}
+        for scope, period in sorted(held.lines):  # the order `reserve` locks them in
+            row = await conn.execute(
                 update(ledger)
                 .where(ledger.c.scope == scope, ledger.c.period == period)
                 .values(
-                    spent_usd=ledger.c.spent_usd + spent,
-                    reserved_usd=ledger.c.reserved_usd + reserved,
+                    spent_usd=ledger.c.spent_usd + spent_delta,
+                    reserved_usd=ledger.c.reserved_usd + reserved_delta,
                     updated_at=now,
                 )
+                .returning(ledger.c.spent_usd)
             )
+            spent[(scope, period)] = float(row.scalar_one())
+        return spent
 
-    async def _passed(self, conn: AsyncConnection, limit: Limit, share: float, now: datetime) -> bool:
-        if not limit.capped or share <= 0:
-            return False
+    async def _warn_once(self, conn: AsyncConnection, limit: Limit, now: datetime) -> bool:
         row = await conn.execute(
             update(ledger)
             .where(
-                ledger.c.scope == limit.scope,
-                ledger.c.period == limit.period,
-                ledger.c.warned_at.is_(None),
-                ledger.c.spent_usd >= limit.cap_usd * share,
+                ledger.c.scope == limit.scope, ledger.c.period == limit.period, ledger.c.warned_at.is_(None)
             )
             .values(warned_at=now)
             .returning(ledger.c.scope)
         )
         return row.first() is not None
+
+    async def _totals(self, conn: AsyncConnection, wanted: list[LineKey]) -> dict[LineKey, LineTotal]:
+        rows = (
+            await conn.execute(
+                select(
+                    ledger.c.scope,
+                    ledger.c.period,
+                    ledger.c.spent_usd,
+                    ledger.c.reserved_usd,
+                    ledger.c.exhausted_at,
+                ).where(tuple_(ledger.c.scope, ledger.c.period).in_(wanted))
+            )
+        ).all()
+        return {
+            (r.scope, r.period): LineTotal(
+                float(r.spent_usd), float(r.reserved_usd), r.exhausted_at is not None
+            )
+            for r in rows
+        }

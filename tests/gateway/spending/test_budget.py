@@ -113,7 +113,7 @@ async def test_admins_hear_once_when_a_budget_passes_its_warning_share(store: St
 
 
 async def test_a_call_for_no_one_counts_toward_the_bot_only(store: Store) -> None:
-    budget = _budget(store, Caps(chat_day=0.000001))
+    budget = _budget(store, Caps(chat_day=0.000001, bot_day=1.0))
     await SpendingClient(Model(), budget).create(_request())  # no chat: the chat's cap does not apply
     spent, _ = await _line(budget, "bot")
     assert spent > 0
