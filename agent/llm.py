@@ -70,6 +70,9 @@ class LLMRequest:
     """The `thinking` parameter (None: the model's default, adaptive thinking on the 5.5 family)."""
     output_config: Mapping[str, Any] | None = None
     """`output_config`, e.g. `{"effort": "medium"}`."""
+    prompt_estimate: int | None = None
+    """The builder's estimate of the system, tools and messages (`agent.tokens`, uncalibrated), when it
+    counted them; not sent. What the spending caps reserve for is computed from it."""
     # No temperature: the pinned SDK (API version 2026-10-21) no longer accepts one on messages.create.
 
 

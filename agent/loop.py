@@ -227,6 +227,7 @@ class _Turn(Generic[R]):
             betas=(*(managed[1] if managed is not None else ()), *options.betas),
             thinking=options.thinking,
             output_config=options.output_config,
+            prompt_estimate=raw,
         )
         return request, estimate, ttl
 

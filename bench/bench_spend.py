@@ -2,10 +2,10 @@
 
 Run: `python -m bench.bench_spend`.
 
-1. Overhead (Postgres, as `bench_overhead`): update arrival -> the model request, with the budget on (the
-   admission check, then the call's hold before it is sent) and off (the same gateway with both taken
-   out), interleaved round by round so a slow moment of the machine hits both alike; and one whole turn
-   (the settlement after the answer included).
+1. Overhead (Postgres, as `bench_overhead`): update arrival -> the model request, with the budget on (a
+   chat, a user and a bot-wide cap: the admission check, then the call's hold on three lines before it
+   is sent) and off (the same gateway with both taken out), interleaved round by round so a slow moment
+   of the machine hits both alike; and one whole turn (the settlement after the answer included).
 2. Overshoot (Postgres): worker processes' worth of ledgers (one engine each) reserving at once against
    one bot-wide cap, each call's bill drawn at random below its worst case, one call in ten lost in
    transit (counted at its worst case); the spend against the cap, over several seeds. Target: never
@@ -47,7 +47,13 @@ def _budget_on(gateway: Gateway, spending: SpendingClient, on: bool) -> None:
 
 async def overhead(pg_url: str, samples: int) -> dict[str, float]:
     async with fresh_postgres(pg_url) as url:
-        settings = bench_settings(url, "http://127.0.0.1:9", scheduler={"enabled": False})
+        caps = {"chat_daily_budget_usd": 1000.0, "user_daily_budget_usd": 1000.0, "bot_daily_budget_usd": 1e6}
+        settings = bench_settings(
+            url,
+            "http://127.0.0.1:9",
+            scheduler={"enabled": False},
+            limits={"user_messages_per_minute": 1_000_000, **caps},
+        )
         store = await Store.open(url)
         llm = InstantLLM()
         adapter = DirectMemoryAdapter()

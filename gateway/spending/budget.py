@@ -136,8 +136,11 @@ class Budget:
 
     async def hold(self, request: LLMRequest, who: SpendFor) -> Held:
         """Reserve the call's worst case; raises `BudgetExceededError` when it does not fit."""
+        limits = self.limits(who)
+        if not limits:  # no cap applies: nothing to hold
+            return Held(0, 0.0, ())
         amount = worst_case_usd(request, self.calibration)
-        result = await self.ledger.reserve(self.limits(who), amount, purpose=_purpose(who))
+        result = await self.ledger.reserve(limits, amount, purpose=_purpose(who))
         if isinstance(result, Refused):
             self._observe("refused", result.limit.kind, amount)
             logger.warning(

@@ -19,13 +19,14 @@ together), which keeps the message path to a few round trips.
 
 from __future__ import annotations
 
+import functools
+import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, cast
 
-from sqlalchemy import JSON, Double, Table, and_, delete, func, insert, literal, select, tuple_, update
-from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy import Table, TextClause, delete, insert, select, text, tuple_, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from agent.spending.periods import Limit
@@ -165,50 +166,17 @@ class SpendLedger(StoreBase):
     ) -> int:
         """Every line upserted with the hold where it fits and the reservation row, in one statement;
         the reservation is written only when every line took the hold."""
-        rows = [
-            {
-                "scope": limit.scope,
-                "period": limit.period,
-                "spent_usd": 0.0,
-                "reserved_usd": amount,
-                "cap_usd": limit.cap_usd,
-                "updated_at": now,
-            }
-            for limit in limits
-        ]
-        upsert = pg_insert(ledger).values(rows)
-        fits = and_(
-            ledger.c.exhausted_at.is_(None),
-            ledger.c.spent_usd + ledger.c.reserved_usd + upsert.excluded.reserved_usd
-            <= upsert.excluded.cap_usd + _EPSILON,
-        )
-        held = (
-            upsert.on_conflict_do_update(
-                index_elements=["scope", "period"],
-                set_={
-                    "reserved_usd": ledger.c.reserved_usd + upsert.excluded.reserved_usd,
-                    "cap_usd": upsert.excluded.cap_usd,
-                    "updated_at": upsert.excluded.updated_at,
-                },
-                where=fits,
-            )
-            .returning(ledger.c.scope)
-            .cte("held")
-        )
-        every_line = select(func.count()).select_from(held).scalar_subquery() == len(limits)
-        source = select(
-            literal(amount, Double),
-            literal([list(_key(limit)) for limit in limits], JSON),
-            literal(purpose[:32]),
-            literal(self._worker),
-            literal(now, reservations.c.created_at.type),
-        ).where(every_line)
-        statement = (
-            insert(reservations)
-            .from_select(["amount_usd", "lines", "purpose", "worker", "created_at"], source)
-            .returning(reservations.c.id)
-        )
-        reservation_id = (await conn.execute(statement)).scalar_one_or_none()
+        params: dict[str, Any] = {
+            "amount": amount,
+            "now": now,
+            "n": len(limits),
+            "lines": json.dumps([list(_key(limit)) for limit in limits]),
+            "purpose": purpose[:32],
+            "worker": self._worker,
+        }
+        for i, limit in enumerate(limits):
+            params |= {f"s{i}": limit.scope, f"p{i}": limit.period, f"c{i}": limit.cap_usd}
+        reservation_id = (await conn.execute(_postgres_hold(len(limits)), params)).scalar_one_or_none()
         if reservation_id is None:
             raise _DoesNotFit  # rolls back the lines that did take it
         return int(reservation_id)
@@ -290,6 +258,13 @@ class SpendLedger(StoreBase):
     ) -> dict[LineKey, float]:
         """Take the reservation row and move its lines from held to spent (a hold the sweep already
         counted as spent is corrected instead); returns each line's spend after it."""
+        if self.dialect == "postgresql":
+            lines = sorted(held.lines)
+            params: dict[str, Any] = {"id": held.id, "cost": cost, "held": held.amount_usd, "now": now}
+            for i, (scope, period) in enumerate(lines):
+                params |= {f"s{i}": scope, f"p{i}": period}
+            rows = (await conn.execute(_postgres_settle(len(lines)), params)).all()
+            return {(row.scope, row.period): float(row.spent_usd) for row in rows}
         taken = await conn.execute(
             delete(reservations).where(reservations.c.id == held.id).returning(reservations.c.amount_usd)
         )
@@ -340,3 +315,49 @@ class SpendLedger(StoreBase):
             )
             for r in rows
         }
+
+
+@functools.cache
+def _postgres_hold(lines: int) -> TextClause:
+    """The hold of `lines` lines as one statement (text: SQLAlchemy would compile the equivalent
+    multi-row upsert with a CTE anew for every call). Only numbered placeholders are formatted in."""
+    values = ", ".join(f"(:s{i}, :p{i}, 0, :amount, :c{i}, :now)" for i in range(lines))
+    sql = (
+        "WITH held AS ("  # noqa: S608 - placeholders only
+        " INSERT INTO spend_ledger (scope, period, spent_usd, reserved_usd, cap_usd, updated_at)"
+        f" VALUES {values}"
+        " ON CONFLICT (scope, period) DO UPDATE SET"
+        "  reserved_usd = spend_ledger.reserved_usd + EXCLUDED.reserved_usd,"
+        "  cap_usd = EXCLUDED.cap_usd, updated_at = EXCLUDED.updated_at"
+        " WHERE spend_ledger.exhausted_at IS NULL AND spend_ledger.spent_usd"
+        "  + spend_ledger.reserved_usd + EXCLUDED.reserved_usd <= EXCLUDED.cap_usd + 1e-9"
+        " RETURNING 1)"
+        " INSERT INTO spend_reservations (amount_usd, lines, purpose, worker, created_at)"
+        " SELECT :amount, CAST(:lines AS JSON), :purpose, :worker, :now"
+        " WHERE (SELECT count(*) FROM held) = :n"
+        " RETURNING id"
+    )
+    return text(sql)
+
+
+@functools.cache
+def _postgres_settle(lines: int) -> TextClause:
+    """The settlement of `lines` lines as one statement: the reservation row taken, each line moved
+    from held to spent in the order holds lock them (an upsert takes its rows in the order given; the
+    lines exist, so it only ever updates). Only numbered placeholders are formatted in."""
+    values = ", ".join(f"(CAST(:s{i} AS VARCHAR), CAST(:p{i} AS VARCHAR), {i})" for i in range(lines))
+    sql = (
+        "WITH taken AS (DELETE FROM spend_reservations WHERE id = :id RETURNING amount_usd)"  # noqa: S608
+        " INSERT INTO spend_ledger (scope, period, spent_usd, reserved_usd, cap_usd, updated_at)"
+        " SELECT v.scope, v.period,"
+        "  CAST(:cost AS DOUBLE PRECISION)"
+        "   - CASE WHEN EXISTS (SELECT 1 FROM taken) THEN 0.0 ELSE CAST(:held AS DOUBLE PRECISION) END,"
+        "  -COALESCE((SELECT amount_usd FROM taken), 0.0), 0.0, CAST(:now AS TIMESTAMPTZ)"
+        f" FROM (VALUES {values}) AS v(scope, period, position) ORDER BY v.position"
+        " ON CONFLICT (scope, period) DO UPDATE SET"
+        "  spent_usd = spend_ledger.spent_usd + EXCLUDED.spent_usd,"
+        "  reserved_usd = spend_ledger.reserved_usd + EXCLUDED.reserved_usd,"
+        "  updated_at = EXCLUDED.updated_at"
+        " RETURNING scope, period, spent_usd"
+    )
+    return text(sql)
