@@ -115,22 +115,25 @@ class Metrics:
             "gateway_spend_usd",
             "USD of model calls by event (held: reserved before a call; settled: billed, or a lost answer "
             "at its worst case; released: refused by the API, not billed; refused: not sent, over a cap) "
-            "and the scope whose cap refused it",
+            "and kind of budget counted toward (bot, chat, user; for refused: the one that refused it)",
             ["event", "scope"],
             registry=r,
         )
         self.spend_held = Gauge(
             "gateway_spend_held_usd", "USD this worker holds for its model calls in flight", registry=r
         )
+        for event in ("held", "settled", "released", "refused"):
+            for scope in ("bot", "chat", "user"):
+                self.spend.labels(event=event, scope=scope)
 
     def observe_spend(self, event: str, scope: str, usd: float) -> None:
-        """One budget event (`gateway.spending.budget`); "unheld" only lowers what is held."""
-        if event == "unheld":
-            self.spend_held.dec(usd)
-            return
-        self.spend.labels(event=event, scope=scope).inc(max(0.0, usd))
-        if event == "held":
+        """One budget event (`gateway.spending.budget`); "holding" and "unheld" move what is held."""
+        if event == "holding":
             self.spend_held.inc(usd)
+        elif event == "unheld":
+            self.spend_held.dec(usd)
+        else:
+            self.spend.labels(event=event, scope=scope).inc(max(0.0, usd))
 
     def _cache_metrics(self, r: CollectorRegistry) -> None:
         self.cache_hit_ratio = Gauge(

@@ -67,7 +67,8 @@ def spender(msg: IncomingMessage, chat_pk: int) -> SpendFor:
 Warn = Callable[[Limit, SpendFor], Awaitable[None]]
 """Told once when a line passes the warning share."""
 Observe = Callable[[str, str, float], None]
-"""(event, scope kind, USD): "held", "settled", "released", "refused", and "unheld" (a hold ended)."""
+"""(event, scope kind, USD): "held", "settled", "released", "refused" per kind of budget; "holding" and
+"unheld" once per call, as a hold starts and ends."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,7 +155,8 @@ class Budget:
             )
             raise self._remember(result)
         if result.lines:
-            self._observe("held", "bot", amount)
+            self._per_scope("held", result, amount)
+            self._observe("holding", "", amount)
         return result
 
     def _remember(self, refused: Refused) -> BudgetExceededError:
@@ -170,8 +172,8 @@ class Budget:
         cost = billed_usd(response)
         limits = self.limits(who)
         passed = await self.ledger.settle(held, cost, warn=limits, share=self.caps.warn_share)
-        self._observe("settled", "bot", cost)
-        self._observe("unheld", "bot", held.amount_usd)
+        self._per_scope("settled", held, cost)
+        self._observe("unheld", "", held.amount_usd)
         if cost > held.amount_usd:
             logger.warning(
                 "a model call cost $%.4f, more than its reservation of $%.4f", cost, held.amount_usd
@@ -187,16 +189,21 @@ class Budget:
         if not held.lines:
             return
         await self.ledger.release(held)
-        self._observe("released", "bot", held.amount_usd)
-        self._observe("unheld", "bot", held.amount_usd)
+        self._per_scope("released", held, held.amount_usd)
+        self._observe("unheld", "", held.amount_usd)
 
     async def forfeit(self, held: Held) -> None:
         """The call's outcome is unknown: it counts at its worst case."""
         if not held.lines:
             return
         await self.ledger.settle(held, held.amount_usd)
-        self._observe("settled", "bot", held.amount_usd)
-        self._observe("unheld", "bot", held.amount_usd)
+        self._per_scope("settled", held, held.amount_usd)
+        self._observe("unheld", "", held.amount_usd)
+
+    def _per_scope(self, event: str, held: Held, usd: float) -> None:
+        """One observation per kind of scope the call counted toward (bot, chat, user)."""
+        for kind in sorted({scope.split(":", 1)[0] for scope, _ in held.lines}):
+            self._observe(event, kind, usd)
 
     def _observe(self, event: str, kind: str, usd: float) -> None:
         if self.observe is not None:

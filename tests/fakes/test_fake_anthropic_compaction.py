@@ -9,6 +9,7 @@ import anthropic
 import pytest
 from anthropic.types.beta import BetaCompactionBlock, BetaMessage
 
+from agent.llm import usage_of
 from agent.usage import Usage
 from tests.fakes.anthropic import FakeAnthropic
 from tests.fakes.anthropic.compaction import compaction_instructions
@@ -59,12 +60,7 @@ def prompt_of(usage: Any) -> int:
 
 
 def as_usage(usage: Any) -> Usage:
-    return Usage(
-        usage.input_tokens,
-        usage.output_tokens,
-        usage.cache_creation_input_tokens,
-        usage.cache_read_input_tokens,
-    )
+    return usage_of(usage)
 
 
 @pytest.fixture

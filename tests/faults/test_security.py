@@ -160,7 +160,7 @@ async def test_rate_and_budget_limits_refuse_politely(tmp_path: Path, sqlite_url
             TELEGRAM_BASE_URL=tg.base_url,
             GATEWAY_ALLOW_ALL_USERS="true",
             LIMITS__USER_MESSAGES_PER_MINUTE="3",
-            LIMITS__CHAT_DAILY_BUDGET_USD="0.000001",
+            LIMITS__CHAT_DAILY_BUDGET_USD="0.000001",  # no call fits
         )
         async with running_gateway(env, cwd=tmp_path):
             tg.push_message(501, "first", user_id=501)
@@ -169,10 +169,10 @@ async def test_rate_and_budget_limits_refuse_politely(tmp_path: Path, sqlite_url
                 tg.push_message(501, f"more {n}", user_id=501)
             await tg.wait_sent(5, timeout=20)
     texts = [s.visible_text for s in tg.sent]
-    assert texts[0] == "echo: first"
-    assert sum("daily budget" in t for t in texts) == 2
+    assert texts[0].startswith("This chat's daily budget ($0.00) is spent. It resets at 00:00 UTC")
+    assert sum("daily budget" in t for t in texts) == 3  # the turn's first call, then two at the door
     assert sum("faster than I can answer" in t for t in texts) == 2
-    assert len([s for s in llm.spans if s.record.kind == "reply"]) == 1, "refused messages cost nothing"
+    assert [s for s in llm.spans if s.record.kind == "reply"] == [], "refused messages cost nothing"
     users = [r for r in await stored_messages(sqlite_url) if r.role == "user"]
     assert [r.text for r in users] == ["first", "more 0", "more 1", "more 2", "more 3"], "refused, yet kept"
 

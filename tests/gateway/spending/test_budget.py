@@ -117,3 +117,27 @@ async def test_a_call_for_no_one_counts_toward_the_bot_only(store: Store) -> Non
     await SpendingClient(Model(), budget).create(_request())  # no chat: the chat's cap does not apply
     spent, _ = await _line(budget, "bot")
     assert spent > 0
+
+
+async def test_the_metrics_count_each_kind_of_budget_and_what_is_in_flight(store: Store) -> None:
+    seen: list[tuple[str, str, float]] = []
+    budget = Budget(
+        SpendLedger(store.engine, worker="w", clock=lambda: NOW),
+        Caps(chat_day=5.0, bot_day=5.0),
+        clock=lambda: NOW,
+        observe=lambda event, kind, usd: seen.append((event, kind, usd)),
+    )
+    with spending_for(WHO):
+        await SpendingClient(Model(), budget).create(_request())
+    worst, cost = worst_case_usd(_request()), (1000 * 2.0 + 200 * 10.0) / 1e6
+    assert [(e, k) for e, k, _ in seen] == [
+        ("held", "bot"),
+        ("held", "chat"),
+        ("holding", ""),
+        ("settled", "bot"),
+        ("settled", "chat"),
+        ("unheld", ""),
+    ]
+    assert [round(usd, 9) for _, _, usd in seen] == [
+        round(x, 9) for x in (worst, worst, worst, cost, cost, worst)
+    ]
