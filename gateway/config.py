@@ -382,6 +382,8 @@ class Settings(BaseSettings):
     telegram_webhook_listen: str = "0.0.0.0"  # noqa: S104 - a webhook must be reachable from outside
     telegram_webhook_port: int = Field(8443, ge=1, le=65535)
     telegram_webhook_secret: SecretStr | None = Field(None, validate_default=True)
+    telegram_webhook_max_connections: int = Field(40, ge=1, le=100)
+    """Telegram's simultaneous webhook connections to this deployment (its default is 40)."""
 
     discord_bot_token: SecretStr | None = None
     discord_api_base_url: AnyHttpUrl = AnyHttpUrl("https://discord.com/api/v10")

@@ -10,12 +10,12 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
-from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 from prometheus_client.registry import Collector
 
@@ -23,7 +23,7 @@ from agent.caching.waste import CacheWaste
 from agent.llm import LLMClient, LLMRequest, LLMResponse, ask
 from agent.streaming import TextSink
 from agent.usage import Usage
-from gateway.platforms.base import ChatRef
+from gateway.platforms.base import ChatRef, PlatformAdapter, WebhookReceiver
 
 logger = logging.getLogger(__name__)
 
@@ -248,6 +248,13 @@ class Metrics:
         """`gateway_fleet_lease_held{lease}`: 1 for each lease this worker holds (who polls, which shards)."""
         self.registry.register(_LeaseCollector(held))
 
+    def track_webhooks(self, adapters: Iterable[PlatformAdapter]) -> None:
+        """`gateway_webhook_refused_total{platform}`: webhook requests refused for a wrong or missing
+        secret token."""
+        receivers = [a for a in adapters if isinstance(a, WebhookReceiver)]
+        if receivers:
+            self.registry.register(_RefusalCollector(receivers))
+
     def track_spool(self, depth: Callable[[], int]) -> None:
         """Report the spool's depth at every scrape."""
         self.spool_depth.set_function(lambda: float(depth()))
@@ -273,6 +280,24 @@ class _LeaseCollector(Collector):
         )
         for name in sorted(self._held()):
             family.add_metric([name], 1.0)
+        yield family
+
+
+class _RefusalCollector(Collector):
+    """Webhook requests each adapter refused for a missing or wrong secret, read when scraped."""
+
+    def __init__(self, receivers: list[WebhookReceiver]) -> None:
+        self._receivers = receivers
+
+    def collect(self) -> Iterator[Metric]:
+        family = CounterMetricFamily(
+            "gateway_webhook_refused",
+            "Webhook requests refused (403) for a missing or wrong secret token: from the platform, the "
+            "secret it was registered with is not the configured one",
+            labels=["platform"],
+        )
+        for receiver in self._receivers:
+            family.add_metric([receiver.name], float(receiver.refused_deliveries))
         yield family
 
 

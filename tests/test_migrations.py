@@ -37,6 +37,7 @@ TABLES = {
     "transcriptions",
     "spend_ledger",
     "spend_reservations",
+    "webhook_registrations",
 }
 
 

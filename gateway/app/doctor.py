@@ -10,7 +10,7 @@ import logging
 import wave
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 import anthropic
 from pydantic import SecretStr
@@ -28,7 +28,11 @@ from gateway.store.jobs.runs import OVERDUE_INTERVALS, JobRunLog
 from gateway.store.locks.leases import PostgresLeases
 from gateway.store.migrate import current_revision_async, head_revision
 from gateway.store.spend.ledger import LineTotal, SpendLedger
+from gateway.store.webhooks.registrations import RegisteredWebhook, WebhookRecords
 from gateway.transcription.transcriber import transcriber_from
+
+if TYPE_CHECKING:
+    from gateway.platforms.telegram.registration import WebhookState
 
 logger = logging.getLogger(__name__)
 
@@ -206,6 +210,75 @@ async def check_fleet(settings: Settings) -> Check:
     return Check("fleet", True, "; ".join(parts), required=False)
 
 
+async def check_telegram_webhook(
+    settings: Settings, *, request_timeout: float = 5.0, now: datetime | None = None
+) -> Check | None:
+    """In webhook mode: where Telegram sends updates, whether the registered secret is the configured
+    one (from the fleet's record), and the last delivery error Telegram reports."""
+    if settings.telegram_bot_token is None or settings.telegram_webhook_url is None:
+        return None
+    from telegram.error import TelegramError
+
+    from gateway.platforms.telegram.registration import read_webhook, secret_hash
+
+    token = settings.telegram_bot_token.get_secret_value()
+    try:
+        state = await read_webhook(
+            token=token,
+            base_url=str(settings.telegram_base_url),
+            timeout_s=request_timeout,
+            now=now or datetime.now(UTC),
+        )
+    except TelegramError as exc:
+        detail = f"getWebhookInfo failed ({type(exc).__name__})"
+        return Check("telegram webhook", False, detail, required=False)
+    records = WebhookRecords(settings.database_url)
+    try:
+        recorded = await records.registered("telegram", state.bot_id)
+    except StoreError:
+        recorded = None
+    finally:
+        await records.close()
+    secret = settings.telegram_webhook_secret
+    wanted_hash = secret_hash(token, secret.get_secret_value() if secret else None)
+    return _webhook_check(settings, state, recorded, wanted_hash, now or datetime.now(UTC))
+
+
+def _webhook_check(
+    settings: Settings,
+    state: WebhookState,
+    recorded: RegisteredWebhook | None,
+    wanted_hash: str,
+    now: datetime,
+) -> Check:
+    url = str(settings.telegram_webhook_url)
+    problems = []
+    if state.url != url:
+        problems.append(f"Telegram sends updates to {state.url or 'nowhere'}, not {url}")
+    elif recorded is None:
+        problems.append("no registration recorded (its secret is unknown)")
+    elif recorded.secret_hash != wanted_hash:
+        problems.append("the registered secret is not TELEGRAM_WEBHOOK_SECRET: every update is refused (403)")
+    if problems:
+        problems.append("start or restart one worker to register it again")
+    if state.trouble is not None:
+        earlier = (
+            recorded is not None
+            and state.last_error_at is not None
+            and state.last_error_at < recorded.registered_at
+        )
+        when = " (before the last registration)" if earlier else ""
+        problems.append(f"Telegram reports a failed delivery{when}: {state.trouble}")
+    if problems:
+        return Check("telegram webhook", False, "; ".join(problems), required=False)
+    assert recorded is not None
+    detail = (
+        f"Telegram sends updates to {url}, registered by {recorded.worker} "
+        f"{_span(now - recorded.registered_at)} ago; no delivery error; {state.pending} pending"
+    )
+    return Check("telegram webhook", True, detail, required=False)
+
+
 def scheduled_jobs(settings: Settings) -> dict[str, timedelta]:
     """The jobs a worker with these settings runs, and how often."""
     sched = settings.scheduler
@@ -304,6 +377,9 @@ async def run_checks(settings: Settings, *, request_timeout: float = 5.0) -> lis
         check_transcription(settings, request_timeout=max(request_timeout, settings.transcription.timeout_s)),
     )
     checks = [database, api, check_platforms(settings), heard]
+    webhook = await check_telegram_webhook(settings, request_timeout=request_timeout)
+    if webhook is not None:
+        checks.append(webhook)
     if database.ok:
         checks.append(await check_fleet(settings))
         checks.extend(await check_jobs(settings))

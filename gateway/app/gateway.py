@@ -113,6 +113,7 @@ class Gateway:
         self.transcriber: Transcriber | None = transcriber_from(settings.transcription)
         store.on_stored = self._on_stored
         self.metrics.track_spool(lambda: self.spool.depth)
+        self.metrics.track_webhooks(adapters)
         self.scheduler: JobScheduler | None = None
         self.metrics_server: MetricsServer | None = None
         self.loop_config = loop_config(settings, self.model, self.calibration)

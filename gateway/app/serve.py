@@ -25,6 +25,7 @@ from gateway.platforms.fleet import Fleet, SoleWorker
 from gateway.store import Store
 from gateway.store.locks.leases import PostgresLeases
 from gateway.store.migrate import ensure_schema
+from gateway.store.webhooks.registrations import WebhookRecords
 
 logger = logging.getLogger(__name__)
 
@@ -77,6 +78,7 @@ async def _serve(
     *,
     until: asyncio.Event | None = None,
     fleet: Fleet | None = None,
+    registrations: WebhookRecords | None = None,
 ) -> int:
     stop = until or asyncio.Event()
     stop_on_signals(stop, settings.shutdown_timeout_s)
@@ -117,6 +119,8 @@ async def _serve(
         closing = [*(c.close() for c in clients), store.close()]
         if isinstance(fleet, PostgresLeases):
             closing.append(fleet.close())  # hands the leases over at once rather than at exit
+        if registrations is not None:
+            closing.append(registrations.close())
         try:
             async with asyncio.timeout(_CLOSE_TIMEOUT_S):
                 await asyncio.gather(*closing)
@@ -132,13 +136,14 @@ def run(settings: Settings) -> int:
     check_models(settings)  # a misconfigured model or engine stops here, before any connection is made
     context_engine(settings)
     fleet = _fleet(settings)
-    adapters = build_adapters(settings, fleet)
+    registrations = WebhookRecords(settings.database_url, clock=_wall_clock)
+    adapters = build_adapters(settings, fleet, registrations)
     if not adapters:
         print(NO_PLATFORM_HELP, file=sys.stderr)
         for line in status_lines(settings):
             print("  " + line, file=sys.stderr)
         return 2
-    return asyncio.run(_serve(settings, adapters, fleet=fleet))
+    return asyncio.run(_serve(settings, adapters, fleet=fleet, registrations=registrations))
 
 
 def chat(settings: Settings) -> int:

@@ -259,3 +259,13 @@ class StreamingAdapter(PlatformAdapter, Protocol):
     def live(self, chat: ChatRef, *, reply_to: str | None) -> LiveSurface | None:
         """A surface to stream a reply into `chat` (None when the chat cannot show one)."""
         ...
+
+
+@runtime_checkable
+class WebhookReceiver(PlatformAdapter, Protocol):
+    """An adapter with a webhook server that refuses requests without the platform's secret."""
+
+    @property
+    def refused_deliveries(self) -> int:
+        """Requests refused for a missing or wrong secret since start."""
+        ...

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from gateway.config import Settings
 from gateway.platforms.base import PlatformAdapter
-from gateway.platforms.fleet import Fleet, FleetTimings, SoleWorker
+from gateway.platforms.fleet import Fleet, FleetTimings, RegisteredHere, Registrations, SoleWorker
 
 
 @dataclass(frozen=True, slots=True)
@@ -19,7 +19,7 @@ class PlatformEntry:
     name: str
     token_key: str
     configured: Callable[[Settings], bool]
-    build: Callable[[Settings, Fleet], PlatformAdapter]
+    build: Callable[[Settings, Fleet, Registrations], PlatformAdapter]
     describe: Callable[[Settings], str]
 
 
@@ -30,7 +30,7 @@ def fleet_timings(settings: Settings) -> FleetTimings:
     )
 
 
-def _telegram(settings: Settings, fleet: Fleet) -> PlatformAdapter:
+def _telegram(settings: Settings, fleet: Fleet, registrations: Registrations) -> PlatformAdapter:
     from gateway.platforms.telegram.bot import TelegramAdapter
 
     assert settings.telegram_bot_token is not None
@@ -45,12 +45,14 @@ def _telegram(settings: Settings, fleet: Fleet) -> PlatformAdapter:
         webhook_secret=(
             settings.telegram_webhook_secret.get_secret_value() if settings.telegram_webhook_secret else None
         ),
+        webhook_max_connections=settings.telegram_webhook_max_connections,
         fleet=fleet,
         fleet_timings=fleet_timings(settings),
+        registrations=registrations,
     )
 
 
-def _discord(settings: Settings, fleet: Fleet) -> PlatformAdapter:
+def _discord(settings: Settings, fleet: Fleet, _registrations: Registrations) -> PlatformAdapter:
     from gateway.platforms.discord.connection import DiscordAdapter
 
     assert settings.discord_bot_token is not None
@@ -95,7 +97,11 @@ def status_lines(settings: Settings) -> list[str]:
     return lines
 
 
-def build_adapters(settings: Settings, fleet: Fleet | None = None) -> list[PlatformAdapter]:
-    """The configured adapters; `fleet` shares leases with the other workers (default: none)."""
+def build_adapters(
+    settings: Settings, fleet: Fleet | None = None, registrations: Registrations | None = None
+) -> list[PlatformAdapter]:
+    """The configured adapters; `fleet` shares leases with the other workers (default: none), and
+    `registrations` remembers what the fleet registered (default: this process only)."""
     shared = fleet if fleet is not None else SoleWorker()
-    return [entry.build(settings, shared) for entry in PLATFORMS if entry.configured(settings)]
+    kept = registrations if registrations is not None else RegisteredHere()
+    return [entry.build(settings, shared, kept) for entry in PLATFORMS if entry.configured(settings)]

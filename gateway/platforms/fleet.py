@@ -4,13 +4,17 @@ The store implements it (`gateway.store.locks.leases`: advisory locks on Postgre
 SQLite); the app hands it to the adapters, which use it for what only one worker may do at a time:
 changing the Telegram webhook, polling Telegram, connecting a Discord shard. `FleetTimings` are how
 often a holder checks its leases and a standby or a shard keeper looks for free ones.
+
+`Registrations` is the fleet's memory of what it registered with a platform (the Telegram webhook: the
+platform never reports the secret), kept by the store (`gateway.store.webhooks`); `RegisteredHere` is
+the memory of one process, for an adapter built without a database.
 """
 
 from __future__ import annotations
 
 import os
 import socket
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from typing import Protocol
@@ -86,3 +90,68 @@ class SoleWorker:
     @asynccontextmanager
     async def exclusive(self, name: str) -> AsyncIterator[None]:
         yield
+
+
+class Registered(Protocol):
+    """A webhook as the fleet last registered it."""
+
+    @property
+    def url(self) -> str: ...
+
+    @property
+    def secret_hash(self) -> str: ...
+
+    @property
+    def allowed_updates(self) -> tuple[str, ...]: ...
+
+    @property
+    def max_connections(self) -> int: ...
+
+
+class Registrations(Protocol):
+    """What the fleet registered with a platform, per bot; raises `StoreError` when unreadable."""
+
+    async def registered(self, platform: str, bot_id: str) -> Registered | None: ...
+
+    async def record(
+        self,
+        platform: str,
+        bot_id: str,
+        *,
+        url: str,
+        secret_hash: str,
+        allowed_updates: Sequence[str],
+        max_connections: int,
+        worker: str,
+    ) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class _Kept:
+    url: str
+    secret_hash: str
+    allowed_updates: tuple[str, ...]
+    max_connections: int
+
+
+class RegisteredHere:
+    """`Registrations` kept in this process only (an adapter built without a database)."""
+
+    def __init__(self) -> None:
+        self._kept: dict[tuple[str, str], _Kept] = {}
+
+    async def registered(self, platform: str, bot_id: str) -> Registered | None:
+        return self._kept.get((platform, bot_id))
+
+    async def record(
+        self,
+        platform: str,
+        bot_id: str,
+        *,
+        url: str,
+        secret_hash: str,
+        allowed_updates: Sequence[str],
+        max_connections: int,
+        worker: str,
+    ) -> None:
+        self._kept[(platform, bot_id)] = _Kept(url, secret_hash, tuple(allowed_updates), max_connections)

@@ -290,6 +290,24 @@ class JobRun(Base):
     runs: Mapped[int] = mapped_column(BigInteger)
 
 
+class WebhookRegistration(Base):
+    """What the fleet last registered as a bot's webhook: the URL, a hash of the secret token (never
+    the token), the update types and `max_connections`. The platform reports neither the secret nor,
+    always, the rest, so a worker compares its settings with this row to know whether to register again.
+    """
+
+    __tablename__ = "webhook_registrations"
+
+    platform: Mapped[str] = mapped_column(String(16), primary_key=True)
+    bot_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    url: Mapped[str] = mapped_column(Text)
+    secret_hash: Mapped[str] = mapped_column(String(64))
+    allowed_updates: Mapped[list[str]] = mapped_column(JSON)
+    max_connections: Mapped[int] = mapped_column(Integer)
+    registered_at: Mapped[datetime]
+    worker: Mapped[str] = mapped_column(String(128))
+
+
 class SpendLine(Base):
     """One budget line: a scope's spend in one period (`bot`, `chat:42`, `user:telegram:7` by day
     `2026-12-06` or month `2026-12`), with what calls in flight have reserved against it."""

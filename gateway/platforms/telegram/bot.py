@@ -32,13 +32,14 @@ from gateway.platforms.base import (
 from gateway.platforms.base import (
     MessageHandler as GatewayHandler,
 )
-from gateway.platforms.fleet import Fleet, FleetTimings, SoleWorker
+from gateway.platforms.fleet import Fleet, FleetTimings, RegisteredHere, Registrations, SoleWorker
 from gateway.platforms.lanes import ChatLanes, hand_over
 from gateway.platforms.telegram.bot_api import MAX_UTF16, TelegramSender, reply_parts
 from gateway.platforms.telegram.drafts import TelegramLive
 from gateway.platforms.telegram.files import BOT_API_DOWNLOAD_LIMIT, AlbumCollector, with_attachments
 from gateway.platforms.telegram.fleet_roles import PollingLease, ensure_webhook
 from gateway.platforms.telegram.polling import LongPoller
+from gateway.platforms.telegram.registration import DEFAULT_MAX_CONNECTIONS, WantedWebhook
 from gateway.platforms.telegram.updates import BotIdentity, convert_update
 from gateway.platforms.telegram.webhook import WebhookServer
 
@@ -69,6 +70,7 @@ class TelegramAdapter:
         webhook_listen: str = "0.0.0.0",  # noqa: S104 - Telegram must reach the webhook from outside
         webhook_port: int = 8443,
         webhook_secret: str | None = None,
+        webhook_max_connections: int = DEFAULT_MAX_CONNECTIONS,
         poll_timeout: float = 10.0,
         max_send_attempts: int = 3,
         max_retry_wait: float = 30.0,
@@ -77,9 +79,11 @@ class TelegramAdapter:
         max_file_bytes: int = BOT_API_DOWNLOAD_LIMIT,
         fleet: Fleet | None = None,
         fleet_timings: FleetTimings | None = None,
+        registrations: Registrations | None = None,
     ) -> None:
         self._token = token
         self._fleet: Fleet = fleet if fleet is not None else SoleWorker()
+        self._registrations: Registrations = registrations if registrations is not None else RegisteredHere()
         self._fleet_timings = fleet_timings or FleetTimings()
         self._polling_lease: PollingLease | None = None
         self._base_url = base_url
@@ -88,6 +92,8 @@ class TelegramAdapter:
         self._webhook_listen = webhook_listen
         self._webhook_port = webhook_port
         self._webhook_secret = webhook_secret
+        self._webhook_max_connections = webhook_max_connections
+        self._refused_before = 0
         self._poll_timeout = poll_timeout
         self._drain_timeout = drain_timeout
         self._webhook_store_limit_s = webhook_store_limit_s
@@ -110,6 +116,11 @@ class TelegramAdapter:
     @property
     def bot_username(self) -> str | None:
         return self._bot.username if self._bot else None
+
+    @property
+    def refused_deliveries(self) -> int:
+        """Webhook requests refused for a missing or wrong secret token since start (`WebhookReceiver`)."""
+        return self._refused_before + (self._webhook.refused if self._webhook is not None else 0)
 
     # Lifecycle -----------------------------------------------------------------------------------
 
@@ -165,9 +176,15 @@ class TelegramAdapter:
             shutdown_timeout=self._drain_timeout,
         )
         await self._webhook.start()
-        await ensure_webhook(
-            api, self._fleet, url=url, secret=self._webhook_secret, allowed_updates=ALLOWED_UPDATES
+        wanted = WantedWebhook.of(
+            url=url,
+            token=self._token,
+            secret=self._webhook_secret,
+            allowed_updates=ALLOWED_UPDATES,
+            max_connections=self._webhook_max_connections,
         )
+        await ensure_webhook(api, self._fleet, self._registrations, wanted, secret=self._webhook_secret)
+        self._webhook.registered = True
 
     def _polling_mode(self) -> str:
         if self._polling_lease is not None and not self._polling_lease.polling:
@@ -207,6 +224,7 @@ class TelegramAdapter:
             await self._poller.stop()
         if self._webhook is not None:
             await self._webhook.stop()  # waits for requests in flight, up to drain_timeout
+            self._refused_before += self._webhook.refused
             self._webhook = None
         self._albums.close_all()  # an album still settling is handed over now, with what arrived
         cancelled = await self._lanes.drain(self._drain_timeout)

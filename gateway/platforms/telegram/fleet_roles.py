@@ -2,8 +2,9 @@
 
 Webhook: the Bot API refuses a second `setWebhook` within a second (429 "retry after 1"), so workers
 starting together would fail each other. One worker at a time (the `telegram:webhook` lease) reads
-`getWebhookInfo`; a webhook already pointing at our URL is left as it is, otherwise it is set, and a
-flood wait is waited out.
+`getWebhookInfo` and the fleet's record of what it registered (`registration`); a webhook that matches
+both (URL, secret, update types, `max_connections`) is left as it is, otherwise it is set (a flood wait
+is waited out) and the record updated. Delivery errors Telegram reports are logged.
 
 Polling: Telegram answers a second `getUpdates` consumer with 409 Conflict, so only the holder of the
 `telegram:polling` lease polls. The others stand by and try to take it every `standby_s`; a holder
@@ -16,14 +17,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
 
 from telegram import Bot
 from telegram.error import RetryAfter
 
 from gateway.errors import StoreError
-from gateway.platforms.fleet import Fleet, FleetTimings
+from gateway.platforms.fleet import Fleet, FleetTimings, Registered, Registrations
 from gateway.platforms.telegram.polling import retry_after_seconds
+from gateway.platforms.telegram.registration import WantedWebhook, delivery_trouble, reasons_to_register
 
 logger = logging.getLogger(__name__)
 
@@ -34,28 +37,65 @@ MAX_FLOOD_WAIT_S = 30.0
 
 
 async def ensure_webhook(
-    api: Bot, fleet: Fleet, *, url: str, secret: str | None, allowed_updates: Sequence[str]
+    api: Bot, fleet: Fleet, registrations: Registrations, wanted: WantedWebhook, *, secret: str | None
 ) -> bool:
-    """Point Telegram at `url` unless it already is; True when `setWebhook` was called.
+    """Register `wanted` unless Telegram and the fleet's record show it is in place; True when
+    `setWebhook` was called.
 
     Raises `RetryAfter` when flood control outlasts `SET_WEBHOOK_ATTEMPTS` waits.
     """
     async with fleet.exclusive(WEBHOOK_LEASE):
         info = await api.get_webhook_info()
-        if info.url == url:
-            logger.info("telegram: the webhook already points at this URL; left as it is")
+        trouble = delivery_trouble(info, datetime.now(UTC))
+        if trouble is not None:
+            logger.warning("telegram: Telegram reports a failed webhook delivery: %s", trouble)
+        bot_id = str(api.id)
+        recorded = await _recorded(registrations, bot_id)
+        reasons = reasons_to_register(wanted, recorded, info)
+        if not reasons:
+            logger.info("telegram: the webhook is registered as configured; left as it is")
             return False
-        for attempt in range(1, SET_WEBHOOK_ATTEMPTS + 1):
-            try:
-                await api.set_webhook(url=url, allowed_updates=list(allowed_updates), secret_token=secret)
-                return True
-            except RetryAfter as exc:
-                wait = min(retry_after_seconds(exc), MAX_FLOOD_WAIT_S)
-                if attempt == SET_WEBHOOK_ATTEMPTS:
-                    raise
-                logger.warning("telegram: setWebhook flood control; waiting %.0fs", wait)
-                await asyncio.sleep(wait)
-    return True  # pragma: no cover - the loop returns or raises
+        logger.info("telegram: registering the webhook (%s)", "; ".join(reasons))
+        await _set_webhook(api, wanted, secret)
+        try:
+            await registrations.record(
+                "telegram",
+                bot_id,
+                url=wanted.url,
+                secret_hash=wanted.secret_hash,
+                allowed_updates=wanted.allowed_updates,
+                max_connections=wanted.max_connections,
+                worker=fleet.worker,
+            )
+        except StoreError as exc:
+            logger.warning("telegram: webhook set but not recorded (%s); the next start sets it again", exc)
+    return True
+
+
+async def _recorded(registrations: Registrations, bot_id: str) -> Registered | None:
+    try:
+        return await registrations.registered("telegram", bot_id)
+    except StoreError as exc:
+        logger.warning("telegram: the webhook registration could not be read (%s); registering it", exc)
+        return None
+
+
+async def _set_webhook(api: Bot, wanted: WantedWebhook, secret: str | None) -> None:
+    for attempt in range(1, SET_WEBHOOK_ATTEMPTS + 1):
+        try:
+            await api.set_webhook(
+                url=wanted.url,
+                allowed_updates=list(wanted.allowed_updates),
+                max_connections=wanted.max_connections,
+                secret_token=secret,
+            )
+            return
+        except RetryAfter as exc:
+            wait = min(retry_after_seconds(exc), MAX_FLOOD_WAIT_S)
+            if attempt == SET_WEBHOOK_ATTEMPTS:
+                raise
+            logger.warning("telegram: setWebhook flood control; waiting %.0fs", wait)
+            await asyncio.sleep(wait)
 
 
 class PollingLease:

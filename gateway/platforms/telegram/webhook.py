@@ -5,6 +5,11 @@ a crash before the message is stored loses it; Telegram only retries updates tha
 status. This small aiohttp server awaits the hand-over before answering: 200 when the message is
 stored (or there was nothing to keep), 500 when it could not be (Telegram delivers it again), 403
 without the secret token, 400 for a body that is not an update.
+
+Refusals are counted (`refused`, read by the metrics). A run of them is logged once, when it starts:
+Telegram sending a secret this worker does not have means the registered secret is not the configured
+one, and every update waits until a worker registers it again. Until this worker has checked the
+registration (`registered`), refusals are expected after a rotation and only counted.
 """
 
 from __future__ import annotations
@@ -45,6 +50,12 @@ class WebhookServer:
         self._secret = secret
         self._receive = receive
         self._runner: web.AppRunner | None = None
+        self.refused = 0
+        """Requests refused for a missing or wrong secret token since start."""
+        self._refusing = 0
+        """Refusals since the last accepted request (a run is logged when it starts)."""
+        self.registered = False
+        """Set once the webhook registration was checked (and renewed if it differed)."""
 
     async def start(self) -> None:
         """Bind and serve; raises OSError when the port cannot be bound."""
@@ -72,8 +83,11 @@ class WebhookServer:
         if self._secret is not None and not hmac.compare_digest(
             request.headers.get(SECRET_HEADER, "").encode(), self._secret.encode()
         ):
-            logger.warning("telegram webhook: request without the right secret token refused")
+            self._refuse()
             return web.Response(status=403)
+        if self._refusing:
+            logger.info("telegram webhook: the right secret token again, after %d refusal(s)", self._refusing)
+            self._refusing = 0
         try:
             data = json.loads(await request.read())
         except (ValueError, UnicodeDecodeError):
@@ -88,3 +102,17 @@ class WebhookServer:
         if not stored:
             return web.Response(status=500, text="not stored; deliver again")
         return web.Response(status=200)
+
+    def _refuse(self) -> None:
+        self.refused += 1
+        if not self.registered:
+            return
+        self._refusing += 1
+        if self._refusing == 1:
+            logger.error(
+                "telegram webhook: refusing requests without the right secret token (403). If they come "
+                "from Telegram, the webhook was registered with another secret than TELEGRAM_WEBHOOK_SECRET "
+                "and no update arrives until it is registered again: give every worker the same secret "
+                "and restart one (it registers the webhook when its secret differs from the recorded "
+                "one). Further refusals are counted in gateway_webhook_refused_total, not logged."
+            )

@@ -7,7 +7,8 @@
 
 It answers the methods a gateway uses with Telegram's status codes and descriptions: long polling with
 offsets, strict HTML validation (see `html_parser`), the 4096 UTF-16 unit limit, flood control
-webhook delivery, and files (`getFile` and downloads, see `files`). Tests inject updates with
+webhook registration and delivery (see `webhooks`), and files (`getFile` and downloads, see `files`).
+Tests inject updates with
 `push_message`/`push_update`/`push_photo`/`push_album`... and read `sent`, `actions`, `commands`, `requests`.
 """
 
@@ -25,6 +26,7 @@ from telegram.constants import ReactionEmoji
 
 from tests.fakes.telegram.files import TelegramFiles
 from tests.fakes.telegram.html_parser import HtmlParseError, parse_html, utf16_len
+from tests.fakes.telegram.webhooks import TelegramWebhooks
 from tests.fakes.telegram.wire import (
     FAULTS,
     MAX_TEXT,
@@ -41,7 +43,7 @@ REACTION_EMOJI = frozenset(e.value for e in ReactionEmoji)
 """The emoji Telegram accepts as a bot's reaction (`ReactionTypeEmoji.emoji`); others are REACTION_INVALID."""
 
 
-class FakeTelegram(TelegramFiles):
+class FakeTelegram(TelegramWebhooks, TelegramFiles):
     def __init__(
         self,
         *,
@@ -50,7 +52,11 @@ class FakeTelegram(TelegramFiles):
         username: str = "gateway_test_bot",
         first_name: str = "Gateway",
         strict_chats: bool = False,
+        deliver_webhooks: bool = False,
+        webhook_retry_s: float = 0.2,
     ) -> None:
+        """`deliver_webhooks`: POST queued updates to the registered webhook as Telegram does (off: tests
+        deliver them with `deliver_webhook`)."""
         bot_id = bot_id if bot_id is not None else int(token.split(":", 1)[0])
         super().__init__(bot={"id": bot_id, "is_bot": True, "first_name": first_name, "username": username})
         self.token = token
@@ -61,12 +67,10 @@ class FakeTelegram(TelegramFiles):
         self.reactions: list[dict[str, Any]] = []
         """setMessageReaction calls that succeeded: chat_id, message_id, reaction (list of ReactionType)."""
         self.requests: list[tuple[str, dict[str, Any]]] = []
-        self.webhook: dict[str, Any] = {}
         self.conflicts = 0
         """Waiting getUpdates calls ended with 409 by a newer one (two pollers, or a dead poller's)."""
         self._poll_generation = 0
         self._waiting_polls = 0
-        self._last_set_webhook: float | None = None
         self._commands: dict[str, list[dict[str, str]]] = {}
         self._updates: list[dict[str, Any]] = []
         self._faults: dict[str, deque[Fault]] = {}
@@ -76,6 +80,7 @@ class FakeTelegram(TelegramFiles):
         self._next_message_id = 1000
         self.port = 0
         self._init_files()
+        self._init_webhooks(deliver=deliver_webhooks, retry_s=webhook_retry_s)
         self.update_answers: list[tuple[float, list[int]]] = []
         """(monotonic time, update ids) of every getUpdates answer that carried updates, once sent."""
         self.on_updates_sent: Callable[[list[int]], None] | None = None
@@ -93,10 +98,12 @@ class FakeTelegram(TelegramFiles):
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
         await site.start()
         self.port = self._runner.addresses[0][1]
+        self._start_delivery()
         return self
 
     async def __aexit__(self, *exc: object) -> None:
         self._closing = True
+        await self._stop_delivery()
         await self._notify()
         if self._runner is not None:
             await self._runner.cleanup()
@@ -112,9 +119,11 @@ class FakeTelegram(TelegramFiles):
     # Control -------------------------------------------------------------------------------------
 
     def push_update(self, update: dict[str, Any]) -> dict[str, Any]:
-        """Queue a raw Update for getUpdates (a webhook is not called; use `deliver_webhook`)."""
+        """Queue a raw Update for getUpdates, or for the webhook with `deliver_webhooks` (otherwise a
+        webhook is not called; use `deliver_webhook`)."""
         self._updates.append(update)
         self._updates.sort(key=lambda u: u["update_id"])
+        self._delivery_due.set()
         self._wake()
         return update
 
@@ -251,33 +260,6 @@ class FakeTelegram(TelegramFiles):
                     "instance is running",
                 )
         return [u for u in self._updates if u["update_id"] >= offset][:limit]
-
-    async def _m_setwebhook(self, params: Params) -> bool:
-        url = params.get_str("url") or ""
-        if url and not url.startswith(("https://", "http://")):
-            raise ApiError(400, "Bad Request: bad webhook: An HTTPS URL must be provided for webhook")
-        now = time.monotonic()
-        if self._last_set_webhook is not None and now - self._last_set_webhook < 1.0:
-            # The Bot API refuses a second setWebhook within a second.
-            raise ApiError(429, "Too Many Requests: retry after 1", {"retry_after": 1})
-        self._last_set_webhook = now
-        self.webhook = {"url": url, "secret_token": params.get_str("secret_token")}
-        if params.get_json("drop_pending_updates"):
-            self._updates.clear()
-        return True
-
-    async def _m_deletewebhook(self, params: Params) -> bool:
-        self.webhook = {}
-        if params.get_json("drop_pending_updates"):
-            self._updates.clear()
-        return True
-
-    async def _m_getwebhookinfo(self, params: Params) -> dict[str, Any]:
-        return {
-            "url": self.webhook.get("url", ""),
-            "has_custom_certificate": False,
-            "pending_update_count": len(self._updates),
-        }
 
     async def _m_sendmessage(self, params: Params) -> dict[str, Any]:
         chat_id = self._chat_id(params)

@@ -5,18 +5,29 @@ from __future__ import annotations
 
 import asyncio
 import io
+import time
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from gateway.__main__ import main
-from gateway.app.doctor import check_anthropic, check_database, check_jobs, check_transcription, doctor
+from gateway.app.doctor import (
+    check_anthropic,
+    check_database,
+    check_jobs,
+    check_telegram_webhook,
+    check_transcription,
+    doctor,
+)
 from gateway.config import SchedulerSettings, Settings, TranscriptionSettings
+from gateway.platforms.telegram.registration import secret_hash
 from gateway.store import Store
 from gateway.store.jobs.runs import JobRunLog
 from gateway.store.migrate import head_revision
+from gateway.store.webhooks.registrations import WebhookRecords
 from tests.fakes.anthropic import FakeAnthropic
+from tests.fakes.telegram import FakeTelegram
 from tests.fakes.transcription import FakeTranscription
 
 SECRET = "sk-ant-doctor-secret"
@@ -197,3 +208,44 @@ async def test_jobs_are_listed_with_their_last_and_next_run_and_overdue_ones_war
 
     off = await check_jobs(settings.model_copy(update={"scheduler": SchedulerSettings(enabled=False)}))
     assert [c.line() for c in off] == ["[  ok] jobs: off (SCHEDULER__ENABLED=false): no background job runs"]
+
+
+async def test_doctor_reports_a_stale_webhook_secret_and_telegram_delivery_errors(sqlite_url: str) -> None:
+    token, url = "123:tg-secret", "https://bot.example/hook"
+    async with FakeTelegram(token=token) as tg:
+        settings = Settings(
+            database_url=sqlite_url, telegram_bot_token=token, telegram_base_url=tg.base_url,
+            telegram_webhook_url=url, telegram_webhook_secret="new-secret",
+        )  # fmt: skip
+        tg.webhook = {"url": url, "secret_token": "old-secret", "max_connections": 40}
+        tg.webhook_error = (int(time.time()) - 300, "Wrong response from the webhook: 403 Forbidden")
+        records = WebhookRecords(sqlite_url)
+        try:
+            await records.record(
+                "telegram", "123", url=url, secret_hash=secret_hash(token, "old-secret"),
+                allowed_updates=["message"], max_connections=40, worker="web-1:7",
+            )  # fmt: skip
+            stale = await check_telegram_webhook(settings)
+            await records.record(
+                "telegram", "123", url=url, secret_hash=secret_hash(token, "new-secret"),
+                allowed_updates=["message"], max_connections=40, worker="web-1:8",
+            )  # fmt: skip
+            tg.webhook_error = None
+            healthy = await check_telegram_webhook(settings)
+        finally:
+            await records.close()
+    assert stale is not None
+    assert not stale.ok
+    assert not stale.required
+    assert "the registered secret is not TELEGRAM_WEBHOOK_SECRET" in stale.detail
+    assert "restart one worker" in stale.detail
+    assert "'Wrong response from the webhook: 403 Forbidden' (5 min ago" in stale.detail
+    assert "old-secret" not in stale.detail
+    assert healthy is not None
+    assert healthy.ok, healthy
+    assert "registered by web-1:8" in healthy.detail
+    assert await check_telegram_webhook(settings_without_webhook(sqlite_url)) is None
+
+
+def settings_without_webhook(url: str) -> Settings:
+    return Settings(database_url=url, telegram_bot_token="123:tg-secret")

@@ -1,5 +1,6 @@
-"""Telegram start-up next to sibling workers: a webhook already in place is kept, `setWebhook`'s flood
-wait (a second call within a second) is waited out, and a standby starts polling once it holds the lease."""
+"""Telegram start-up next to sibling workers: a webhook already registered as configured is kept,
+`setWebhook`'s flood wait (a second call within a second) is waited out, and a standby starts polling
+once it holds the lease."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from gateway.platforms.base import IncomingMessage
-from gateway.platforms.fleet import FleetTimings, SoleWorker
+from gateway.platforms.fleet import FleetTimings, RegisteredHere, Registrations, SoleWorker
 from gateway.platforms.telegram.bot import TelegramAdapter
 from gateway.platforms.telegram.fleet_roles import POLLING_LEASE
 from tests.fakes.telegram import FakeTelegram
@@ -42,17 +43,20 @@ async def _ignore(_message: IncomingMessage) -> None:
     return None
 
 
-def _webhook_adapter(tg: FakeTelegram, url: str) -> TelegramAdapter:
+def _webhook_adapter(
+    tg: FakeTelegram, url: str, registrations: Registrations | None = None
+) -> TelegramAdapter:
     port = _free_port()
     return TelegramAdapter(
         token=TOKEN, base_url=tg.base_url, webhook_url=url, webhook_listen="127.0.0.1", webhook_port=port,
-        webhook_secret="s3cret",
+        webhook_secret="s3cret", registrations=registrations,
     )  # fmt: skip
 
 
-async def test_a_webhook_already_at_our_url_is_left_alone(tg: FakeTelegram) -> None:
+async def test_a_webhook_already_registered_as_configured_is_left_alone(tg: FakeTelegram) -> None:
     url = "http://127.0.0.1:1/hook"
-    first, second = _webhook_adapter(tg, url), _webhook_adapter(tg, url)
+    fleet_record = RegisteredHere()  # what the fleet's database keeps
+    first, second = _webhook_adapter(tg, url, fleet_record), _webhook_adapter(tg, url, fleet_record)
     await first.start(_ignore, [])
     await second.start(_ignore, [])
     await asyncio.gather(first.stop(), second.stop())

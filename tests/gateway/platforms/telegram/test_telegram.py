@@ -395,7 +395,7 @@ async def test_webhook_mode_accepts_only_updates_with_the_secret(tg: FakeTelegra
     inbox = Inbox()
     await adapter.start(inbox, [])
     try:
-        assert tg.webhook == {"url": url, "secret_token": "hook-secret"}
+        assert (tg.webhook["url"], tg.webhook["secret_token"]) == (url, "hook-secret")
         update = {
             "update_id": 900,
             "message": {"message_id": 5, "date": int(time.time()), "text": "via webhook",
