@@ -5,11 +5,13 @@ AgentError
 │   ├── LLMAuthError              bad or missing API key / permission (not retryable)
 │   ├── LLMBadRequestError        the request was rejected as invalid (not retryable)
 │   │   ├── ContextOverflowError  the prompt does not fit the model's window
-│   │   └── ThinkingBindingError  a thinking block sent back is bound to a different prefix
+│   │   ├── ThinkingBindingError  a thinking block sent back is bound to a different prefix
+│   │   └── LLMNotFoundError      404: the API does not know what the request names (the model)
 │   ├── LLMRateLimitError         429 after the SDK's retries (carries retry_after)
 │   ├── LLMOverloadedError        529 after retries
 │   ├── LLMServerError            5xx after retries
 │   ├── LLMUnavailableError       timeout or connection failure after retries
+│   │   └── LLMStreamCutError     the connection dropped while the answer was streaming
 │   └── BudgetExceededError       not sent: the call's worst case does not fit a spending cap
 ├── SummarizerError               the summary call failed or returned nothing usable
 └── ToolError                     a tool raised; reported to the model as an error result
@@ -46,6 +48,11 @@ class ThinkingBindingError(LLMBadRequestError):
     """The prefix check refused a thinking block (its prefix changed since it was produced)."""
 
 
+class LLMNotFoundError(LLMBadRequestError):
+    """404 `not_found_error`: the API does not know what the request names (on a Messages call, the
+    model); retrying cannot help until the configuration changes."""
+
+
 class LLMRateLimitError(LLMError):
     def __init__(
         self, message: str, *, status_code: int | None = 429, retry_after: float | None = None
@@ -76,6 +83,11 @@ class BudgetExceededError(LLMError):
 
 class LLMUnavailableError(LLMError):
     pass
+
+
+class LLMStreamCutError(LLMUnavailableError):
+    """The answer stopped mid-stream (the connection dropped): what had arrived is incomplete. The SDK
+    retries a request that fails before its answer starts, never one whose answer it is reading."""
 
 
 class SummarizerError(AgentError):

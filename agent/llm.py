@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import anthropic
+import httpx2
 from anthropic import APIRequest, AsyncAPIResponse, AsyncCallNext, Middleware
 
 from agent.errors import (
@@ -25,9 +26,11 @@ from agent.errors import (
     LLMAuthError,
     LLMBadRequestError,
     LLMError,
+    LLMNotFoundError,
     LLMOverloadedError,
     LLMRateLimitError,
     LLMServerError,
+    LLMStreamCutError,
     LLMUnavailableError,
     ThinkingBindingError,
 )
@@ -211,6 +214,8 @@ def translate_status(
         return ThinkingBindingError(text, status_code=status)
     if status >= 500:
         return LLMServerError(text, status_code=status)
+    if status == 404 or error_type == "not_found_error":
+        return LLMNotFoundError(text, status_code=status)
     return LLMBadRequestError(text, status_code=status)
 
 
@@ -339,6 +344,18 @@ class AnthropicClient:
     async def create(self, request: LLMRequest) -> LLMResponse:
         return await self._bound_call(request, None, None)
 
+    async def look_up_model(self, model: str, *, timeout_s: float) -> str:
+        """The id the API serves `model` under (one GET of its metadata, one attempt, no retries);
+        `LLMNotFoundError` when it does not know it, `LLMUnavailableError` when it cannot be asked."""
+        try:
+            async with asyncio.timeout(timeout_s):
+                found = await self._sdk.with_options(max_retries=0, timeout=timeout_s).models.retrieve(model)
+        except TimeoutError as exc:
+            raise LLMUnavailableError(f"Anthropic API gave no answer within {timeout_s:.0f}s") from exc
+        except anthropic.AnthropicError as exc:
+            raise translate_exception(exc) from exc
+        return str(found.id)
+
     async def stream(
         self, request: LLMRequest, on_text: TextSink, on_progress: TextSink | None = None
     ) -> LLMResponse:
@@ -443,16 +460,25 @@ class AnthropicClient:
     async def _streamed(
         self, api: Any, kwargs: dict[str, Any], on_text: TextSink, on_progress: TextSink | None
     ) -> Any:
+        """The streamed answer. Once the SDK reads the event stream, a dropped connection surfaces as
+        the SDK's transport's own error, not an `anthropic` one: it is `LLMStreamCutError` here, as is
+        a stream that ends without the answer's stop."""
         async with api.stream(**kwargs) as stream:
             content_type = stream.response.headers.get("content-type", "")
             if not content_type.startswith("text/event-stream"):
                 raise _NotAStream(f"content-type {content_type or 'missing'}")
-            async for event in stream:
-                if event.type == "text" and event.text:
-                    await on_text(event.text)
-                elif event.type == "thinking" and event.thinking and on_progress is not None:
-                    await on_progress(event.thinking)
-            return await stream.get_final_message()
+            try:
+                async for event in stream:
+                    if event.type == "text" and event.text:
+                        await on_text(event.text)
+                    elif event.type == "thinking" and event.thinking and on_progress is not None:
+                        await on_progress(event.thinking)
+                message = await stream.get_final_message()
+            except httpx2.TransportError as exc:
+                raise LLMStreamCutError(f"Anthropic API stream cut off: {exc}") from exc
+            if message.stop_reason is None:
+                raise LLMStreamCutError("Anthropic API stream ended before the answer's stop")
+            return message
 
     def _response(self, message: Any, latency: float, *, unbound: Unbound) -> LLMResponse:
         content = [block.model_dump(mode="json", exclude_none=True) for block in message.content]

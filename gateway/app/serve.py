@@ -1,8 +1,9 @@
 """The process around a `Gateway`: `run` serves every configured platform, `chat` the local console.
 
-Both refuse to start without an API key or with an unknown context engine, bring an SQLite database to
-the newest schema (a Postgres one that is behind stops the start with the command to run), open the
-store and the model clients, serve until SIGINT/SIGTERM (or the console ends), and stop within
+Both refuse to start without an API key, with an unknown context engine or with a model the API does not
+know (an API that cannot be reached does not stop them), bring an SQLite database to the newest schema
+(a Postgres one that is behind stops the start with the command to run), open the store and the model
+clients, serve until SIGINT/SIGTERM (or the console ends), and stop within
 `shutdown_timeout_s`: the gateway first, then the model clients and the database in its last second.
 """
 
@@ -14,11 +15,12 @@ import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
+from agent.errors import LLMError, LLMNotFoundError
 from agent.llm import AnthropicClient
 from gateway.app.gateway import Gateway
 from gateway.app.lifecycle import StopRequested, stop_on_signals, unless_stopped
 from gateway.app.wiring import check_models, context_engine
-from gateway.config import Settings
+from gateway.config import DEFAULT_MODEL, ConfigError, Settings
 from gateway.platforms.base import PlatformAdapter
 from gateway.platforms.catalog import build_adapters, status_lines
 from gateway.platforms.fleet import Fleet, SoleWorker
@@ -36,6 +38,8 @@ NO_PLATFORM_HELP = (
 NO_KEY_HELP = "ANTHROPIC_API_KEY is not set; the bot cannot answer without it (see .env.example)."
 _CLOSE_TIMEOUT_S = 1.0
 """Of `shutdown_timeout_s`, what closing the model clients and the database may take at the end."""
+MODEL_CHECK_TIMEOUT_S = 5.0
+"""How long start-up waits to learn whether the API knows the configured model."""
 
 
 def _make_llm(settings: Settings, base_url: str | None = None) -> AnthropicClient:
@@ -55,6 +59,24 @@ def _make_llm(settings: Settings, base_url: str | None = None) -> AnthropicClien
 def _make_summary_llm(settings: Settings, main: AnthropicClient) -> AnthropicClient:
     base = settings.auxiliary.compression.base_url
     return main if base is None else _make_llm(settings, str(base))
+
+
+async def check_model_served(settings: Settings) -> None:
+    """Ask the API once whether it knows the configured model: an unknown one stops the start-up with one
+    line naming it (every message would fail otherwise). An API that cannot be asked now does not stop
+    it: messages are stored and answered once it is back."""
+    llm = _make_llm(settings)
+    try:
+        await llm.look_up_model(settings.model, timeout_s=MODEL_CHECK_TIMEOUT_S)
+    except LLMNotFoundError as exc:
+        raise ConfigError(
+            f"model: the Anthropic API does not know model {settings.model!r} (404 not_found_error); "
+            f"check its spelling, or use a current model such as {DEFAULT_MODEL}"
+        ) from exc
+    except LLMError as exc:
+        logger.warning("could not check model %s at start-up, starting anyway: %s", settings.model, exc)
+    finally:
+        await llm.close()
 
 
 def _wall_clock() -> datetime:
@@ -133,7 +155,10 @@ def run(settings: Settings) -> int:
     if settings.anthropic_api_key is None:
         print(NO_KEY_HELP, file=sys.stderr)
         return 2
-    check_models(settings)  # a misconfigured model or engine stops here, before any connection is made
+    # a model the API does not know, or a misconfigured model or engine, stops here (before the database
+    # and the platforms are touched)
+    asyncio.run(check_model_served(settings))
+    check_models(settings)
     context_engine(settings)
     fleet = _fleet(settings)
     registrations = WebhookRecords(settings.database_url, clock=_wall_clock)
@@ -150,6 +175,7 @@ def chat(settings: Settings) -> int:
     if settings.anthropic_api_key is None:
         print(NO_KEY_HELP, file=sys.stderr)
         return 2
+    asyncio.run(check_model_served(settings))
     check_models(settings)
     context_engine(settings)
     from gateway.platforms.console.adapter import ConsoleAdapter

@@ -208,3 +208,9 @@ class LiveReply:
 
     def shown(self, index: int) -> str | None:
         return self._shown.get(index)
+
+    @property
+    def written(self) -> str:
+        """The reply text received so far from the model's current call (shown, or about to be): what
+        a reply cut off in the middle ends with before its note."""
+        return self._text

@@ -13,8 +13,12 @@ from agent.errors import (
     LLMAuthError,
     LLMBadRequestError,
     LLMError,
+    LLMNotFoundError,
     LLMOverloadedError,
     LLMRateLimitError,
+    LLMServerError,
+    LLMStreamCutError,
+    LLMUnavailableError,
 )
 
 
@@ -42,6 +46,10 @@ class CompactionFigures(Protocol):
 
 
 KEPT = "Your message is saved; send it again or just say \u201cretry\u201d and I\u2019ll pick it up."
+"""After a failure that may pass (a limit, an overload, the connection): trying again can help."""
+
+KEPT_UNTIL_FIXED = "Your message is saved and will be answered with your next message once that is fixed."
+"""After a failure that only the bot's configuration can end: sending it again cannot help before."""
 
 TURN_FAILED_REPLY = (
     "Sorry, I could not answer just now because of an internal problem. Your messages are saved and "
@@ -161,7 +169,8 @@ def empty_reply(stop_reason: str | None) -> str:
 
 
 def human_error(exc: LLMError) -> str:
-    """The reply when the model could not answer (the message stays stored and pending)."""
+    """The reply when the model could not answer (the message stays stored and pending): what happened
+    in plain words, and "send it again" only where trying again can help."""
     if isinstance(exc, BudgetExceededError):
         return budget_sentence(exc)
     if isinstance(exc, LLMRateLimitError):
@@ -171,13 +180,44 @@ def human_error(exc: LLMError) -> str:
     if isinstance(exc, LLMAuthError):
         return (
             "The assistant is not available: the bot's API key was rejected. An admin needs to fix it. "
-            + KEPT
+            + KEPT_UNTIL_FIXED
         )
     if isinstance(exc, ContextOverflowError):
         return CONVERSATION_TOO_LONG
+    if isinstance(exc, LLMNotFoundError):
+        return (
+            "The assistant is not available: the model this bot is set to use does not exist (the API "
+            f"does not know it). An admin needs to fix the bot's model setting. {KEPT_UNTIL_FIXED}"
+        )
     if isinstance(exc, LLMBadRequestError):
-        return f"The assistant could not process this conversation ({type(exc).__name__}). {KEPT}"
-    return f"The assistant is unreachable at the moment. {KEPT}"
+        return (
+            "The assistant could not answer: the API refused the request built from this conversation, so "
+            "sending it again will not help. Your message is saved; an admin can find the reason in the "
+            "bot's log, and /new starts a fresh conversation."
+        )
+    if isinstance(exc, LLMServerError):
+        return f"The assistant\u2019s service had an internal error. {KEPT}"
+    if isinstance(exc, LLMStreamCutError):
+        return f"The connection to the assistant dropped while it was answering. {KEPT}"
+    if isinstance(exc, LLMUnavailableError):
+        return f"The assistant is unreachable at the moment. {KEPT}"
+    return f"The assistant\u2019s answer could not be read (an unexpected reply from its service). {KEPT}"
+
+
+def cut_off(written: str) -> str:
+    """A reply whose stream was cut in the middle: what had arrived, then a note that it is incomplete
+    (the message stays pending, so the next message or "retry" gets a whole answer)."""
+    note = f"(Cut off: the connection to the assistant dropped before this reply was finished. {KEPT})"
+    return f"{written.rstrip()}\n\n{note}"
+
+
+def turn_failed(exc: LLMError, written: str) -> str:
+    """The reply of a turn the model could not finish, `written` being the reply text streamed so far
+    (shown while it was written): a cut stream ends what was shown with a note, never looking
+    complete; any other failure is told as `human_error`."""
+    if isinstance(exc, LLMStreamCutError) and written.strip():
+        return cut_off(written)
+    return human_error(exc)
 
 
 def compaction_notice(report: CompactionFigures) -> str:

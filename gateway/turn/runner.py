@@ -42,8 +42,8 @@ from gateway.reply.wording import (
     budget_spent,
     compaction_notice,
     empty_reply,
-    human_error,
     refused,
+    turn_failed,
 )
 from gateway.spending.budget import Budget, spending_for
 from gateway.store import ChatLocks, NewMessage, PromptPins, SessionRecord, Store, StoredMessage, TurnSnapshot
@@ -161,7 +161,7 @@ class TurnRunner:
                 type(exc).__name__,
                 exc,
             )
-            text = human_error(exc)
+            text = turn_failed(exc, live.written if live is not None else "")
         finally:
             if live is not None:
                 await live.close()

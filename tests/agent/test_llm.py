@@ -12,9 +12,11 @@ from agent.errors import (
     ContextOverflowError,
     LLMAuthError,
     LLMBadRequestError,
+    LLMNotFoundError,
     LLMOverloadedError,
     LLMRateLimitError,
     LLMServerError,
+    LLMStreamCutError,
     LLMUnavailableError,
 )
 from agent.llm import AnthropicClient, LLMRequest, retry_after_seconds, translate_status
@@ -205,6 +207,54 @@ async def test_a_hanging_server_is_cut_off_by_the_total_budget(fake: FakeAnthrop
     assert time.monotonic() - started < 2.5
 
 
+async def test_a_stream_cut_in_the_middle_is_a_stream_cut_error_after_the_text_so_far(
+    fake: FakeAnthropic,
+) -> None:
+    reply = " ".join(f"word{i}" for i in range(120))
+    fake.script_reply(reply)
+    fake.script_fault("cut", scope="reply")
+    client = client_for(fake)
+    shown: list[str] = []
+
+    async def on_text(delta: str) -> None:
+        shown.append(delta)
+
+    try:
+        with pytest.raises(LLMStreamCutError) as info:
+            await client.stream(hello(), on_text)
+        cut = "".join(shown)
+        again = await client.stream(hello("still there?"), on_text)
+    finally:
+        await client.close()
+    assert isinstance(info.value, LLMUnavailableError)  # handled as an unreachable API wherever not shown
+    assert reply.startswith(cut)
+    assert 0 < len(cut) < len(reply)
+    assert again.text == "echo: still there?"
+    assert len(fake.requests) == 2  # a stream that has started is not sent again
+
+
+async def test_look_up_model_names_an_unknown_model_and_an_unreachable_api(fake: FakeAnthropic) -> None:
+    client = client_for(fake)
+    try:
+        assert await client.look_up_model(MODEL, timeout_s=5.0) == MODEL
+        with pytest.raises(LLMNotFoundError) as info:
+            await client.look_up_model("claude-sonet-4-6", timeout_s=5.0)
+    finally:
+        await client.close()
+    assert info.value.status_code == 404
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    gone = AnthropicClient(api_key="k", base_url=f"http://127.0.0.1:{port}")
+    started = time.monotonic()
+    try:
+        with pytest.raises(LLMUnavailableError):
+            await gone.look_up_model(MODEL, timeout_s=5.0)
+    finally:
+        await gone.close()
+    assert time.monotonic() - started < 1.0  # one attempt, no retries
+
+
 @pytest.mark.parametrize(
     ("status", "error_type", "message", "expected"),
     [
@@ -229,7 +279,7 @@ async def test_a_hanging_server_is_cut_off_by_the_total_budget(fake: FakeAnthrop
         ),
         (413, "request_too_large", "Request exceeds the maximum size", ContextOverflowError),
         (400, "invalid_request_error", "messages: roles must alternate", LLMBadRequestError),
-        (404, "not_found_error", "model: nope", LLMBadRequestError),
+        (404, "not_found_error", "model: nope", LLMNotFoundError),
     ],
 )
 def test_status_translation(status: int, error_type: str | None, message: str | None, expected: type) -> None:

@@ -9,6 +9,7 @@ from typing import Any
 
 import aiohttp
 import anthropic
+import httpx2
 import pytest
 
 from tests.fakes.anthropic import FakeAnthropic
@@ -28,6 +29,7 @@ FAULTS: list[tuple[str, type[Exception], int | None]] = [
     ("overflow", anthropic.BadRequestError, 400),
     ("auth", anthropic.AuthenticationError, 401),
     ("reset", anthropic.APIConnectionError, None),
+    ("cut", anthropic.APIConnectionError, None),  # a plain call: dropped before its answer
 ]
 
 
@@ -81,6 +83,30 @@ async def test_a_timeout_fault_holds_the_call_past_the_client_timeout(fake: Fake
             await ask(sdk, user("slow"))
         assert time.monotonic() - started < 2.0
         assert text_of((await ask(sdk, user("fast"))).content[0]) == "echo: fast"
+
+
+async def test_a_cut_stream_delivers_half_the_text_then_drops_the_connection(
+    fake: FakeAnthropic, client: anthropic.AsyncAnthropic
+) -> None:
+    reply = " ".join(f"word{i}" for i in range(200))
+    fake.script_reply(reply)
+    fake.script_fault("cut", scope="reply")
+    received: list[str] = []
+
+    async def read() -> None:
+        async with client.messages.stream(model=MODEL, max_tokens=512, messages=user("talk")) as stream:
+            async for event in stream:
+                if event.type == "text":
+                    received.append(event.text)
+
+    with pytest.raises(httpx2.RemoteProtocolError, match="incomplete chunked read"):
+        await read()
+
+    text = "".join(received)
+    assert text
+    assert reply.startswith(text)
+    assert len(text) < len(reply)
+    assert text_of((await ask(client, user("again"))).content[0]) == "echo: again"
 
 
 async def test_a_lasting_fault_stays_until_cleared(

@@ -17,9 +17,9 @@ from typing import Any, Literal
 from tests.fakes.anthropic.tokens import BYTES_PER_TOKEN, truncate_to_tokens
 
 Scope = Literal["any", "reply", "summary"]
-FaultKind = Literal["rate_limit", "overloaded", "server_error", "timeout", "reset", "overflow", "auth"]
+FaultKind = Literal["rate_limit", "overloaded", "server_error", "timeout", "reset", "overflow", "auth", "cut"]
 FAULT_KINDS: frozenset[str] = frozenset(
-    {"rate_limit", "overloaded", "server_error", "timeout", "reset", "overflow", "auth"}
+    {"rate_limit", "overloaded", "server_error", "timeout", "reset", "overflow", "auth", "cut"}
 )
 SummaryDetector = Callable[[Mapping[str, Any]], bool]
 
@@ -120,7 +120,9 @@ class ScriptedReply:
 
 @dataclass(slots=True)
 class Fault:
-    """A scripted failure; ``times=-1`` lasts until cleared. ``delay`` is how long a timeout holds on."""
+    """A scripted failure; ``times=-1`` lasts until cleared. ``delay`` is how long a timeout holds on.
+    ``cut`` drops the connection halfway through a streamed answer's text (a plain call: before the answer,
+    as ``reset``)."""
 
     kind: FaultKind
     times: int = 1

@@ -402,7 +402,8 @@ class FakeAnthropic(LocalServer):
         blocks = serialize_prefix(effective)
         prompt = sum(block.tokens for block in blocks)
         fault = self._take_fault(kind)
-        if fault is not None:
+        cut = fault is not None and fault.kind == "cut" and kind == "reply" and bool(body.get("stream"))
+        if fault is not None and not cut:
             failed = await self._fault_response(request, fault, prompt, spec)
             if failed is not None:
                 return failed
@@ -441,7 +442,7 @@ class FakeAnthropic(LocalServer):
         if kind == "reply" and body.get("stream"):
             events = paced_events(message, self.pacing, thinking_tokens=thought)
             record.paced = paced_stream(events, self.pacing, thinking_tokens=thought)
-            return await write_stream(request, events, sleep=self._pause)
+            return await write_stream(request, events, sleep=self._pause, cut=cut)
         if kind == "reply":
             record.paced = paced_whole(message, self.pacing, thinking_tokens=thought)
             await self._pause(record.paced.total_s)
@@ -507,7 +508,7 @@ class FakeAnthropic(LocalServer):
             return error_response(error.status, error.error_type, error.message)
         if fault.kind == "auth":
             return error_response(401, "authentication_error", "invalid x-api-key")
-        if fault.kind == "reset":
+        if fault.kind in ("reset", "cut"):  # a plain call cut before its answer: a dropped connection
             _abort_connection(request)
             return web.Response(status=500)  # never delivered: aiohttp drops it on the closed transport
         await self._pause(fault.delay)

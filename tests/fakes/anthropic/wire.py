@@ -322,11 +322,22 @@ def paced_whole(message: Mapping[str, Any], pacing: Pacing, *, thinking_tokens: 
 Sleep = Callable[[float], Awaitable[None]]
 
 
+def cut_point(events: Sequence[PacedEvent]) -> int:
+    """How many of ``events`` a connection cut halfway through the answer's text lets out: up to and
+    including the middle text delta (half the events when there is no text)."""
+    texts = [i for i, (_, data, _) in enumerate(events) if data.get("delta", {}).get("type") == "text_delta"]
+    if not texts:
+        return len(events) // 2
+    return texts[(len(texts) - 1) // 2] + 1
+
+
 async def write_stream(
-    request: web.Request, events: Sequence[PacedEvent], *, sleep: Sleep = asyncio.sleep
+    request: web.Request, events: Sequence[PacedEvent], *, sleep: Sleep = asyncio.sleep, cut: bool = False
 ) -> web.StreamResponse:
     """Send ``events`` (``paced_events``) as a ``text/event-stream`` response, one write per event, each
-    after its wait."""
+    after its wait. With ``cut`` the connection is closed halfway through the text, without the chunked
+    body's last chunk: the client reads what was sent, then "peer closed connection without sending
+    complete message body"."""
     response = web.StreamResponse(
         headers={
             "content-type": "text/event-stream",
@@ -335,9 +346,13 @@ async def write_stream(
         }
     )
     await response.prepare(request)
-    for name, data, wait in events:
+    for name, data, wait in events[: cut_point(events)] if cut else events:
         if wait > 0:
             await sleep(wait)
         await response.write(f"event: {name}\ndata: {json.dumps(data)}\n\n".encode())
+    if cut:
+        if request.transport is not None:
+            request.transport.close()  # a FIN after the data written: nothing sent is lost
+        return response
     await response.write_eof()
     return response
