@@ -81,6 +81,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as exc:
         print(str(exc), file=sys.stderr)
         return 2
+    for older, newer in settings.renamed:
+        print(f"gateway: {older} is an older name and still works; use {newer}", file=sys.stderr)
     try:
         _setup_logging(settings, args.command)
     except OSError as exc:
