@@ -10,7 +10,7 @@ STAMP := $(VENV)/.synced
 export UV_PROJECT_ENVIRONMENT := $(VENV)
 export SSL_CERT_FILE ?= /etc/ssl/certs/ca-certificates.crt
 
-.PHONY: run test setup lint fmt typecheck unit bench chat doctor migrate clean
+.PHONY: run test setup lint fmt typecheck unit bench chat demo doctor migrate clean
 
 $(UV):
 	$(PYTHON) -m venv $(TOOLS)
@@ -25,11 +25,17 @@ setup: $(STAMP)
 migrate: setup
 	$(PY) -m gateway db upgrade
 
-run: migrate
-	$(PY) -m gateway run
+# `gateway run` migrates an SQLite database itself (quietly); a configuration it refuses (status 2, e.g.
+# no API key or no platform token) is told in its own lines, without make's "Error 2" under them.
+run: setup
+	@$(PY) -m gateway run || { status=$$?; [ $$status -eq 2 ] || exit $$status; }
 
 chat: setup
 	$(PY) -m gateway chat
+
+# The terminal chat without an API key: the repository's fake model answers, every reply marked demo>.
+demo: setup
+	@$(PY) -m gateway chat --demo
 
 doctor: setup
 	$(PY) -m gateway doctor

@@ -25,7 +25,10 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--config", type=Path, help="YAML settings file (default: ./config.yaml if present)")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     commands.add_parser("run", help="serve every configured platform")
-    commands.add_parser("chat", help="talk to the bot in this terminal")
+    chat = commands.add_parser("chat", help="talk to the bot in this terminal")
+    chat.add_argument(
+        "--demo", action="store_true", help="no API key: a local fake model answers (a clone of the repo)"
+    )
     commands.add_parser("doctor", help="check configuration, database and the Anthropic endpoint")
     db = commands.add_parser("db", help="database migrations")
     db_commands = db.add_subparsers(dest="db_command", required=True, metavar="ACTION")
@@ -78,6 +81,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as exc:
         print(str(exc), file=sys.stderr)
         return 2
+    for older, newer in settings.renamed:
+        print(f"gateway: {older} is an older name and still works; use {newer}", file=sys.stderr)
     try:
         _setup_logging(settings, args.command)
     except OSError as exc:
@@ -90,6 +95,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from gateway.app.doctor import doctor
 
             return doctor(settings, out=sys.stdout)
+        if args.command == "chat" and args.demo:
+            from gateway.app.demo import chat_demo
+
+            return chat_demo(settings)
         entry = _serve_entry(args.command)
         return 1 if entry is None else entry(settings)
     except ConfigError as exc:

@@ -4,22 +4,32 @@ Precedence (highest first): explicit keyword arguments, environment variables, `
 defaults. Nested keys use `__` in the environment (`COMPRESSION__THRESHOLD=0.4`) and nesting in YAML
 (`compression: {threshold: 0.4}`). Nothing else in the project reads the environment.
 
+Names follow one rule: a setting's environment name is its path in capitals, sections joined to their
+keys by `__` (`DATABASE_URL`, `TELEGRAM_BOT_TOKEN` at the top; `COMPRESSION__THRESHOLD`,
+`DISCORD__SHARD_COUNT` in a section). Older names are still accepted and named in `Settings.renamed`
+(`OLDER_NAMES`, and a section key written with one `_`, such as `DISCORD_SHARD_COUNT`), so the start-up
+can say once which name to use instead.
+
 Invalid values raise `ConfigError` with one line naming the key and what is allowed.
 """
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import yaml
+from dotenv import dotenv_values
 from pydantic import (
     AnyHttpUrl,
     AnyUrl,
     BaseModel,
     ConfigDict,
     Field,
+    PrivateAttr,
     SecretStr,
     ValidationError,
     ValidationInfo,
@@ -48,6 +58,10 @@ on Sonnet 5.5 (high), the effort benchmark (`python -m bench.bench_effort`, BENC
 measured a third less per chat-day and the first words seconds sooner; Anthropic calls medium the
 balanced level and makes it the default of Opus 5.5 and Haiku 5.5. What a lower effort costs in answer
 quality no fake can measure."""
+
+
+OLDER_NAMES = {"MODEL_CONTEXT_LENGTH": "CONTEXT__PLANNED_WINDOW"}
+"""Older environment names that still work, and the name to use now (besides `SECTION_KEY` spellings)."""
 
 
 class ConfigError(Exception):
@@ -363,6 +377,7 @@ class Settings(BaseSettings):
         yaml_file="config.yaml",
         frozen=True,
     )
+    _renamed: tuple[tuple[str, str], ...] = PrivateAttr(default=())
 
     database_url: str = DEFAULT_DATABASE_URL
     database_pool_size: int = Field(10, ge=1, description="Postgres connections kept open per process")
@@ -486,6 +501,11 @@ class Settings(BaseSettings):
     # Derived values -------------------------------------------------------------------------------
 
     @property
+    def renamed(self) -> tuple[tuple[str, str], ...]:
+        """(older name, name to use) for each older environment name this configuration was read with."""
+        return self._renamed
+
+    @property
     def planned_window(self) -> int | None:
         """The operator's planned window (`context.planned_window`, or its older name
         `MODEL_CONTEXT_LENGTH`); None: the default for the model. `gateway.app.wiring.main_model` owns
@@ -521,14 +541,67 @@ def _describe(error: Any) -> str:
     return f"invalid configuration: {key} ({env_key}) = {shown}: {msg}"
 
 
+def _section_keys() -> dict[str, tuple[str, str]]:
+    """`SECTION_KEY` (one underscore) -> (section, key) for every key of a section, where that spelling
+    names no top-level setting."""
+    found: dict[str, tuple[str, str]] = {}
+    for section, field in Settings.model_fields.items():
+        kind = field.annotation
+        if isinstance(kind, type) and issubclass(kind, _Section):
+            for key in kind.model_fields:
+                if f"{section}_{key}" not in Settings.model_fields:
+                    found[f"{section}_{key}".upper()] = (section, key)
+    return found
+
+
+def older_names(names: Mapping[str, str]) -> tuple[dict[str, Any], list[tuple[str, str]]]:
+    """From environment `names` (name -> value): the section values set under a one-underscore name
+    (as nested overrides; a value under the `SECTION__KEY` name wins), and each (older, newer) name."""
+    given = {name.upper(): value for name, value in names.items()}
+    keys = _section_keys()
+    values: dict[str, Any] = {}
+    renamed = [(name, OLDER_NAMES[name]) for name in sorted(given) if name in OLDER_NAMES]
+    for name in sorted(given):
+        if name not in keys:
+            continue
+        section, key = keys[name]
+        newer = f"{section}__{key}".upper()
+        renamed.append((name, newer))
+        if newer not in given:
+            values.setdefault(section, {})[key] = given[name]
+    return values, renamed
+
+
+def _environment_names(env_file: Path) -> dict[str, str]:
+    """The process environment over `.env`: what the settings are read from."""
+    found = {k: v for k, v in dotenv_values(env_file).items() if v} if env_file.is_file() else {}
+    found.update({k: v for k, v in os.environ.items() if v})  # noqa: TID251 - the one reader of settings
+    return found
+
+
+def _merged(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in extra.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = _merged(merged[key], value)  # an explicit override wins over an older name
+        elif key not in merged:
+            merged[key] = value
+    return merged
+
+
 def load_settings(*, yaml_path: Path | None = None, **overrides: Any) -> Settings:
     """Build and validate settings; raise `ConfigError` with one clear line on the first invalid key."""
     try:
+        older, renamed = older_names(_environment_names(Path(".env")))
+        overrides = _merged(overrides, older)
         if yaml_path is not None:
             if not yaml_path.is_file():
                 raise ConfigError(f"invalid configuration: config file {yaml_path} does not exist")
-            return _settings_with_yaml(yaml_path, overrides)
-        return Settings(**overrides)
+            settings = _settings_with_yaml(yaml_path, overrides)
+        else:
+            settings = Settings(**overrides)
+        settings._renamed = tuple(renamed)
+        return settings
     except ValidationError as exc:
         raise ConfigError(_describe(exc.errors()[0])) from None
     except yaml.YAMLError as exc:

@@ -18,7 +18,7 @@ from sqlalchemy.engine import make_url
 
 from agent.spending.periods import SpendFor
 from gateway.app.wiring import caps_text, spending_caps
-from gateway.config import Settings
+from gateway.config import DEFAULT_PLANNED_WINDOW, Settings
 from gateway.errors import StoreError, TranscriptionError
 from gateway.jobs.maintenance import job_intervals
 from gateway.jobs.scheduler import interval_text
@@ -58,7 +58,7 @@ def _secret(value: SecretStr | None) -> str:
 def configuration_lines(settings: Settings) -> list[str]:
     """The effective configuration, one `KEY value` line each, with secrets masked."""
     database = make_url(settings.database_url).render_as_string(hide_password=True)
-    context = settings.planned_window or "the model's window, at most DEFAULT_PLANNED_WINDOW"
+    context = settings.planned_window or f"the model's window, at most {DEFAULT_PLANNED_WINDOW:,}"
     rows = [
         ("DATABASE_URL", database),
         ("MODEL", settings.model),

@@ -35,7 +35,10 @@ NO_PLATFORM_HELP = (
     "No chat platform is configured. Set TELEGRAM_BOT_TOKEN and/or DISCORD_BOT_TOKEN (see .env.example), "
     "or run `python -m gateway chat` to talk to the bot in this terminal."
 )
-NO_KEY_HELP = "ANTHROPIC_API_KEY is not set; the bot cannot answer without it (see .env.example)."
+NO_KEY_HELP = (
+    "ANTHROPIC_API_KEY is not set; the bot cannot answer without it (put it in .env, see .env.example), "
+    "or try the demo without a key: `make demo`."
+)
 _CLOSE_TIMEOUT_S = 1.0
 """Of `shutdown_timeout_s`, what closing the model clients and the database may take at the end."""
 MODEL_CHECK_TIMEOUT_S = 5.0
@@ -171,7 +174,8 @@ def run(settings: Settings) -> int:
     return asyncio.run(_serve(settings, adapters, fleet=fleet, registrations=registrations))
 
 
-def chat(settings: Settings) -> int:
+def chat(settings: Settings, *, demo: bool = False) -> int:
+    """The terminal chat; `demo`: answered by the fake model (`gateway.app.demo`), each reply labelled."""
     if settings.anthropic_api_key is None:
         print(NO_KEY_HELP, file=sys.stderr)
         return 2
@@ -181,7 +185,7 @@ def chat(settings: Settings) -> int:
     from gateway.platforms.console.adapter import ConsoleAdapter
 
     async def main() -> int:
-        console = ConsoleAdapter()
+        console = ConsoleAdapter(demo=demo)
         done = asyncio.Event()
 
         async def watch() -> None:

@@ -96,8 +96,10 @@ def model_status_line(settings: Settings, model: ModelInfo) -> str:
         else "compression disabled"
     )
     full = lookup_model(settings.model).context_window
-    window = f"window {model.context_window:,} tokens" + (
-        f", planned within {full:,}" if full > model.context_window else ""
+    window = (
+        f"window {full:,} tokens, compaction plans for {model.context_window:,}"
+        if full > model.context_window
+        else f"window {model.context_window:,} tokens"
     )
     return (
         f"model: {model.name} ({window}); prompt caching: {caching}; "

@@ -141,7 +141,7 @@ async def _working_indicator_and_rendered_stream(chat: Chat, llm: RemoteFakeAnth
     await llm.script_reply(MARKDOWN)
     await llm.set_pacing(first_token_s=1.5, tokens_per_s=400)
     chat.type("how do I restart the worker?\r")
-    waited = await chat.shows("working")
+    waited = await chat.shows("Working")
     assert waited < 1.0, f"no working indicator for {waited:.1f} s"
     await chat.until("the streamed reply", lambda text: re.search(r"^\s+Done\.$", text, re.M) is not None)
     await llm.set_pacing()

@@ -17,12 +17,14 @@ import dataclasses
 import itertools
 import logging
 import mimetypes
+import os
 import shlex
+import stat
 import sys
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO
+from typing import IO, Protocol
 
 from gateway.errors import MediaFetchError
 from gateway.platforms.base import (
@@ -34,6 +36,7 @@ from gateway.platforms.base import (
     CommandSpec,
     Fetch,
     IncomingMessage,
+    MediaKind,
     MessageHandler,
     OutgoingMessage,
     SentMessage,
@@ -41,11 +44,18 @@ from gateway.platforms.base import (
 )
 from gateway.platforms.console import CONSOLE_USER_ID
 from gateway.platforms.console.prompt_input import PromptInput
-from gateway.platforms.console.screen import ConsoleLive, Screen, message_id
+from gateway.platforms.console.screen import DEMO_PREFIX, ConsoleLive, Screen, message_id
+from gateway.platforms.console.terminal_render import PREFIX
 
 logger = logging.getLogger(__name__)
 
 LINE_LIMIT = 8 * 1024 * 1024
+DEMO_BANNER = (
+    "DEMO: a local fake model answers (it repeats your message back), not Claude, and no API key is used; "
+    "replies are marked demo>. For the real bot put ANTHROPIC_API_KEY in .env and run `make chat`."
+)
+ANSWER_WAIT_S = 600.0
+"""From a pipe or a file, how long one line's answer is waited for before the next line is sent."""
 CHAT = ChatRef(platform="console", chat_id="local", kind=ChatKind.PRIVATE, title="console")
 
 
@@ -116,6 +126,37 @@ def _interactive() -> bool:
     return sys.stdin.isatty() and sys.stdout.isatty()
 
 
+class LineSource(Protocol):
+    async def readline(self) -> bytes: ...
+
+
+class FileLines:
+    """Lines of a regular file or `/dev/null` on stdin: the event loop cannot watch those (epoll refuses
+    them), and reading them never blocks for long, so each line is read in a thread."""
+
+    def __init__(self, stream: IO[bytes]) -> None:
+        self._stream = stream
+
+    async def readline(self) -> bytes:
+        return await asyncio.to_thread(self._stream.readline)
+
+
+def _watchable(fd: int) -> bool:
+    """Whether the event loop can wait on `fd` (a pipe, a socket, a terminal); not a file or /dev/null."""
+    mode = os.fstat(fd).st_mode
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or (stat.S_ISCHR(mode) and os.isatty(fd))
+
+
+async def stdin_lines() -> LineSource:
+    """The process's stdin as lines (up to `LINE_LIMIT` each from a pipe)."""
+    if not _watchable(sys.stdin.fileno()):
+        return FileLines(sys.stdin.buffer)
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=LINE_LIMIT)
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+    return reader
+
+
 class ConsoleAdapter:
     name = "console"
     capabilities = Capabilities(
@@ -129,27 +170,34 @@ class ConsoleAdapter:
     def __init__(
         self,
         *,
-        stdin: asyncio.StreamReader | None = None,
+        stdin: LineSource | None = None,
         stdout: IO[str] | None = None,
         user_name: str = "you",
+        demo: bool = False,
     ) -> None:
         self._reader = stdin
+        self._one_at_a_time = False
+        """From the process's own stdin (not a terminal), each line is answered before the next is sent."""
         self._user_name = user_name
         self._task: asyncio.Task[None] | None = None
         self._ids = itertools.count(1)
         self.finished = asyncio.Event()
         self._prompt: PromptInput | None = None
+        self._demo = demo
+        prefix = DEMO_PREFIX if demo else PREFIX
         if stdin is None and stdout is None and _interactive():
             self._prompt = PromptInput()
-            self.screen = Screen(tty=True, activity=self._prompt.activity)
+            self.screen = Screen(tty=True, activity=self._prompt.activity, prefix=prefix)
         else:
             out = stdout or sys.stdout
             isatty = getattr(out, "isatty", None)
-            self.screen = Screen(out=out, tty=bool(callable(isatty) and isatty()))
+            self.screen = Screen(out=out, tty=bool(callable(isatty) and isatty()), prefix=prefix)
         self.sender = ConsoleSender(self.screen, self._ids)
 
     async def start(self, handler: MessageHandler, commands: list[CommandSpec]) -> None:
         names = ", ".join(["/" + c.name for c in commands] + ["/file PATH [question]"])
+        if self._demo:
+            self.screen.line(DEMO_BANNER)
         self.screen.line(
             f"Console chat ready. Type a message and press Enter; commands: {names}. Ctrl-D quits."
         )
@@ -157,10 +205,8 @@ class ConsoleAdapter:
             self._task = asyncio.create_task(self._prompt_loop(handler, self._prompt), name="console-prompt")
             return
         if self._reader is None:
-            loop = asyncio.get_running_loop()
-            reader = asyncio.StreamReader(limit=LINE_LIMIT)
-            await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
-            self._reader = reader
+            self._reader = await stdin_lines()
+            self._one_at_a_time = True
         self._task = asyncio.create_task(self._read_loop(handler), name="console-reader")
 
     async def _prompt_loop(self, handler: MessageHandler, prompt: PromptInput) -> None:
@@ -184,8 +230,17 @@ class ConsoleAdapter:
                 if not raw:
                     break
                 await self._line(handler, raw.decode("utf-8", "replace").rstrip("\n"))
+                if self._one_at_a_time:
+                    await self._answered()
         finally:
             self.finished.set()
+
+    async def _answered(self) -> None:
+        try:
+            async with asyncio.timeout(ANSWER_WAIT_S):
+                await self.screen.idle.wait()
+        except TimeoutError:
+            self.screen.line(f"(No answer within {ANSWER_WAIT_S:.0f} s; sending the next line.)")
 
     async def _line(self, handler: MessageHandler, text: str) -> None:
         if not text.strip():
@@ -225,15 +280,18 @@ class ConsoleAdapter:
             return f"(There is no file {path} that I can read. Nothing was sent.)"
         if size == 0:
             return f"({path} is empty. Nothing was sent.)"
+        mime_type = mimetypes.guess_type(path.name)[0]
+        # Sound goes as an audio file: heard when transcription is on, else the gateway says it cannot be.
+        kind: MediaKind = "audio" if (mime_type or "").startswith("audio/") else "document"
         attachment = Attachment(
-            kind="document",
+            kind=kind,
             filename=path.name,
-            mime_type=mimetypes.guess_type(path.name)[0],
+            mime_type=mime_type,
             size=size,
             fetch=_file_reader(path),
         )
         message = self._incoming(question)
-        return dataclasses.replace(message, media=("document",), attachments=(attachment,))
+        return dataclasses.replace(message, media=(kind,), attachments=(attachment,))
 
     async def stop(self) -> None:
         if self._task is not None:

@@ -1,5 +1,5 @@
 """What the terminal chat prints: replies rendered as they stream and printed once, their notices, the
-"working…" status while the bot has not answered yet, and a note before answering a message sent before
+"Working…" status while the bot has not answered yet, and a note before answering a message sent before
 a restart.
 
 Streamed text and the final reply meet here: the turn streams its reply into `ConsoleLive` (one per
@@ -9,6 +9,7 @@ compaction's) arrives through `show`; only what was not printed yet is printed t
 
 from __future__ import annotations
 
+import asyncio
 import shutil
 import sys
 import textwrap
@@ -18,10 +19,12 @@ from typing import IO
 
 from gateway.platforms.base import OutgoingMessage
 from gateway.platforms.console.stream_render import ReplyStream
-from gateway.platforms.console.terminal_render import DIM, INDENT, RESET, Style, line_rows, render_reply
+from gateway.platforms.console.terminal_render import DIM, PREFIX, RESET, Style, line_rows, render_reply
 
-WORKING = "working\u2026"
-WRITING = "writing\u2026"
+WORKING = "Working\u2026"
+WRITING = "Writing\u2026"
+"""Capitalised like the status the turn sends during tool calls ("Working… (recall)")."""
+DEMO_PREFIX = "demo> "
 ID_PREFIX = "console-"
 
 
@@ -80,14 +83,19 @@ class Screen:
         out: IO[str] | None = None,
         tty: bool = False,
         activity: Callable[[str | None], None] | None = None,
+        prefix: str = PREFIX,
     ) -> None:
         self._out = out
+        self._prefix = prefix
         self._tty = tty
         self._activity = activity or (lambda _text: None)
         self._live: dict[str | None, ConsoleLive] = {}
         self._mine: set[str] = set()
         self._waiting: list[str] = []
         self._noted: set[str] = set()
+        self.idle = asyncio.Event()
+        """Set while every message the user sent has been answered."""
+        self.idle.set()
 
     # -- what the user sent ---------------------------------------------------------------------------
 
@@ -95,6 +103,7 @@ class Screen:
         """A line the user entered was handed to the gateway: show that the bot is on it."""
         self._mine.add(platform_message_id)
         self._waiting.append(platform_message_id)
+        self.idle.clear()
         self._activity(WORKING)
 
     # -- what the bot prints --------------------------------------------------------------------------
@@ -157,6 +166,8 @@ class Screen:
             self._waiting.pop(0)  # a reply to no message in particular: count it for the oldest
         # a reply to a message from before a restart leaves the messages typed since waiting
         self._activity(WORKING if self._waiting else None)
+        if not self._waiting:
+            self.idle.set()
 
     def _note_recovered(self, reply_to: str | None) -> None:
         if reply_to is None or reply_to in self._mine or reply_to in self._noted:
@@ -170,7 +181,7 @@ class Screen:
         """Notices that came with a streamed reply (a compaction's), printed under it."""
         style = Style(color=False, width=self.style().width)
         rows = [row for line in text.splitlines() for row in line_rows(line, style, in_code=False)[0]]
-        return [INDENT + self._dim(row) for row in rows if row.strip()]
+        return [self.style().indent + self._dim(row) for row in rows if row.strip()]
 
     def _dim(self, text: str) -> str:
         return f"{DIM}{text}{RESET}" if self._tty else text
@@ -178,8 +189,8 @@ class Screen:
     def style(self) -> Style:
         """Colour and wrapping to the current width on a terminal; the text as written in a pipe or file."""
         if not self._tty:
-            return Style(color=False, width=None)
-        return Style(color=True, width=shutil.get_terminal_size().columns)
+            return Style(color=False, width=None, prefix=self._prefix)
+        return Style(color=True, width=shutil.get_terminal_size().columns, prefix=self._prefix)
 
     def write(self, rows: list[str]) -> None:
         if not rows:

@@ -9,7 +9,7 @@ rows `render_reply` gives for the whole text.
 
 from __future__ import annotations
 
-from gateway.platforms.console.terminal_render import INDENT, PREFIX, Style, line_rows, opens_fence
+from gateway.platforms.console.terminal_render import Style, line_rows, opens_fence
 
 
 class ReplyStream:
@@ -53,7 +53,7 @@ class ReplyStream:
             return ([""] if self._started else []) + fresh.finish(text)
         out = self.feed(body + "\n") if len(body) + 1 > len(self.consumed) else []
         if not self._started:
-            out.append(PREFIX.rstrip())
+            out.append(self.style.prefix.rstrip())
             self._started = True
         return out
 
@@ -80,11 +80,11 @@ class ReplyStream:
                 continue
             out.extend([""] * self._blank)
             self._blank = 0
-            out.append((INDENT if self._started else PREFIX) + row)
+            out.append((self.style.indent if self._started else self.style.prefix) + row)
             self._started = True
         return out
 
 
 def _balanced(text: str) -> bool:
     """No markup left open that would change the row once closed."""
-    return text.count("**") % 2 == 0 and text.count("`") % 2 == 0 and text.rfind("[") <= text.rfind(")")
+    return text.count("*") % 2 == 0 and text.count("`") % 2 == 0 and text.rfind("[") <= text.rfind(")")

@@ -1,23 +1,30 @@
 """The model's markdown as terminal text (pure): readable without a markdown viewer.
 
-Code fences become an indented block (the fence lines go), headings and `**bold**` become bold, inline
-code is coloured, bullets become `•`, links show their address after the text, and prose is wrapped to
-the terminal's width under a hanging indent. Without colour (a pipe, a file) the markers are dropped
-but nothing is wrapped, so the text stays what the model wrote.
+Code fences become an indented block (the fence lines go), headings and `**bold**` become bold,
+`*italic*` italic, inline code is coloured, bullets become `•`, numbered items keep their number,
+`> quotes` get a bar, table rows lose their outer pipes (the `|---|` line becomes a rule), links show
+their address after the text, and prose is wrapped to the terminal's width under a hanging indent (a
+list item's or quote's continuation lines under its text; colour codes take no width). Without colour
+(a pipe, a file) the markers are dropped but nothing is wrapped, so the text stays what the model wrote.
+Each line renders alone, so a reply can be rendered while it streams (`stream_render`).
 """
 
 from __future__ import annotations
 
 import re
-import textwrap
 from dataclasses import dataclass
 
-BOLD, DIM, CYAN, RESET = "\x1b[1m", "\x1b[2m", "\x1b[36m", "\x1b[0m"
+BOLD, DIM, ITALIC, CYAN, RESET = "\x1b[1m", "\x1b[2m", "\x1b[3m", "\x1b[36m", "\x1b[0m"
 PREFIX = "bot> "
 INDENT = " " * len(PREFIX)
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _FENCE = re.compile(r"^\s*(```|~~~)")
 _HEADING = re.compile(r"^(#{1,6})\s+(.*)$")
 _BULLET = re.compile(r"^(\s*)[-*+]\s+(.*)$")
+_NUMBERED = re.compile(r"^(\s*)(\d{1,3}[.)])\s+(.*)$")
+_QUOTE = re.compile(r"^\s*>\s?(.*)$")
+_TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*$")
+_ITALIC = re.compile(r"(?<![*\w])\*(?=[^\s*])([^*\n]+?)(?<=\S)\*(?![*\w])")
 _BOLD = re.compile(r"\*\*(?=\S)(.+?)(?<=\S)\*\*")
 """Only `**bold**`: `__x__` is far more often a Python name than emphasis."""
 _CODE = re.compile(r"`([^`\n]+)`")
@@ -29,6 +36,12 @@ class Style:
     color: bool
     width: int | None
     """Wrap prose to this many columns; None leaves lines as they are."""
+    prefix: str = PREFIX
+    """What starts a reply (`bot> `; `demo> ` in the demo); its later lines are indented as far."""
+
+    @property
+    def indent(self) -> str:
+        return " " * len(self.prefix)
 
 
 def render_reply(text: str, style: Style) -> str:
@@ -37,8 +50,8 @@ def render_reply(text: str, style: Style) -> str:
     while lines and not lines[-1].strip():
         lines.pop()
     if not lines:
-        return PREFIX.rstrip()
-    return "\n".join([PREFIX + lines[0], *(INDENT + line if line else "" for line in lines[1:])])
+        return style.prefix.rstrip()
+    return "\n".join([style.prefix + lines[0], *(style.indent + line if line else "" for line in lines[1:])])
 
 
 def _render_lines(text: str, style: Style) -> list[str]:
@@ -65,29 +78,52 @@ def opens_fence(partial: str) -> bool:
     return partial.lstrip()[:1] in ("`", "~")
 
 
+def visible_len(text: str) -> int:
+    """Columns `text` takes on a terminal: colour codes take none."""
+    return len(_ANSI.sub("", text))
+
+
 def _prose_line(raw: str, style: Style) -> list[str]:
     heading = _HEADING.match(raw)
     if heading:
         title = _inline(heading.group(2), style, bold=False)
         return [_paint(row, BOLD, style) for row in _wrap(title, style)]
-    bullet = _BULLET.match(raw)
-    lead, body = (bullet.group(1) + "• ", bullet.group(2)) if bullet else ("", raw)
+    if _TABLE_RULE.match(raw) and "-" in raw and "|" in raw:
+        return [_paint("─" * min(40, style.width or 40), DIM, style)]
+    if raw.strip().startswith("|") and raw.strip().endswith("|") and len(raw.strip()) > 1:
+        cells = [_inline(cell.strip(), style) for cell in raw.strip()[1:-1].split("|")]
+        return _wrap(" │ ".join(cells), style)
+    quote = _QUOTE.match(raw)
+    if quote:
+        bar = _paint("│", DIM, style) + " "
+        return _wrap(_inline(quote.group(1), style), style, lead=bar, rest=bar)
+    lead, body = "", raw
+    bullet, numbered = _BULLET.match(raw), _NUMBERED.match(raw)
+    if bullet:
+        lead, body = bullet.group(1) + "• ", bullet.group(2)
+    elif numbered:
+        lead, body = f"{numbered.group(1)}{numbered.group(2)} ", numbered.group(3)
     return _wrap(_inline(body, style), style, lead=lead)
 
 
-def _wrap(rendered: str, style: Style, *, lead: str = "") -> list[str]:
-    """Prose rows under the reply's indent; a word is never broken (a longer one gets its own row)."""
+def _wrap(rendered: str, style: Style, *, lead: str = "", rest: str | None = None) -> list[str]:
+    """Prose rows under the reply's indent; a word is never broken (a longer one gets its own row).
+    Later rows start with `rest` (default: spaces as wide as `lead`)."""
     if style.width is None or not rendered.strip():
         return [lead + rendered]
-    width = max(20, style.width - len(INDENT))
-    return textwrap.wrap(
-        rendered,
-        width=width,
-        initial_indent=lead,
-        subsequent_indent=" " * len(lead),
-        break_long_words=False,
-        break_on_hyphens=False,
-    ) or [""]
+    width = max(20, style.width - len(style.indent))
+    follow = " " * visible_len(lead) if rest is None else rest
+    rows: list[str] = []
+    row, used, empty = lead, visible_len(lead), True
+    for word in rendered.split():
+        size = visible_len(word)
+        if not empty and used + 1 + size > width:
+            rows.append(row)
+            row, used, empty = follow, visible_len(follow), True
+        row, used = (row + word, used + size) if empty else (f"{row} {word}", used + 1 + size)
+        empty = False
+    rows.append(row)
+    return rows
 
 
 def _inline(text: str, style: Style, *, bold: bool = True) -> str:
@@ -96,7 +132,7 @@ def _inline(text: str, style: Style, *, bold: bool = True) -> str:
         text = _CODE.sub(lambda m: f"{CYAN}{m.group(1)}{RESET}", text)
     if bold:
         text = _BOLD.sub(lambda m: _paint(m.group(1), BOLD, style), text)
-    return text
+    return _ITALIC.sub(lambda m: _paint(m.group(1), ITALIC, style), text)
 
 
 def _paint(text: str, code: str, style: Style) -> str:

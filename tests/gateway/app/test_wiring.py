@@ -27,7 +27,7 @@ def test_a_1m_model_plans_for_the_default_window_and_a_200k_model_for_its_own() 
     assert sonnet55.context_window == DEFAULT_PLANNED_WINDOW < 1_000_000
     assert main_model(settings(model="claude-sonnet-4-6")).context_window == 200_000
     line = model_status_line(settings(model="claude-sonnet-5-5"), sonnet55)
-    assert f"window {DEFAULT_PLANNED_WINDOW:,} tokens, planned within 1,000,000" in line
+    assert f"window 1,000,000 tokens, compaction plans for {DEFAULT_PLANNED_WINDOW:,}" in line
 
 
 def test_the_thresholds_are_shares_of_the_planned_window() -> None:

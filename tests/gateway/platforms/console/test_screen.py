@@ -83,7 +83,7 @@ async def test_the_working_status_lasts_until_every_message_is_answered() -> Non
     await live.preview(0, "answer\n", None)
     screen.show(OutgoingMessage(CHAT, "answer", reply_to_message_id=first))
     screen.show(OutgoingMessage(CHAT, "second answer", reply_to_message_id=second))
-    assert shown == ["working…", "working…", "Working… (recall)", None, "working…", None]
+    assert shown == ["Working…", "Working…", "Working… (recall)", None, "Working…", None]
 
 
 async def test_an_answer_to_a_message_from_before_the_restart_leaves_new_ones_waiting() -> None:
@@ -92,6 +92,6 @@ async def test_an_answer_to_a_message_from_before_the_restart_leaves_new_ones_wa
     mine = message_id(datetime.now(UTC), 1)
     screen.sent(mine)
     screen.show(OutgoingMessage(CHAT, "old answer", reply_to_message_id=message_id(datetime(2026, 1, 1), 9)))
-    assert shown[-1] == "working…"
+    assert shown[-1] == "Working…"
     screen.show(OutgoingMessage(CHAT, "new answer", reply_to_message_id=mine))
     assert shown[-1] is None
