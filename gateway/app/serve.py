@@ -64,10 +64,10 @@ def _make_summary_llm(settings: Settings, main: AnthropicClient) -> AnthropicCli
     return main if base is None else _make_llm(settings, str(base))
 
 
-async def check_model_served(settings: Settings) -> None:
+async def check_model_served(settings: Settings) -> LLMError | None:
     """Ask the API once whether it knows the configured model: an unknown one stops the start-up with one
     line naming it (every message would fail otherwise). An API that cannot be asked now does not stop
-    it: messages are stored and answered once it is back."""
+    it (messages are stored and answered once it is back): its error is returned."""
     llm = _make_llm(settings)
     try:
         await llm.look_up_model(settings.model, timeout_s=MODEL_CHECK_TIMEOUT_S)
@@ -77,9 +77,22 @@ async def check_model_served(settings: Settings) -> None:
             f"check its spelling, or use a current model such as {DEFAULT_MODEL}"
         ) from exc
     except LLMError as exc:
-        logger.warning("could not check model %s at start-up, starting anyway: %s", settings.model, exc)
+        return exc
     finally:
         await llm.close()
+    return None
+
+
+def check_start_up(settings: Settings) -> None:
+    """The checks before the database and the platforms are touched, each stopping the start-up with one
+    line: the model the API serves first (a typo is named as such, not as a model missing from the
+    table), then the models and the context engine; an API that could not be asked is logged after
+    them, so a configuration error stays the only line."""
+    unchecked = asyncio.run(check_model_served(settings))
+    check_models(settings)
+    context_engine(settings)
+    if unchecked is not None:
+        logger.warning("could not check model %s at start-up, starting anyway: %s", settings.model, unchecked)
 
 
 def _wall_clock() -> datetime:
@@ -158,11 +171,7 @@ def run(settings: Settings) -> int:
     if settings.anthropic_api_key is None:
         print(NO_KEY_HELP, file=sys.stderr)
         return 2
-    # a model the API does not know, or a misconfigured model or engine, stops here (before the database
-    # and the platforms are touched)
-    asyncio.run(check_model_served(settings))
-    check_models(settings)
-    context_engine(settings)
+    check_start_up(settings)
     fleet = _fleet(settings)
     registrations = WebhookRecords(settings.database_url, clock=_wall_clock)
     adapters = build_adapters(settings, fleet, registrations)
@@ -179,9 +188,7 @@ def chat(settings: Settings, *, demo: bool = False) -> int:
     if settings.anthropic_api_key is None:
         print(NO_KEY_HELP, file=sys.stderr)
         return 2
-    asyncio.run(check_model_served(settings))
-    check_models(settings)
-    context_engine(settings)
+    check_start_up(settings)
     from gateway.platforms.console.adapter import ConsoleAdapter
 
     async def main() -> int:
