@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from gateway.commands.context_size import ContextSize
 from gateway.store import ChatStats, CompactionRecord, GlobalStats, UsageTotals
 
 BAR_WIDTH = 20
@@ -62,18 +63,6 @@ def usage_text(u: UsageTotals) -> str:
         f"read {u.cache_read_tokens:,} / write {u.cache_creation_tokens:,} / uncached "
         f"{u.input_tokens:,} tokens — hit {u.cache_hit_rate:.0%} over {plural(u.calls, 'call')}"
     )
-
-
-@dataclass(frozen=True, slots=True)
-class ContextSize:
-    """The chat's context as the thresholds see it: the last size the API reported for this session plus
-    estimates of what was stored since, or only estimates before the first call."""
-
-    tokens: int
-    window: int
-    reported: int | None
-    since: int
-    """Estimated tokens (calibrated as the thresholds calibrate them) stored since the last call."""
 
 
 def context_lines(
@@ -151,8 +140,9 @@ def last_compaction_text(c: CompactionRecord) -> str:
     when = c.created_at.strftime("%Y-%m-%d %H:%M")
     undone = " (undone)" if c.undone else ""
     return (
-        f"{c.trigger} {c.outcome}{undone} at {when} UTC — {c.messages_before}→{c.messages_after} messages, "
-        f"{c.tokens_before:,}→{c.tokens_after:,} tokens ({c.duration_ms / 1000:.1f} s)"
+        f"{c.trigger} {c.outcome}{undone} at {when} UTC — {c.messages_before}→{c.messages_after} messages "
+        f"(~{c.tokens_before:,}→~{c.tokens_after:,} tokens of messages, without the system prompt and "
+        f"tools) in {c.duration_ms / 1000:.1f} s"
         + (f"; {c.reason}" if c.outcome != "ok" and c.reason else "")
     )
 

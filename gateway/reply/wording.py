@@ -239,26 +239,29 @@ KEPT_VERBATIM = (
 )
 
 
-def compaction_result(report: CompactionFigures, protect_last_n: int) -> str:
-    """The answer to `/compact`: what it did, or in plain words why there was nothing to do."""
+def compaction_result(
+    report: CompactionFigures, protect_last_n: int, *, context_before: int, context_after: int
+) -> str:
+    """The answer to `/compact`: what it did, or in plain words why there was nothing to do. The context
+    sizes are the chat's, counted as `/stats` and the thresholds count them."""
     short = report.messages_before <= protect_last_n + 2
     if report.idle or (not report.changed and (short or report.outcome is Outcome.OK)):
-        return nothing_to_compact(report, protect_last_n)
+        return nothing_to_compact(report, protect_last_n, context=context_before)
     head = f"Compaction {report.outcome.value}"
     if report.outcome is not Outcome.OK:
         head += f" ({report.reason})"
     return (
-        f"{head}: {report.messages_before}\u2192{report.messages_after} messages, "
-        f"{report.tokens_before:,}\u2192{report.tokens_after:,} tokens in {report.duration_s:.1f} s."
+        f"{head}: {report.messages_before}\u2192{report.messages_after} messages; the context went from "
+        f"{context_before:,} to {context_after:,} tokens (as /stats counts it) in {report.duration_s:.1f} s."
     )
 
 
-def nothing_to_compact(report: CompactionFigures, protect_last_n: int) -> str:
+def nothing_to_compact(report: CompactionFigures, protect_last_n: int, *, context: int) -> str:
     """Every "nothing to do" answer to `/compact` (too short, nothing between what is kept, a summary that
     would not be smaller), in the same words: what is kept and why."""
     return (
-        f"Nothing to compact yet: this conversation has {report.messages_before:,} messages "
-        f"(~{report.tokens_before:,} tokens); {KEPT_VERBATIM.format(n=protect_last_n)}, and there is "
+        f"Nothing to compact yet: the context is {context:,} tokens ({report.messages_before:,} messages); "
+        f"{KEPT_VERBATIM.format(n=protect_last_n)}, and there is "
         "nothing between them that a summary would make smaller. Compaction starts to help once the "
         "conversation grows; to keep fewer messages verbatim, lower compression.protect_last_n, or start "
         "over with /new (the old conversation stays searchable)."

@@ -228,7 +228,7 @@ async def test_stats_shows_what_fills_the_window(bot: Bot) -> None:
 async def test_compact_on_a_short_conversation_says_why_and_what_to_do(bot: Bot) -> None:
     await bot.adapter.say("just one question", user=ADMIN)
     text = await only(bot, "/compact", user=ADMIN)
-    assert text.startswith("Nothing to compact yet: this conversation has 2 messages"), text
+    assert re.match(r"Nothing to compact yet: the context is [\d,]+ tokens \(2 messages\)", text), text
     assert "at least the last 2, more when they are short) are always kept word for word" in text
     assert "compression.protect_last_n" in text
 
@@ -257,7 +257,7 @@ async def test_stats_has_one_headline_for_the_context_and_explains_the_rest_in_d
         f"Context size: {tokens:,} tokens = {session.last_prompt_tokens:,} counted by the API "
         f"for the last request + ~{since:,} estimated for what was added since"
     ) in detail
-    assert "Window by part: ~" in detail
+    assert f"Window by part: the {tokens:,} tokens of the context size" in detail
     assert await only(bot, "/stats everything", user=ADMIN) == "Usage: /stats, /stats detail or /stats all"
 
 
@@ -266,10 +266,39 @@ async def test_a_manual_compact_with_nothing_to_do_says_so_in_plain_words_and_is
 ) -> None:
     await chatter(bot, n=2)
     first = await only(bot, "/compact", user=ADMIN)
-    assert first.startswith("Nothing to compact yet: this conversation has 4 messages"), first
+    assert re.match(r"Nothing to compact yet: the context is [\d,]+ tokens \(4 messages\)", first), first
     second = await only(bot, "/compact keep the facts", user=ADMIN)
     assert second == first
     assert "between head and tail" not in second
     assert "aborted" not in second
     stats = await only(bot, "/stats", user=ADMIN)
     assert "Compactions: none yet" in stats, stats
+
+
+async def test_stats_stats_detail_and_compact_show_the_same_context_size(bot: Bot) -> None:
+    await chatter(bot, n=2)
+    headline = re.search(r"full \(([\d,]+) of 5,120 tokens\)", await only(bot, "/stats", user=ADMIN))
+    assert headline is not None
+    size = headline.group(1)
+    detail = await only(bot, "/stats detail", user=ADMIN)
+    assert f"full ({size} of 5,120 tokens)" in detail
+    assert f"Context size: {size} tokens = " in detail
+    parts = next(x for x in detail.splitlines() if x.startswith("Window by part"))
+    assert f"the {size} tokens of the context size" in parts, parts
+    listed = parts.split("): ", 1)[1].split(", ")
+    shares = [int(part.rsplit(" ", 1)[1].replace(",", "")) for part in listed]
+    assert sum(shares) == int(size.replace(",", "")), parts
+    compact = await only(bot, "/compact", user=ADMIN)
+    assert compact.startswith(f"Nothing to compact yet: the context is {size} tokens"), compact
+
+
+async def test_compact_names_the_context_size_before_and_after_as_stats_counts_it(bot: Bot) -> None:
+    await chatter(bot)
+    headline = re.search(r"full \(([\d,]+) of", await only(bot, "/stats", user=ADMIN))
+    assert headline is not None
+    text = await only(bot, "/compact", user=ADMIN)
+    after = re.search(r"full \(([\d,]+) of", await only(bot, "/stats", user=ADMIN))
+    assert after is not None
+    assert (
+        f"the context went from {headline.group(1)} to {after.group(1)} tokens (as /stats counts it)" in text
+    )

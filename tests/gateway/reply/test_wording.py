@@ -69,9 +69,10 @@ def _idle(messages: int) -> CompactionReport:
 
 
 def test_every_nothing_to_do_case_has_the_same_plain_words() -> None:
-    short, long = compaction_result(_idle(6), 20), compaction_result(_idle(30), 20)
-    assert short.startswith("Nothing to compact yet: this conversation has 6 messages (~9,000 tokens)")
-    assert long.startswith("Nothing to compact yet: this conversation has 30 messages (~9,000 tokens)")
+    short = compaction_result(_idle(6), 20, context_before=9_400, context_after=9_400)
+    long = compaction_result(_idle(30), 20, context_before=9_400, context_after=9_400)
+    assert short.startswith("Nothing to compact yet: the context is 9,400 tokens (6 messages)")
+    assert long.startswith("Nothing to compact yet: the context is 9,400 tokens (30 messages)")
     assert short.split(")", 1)[1] == long.split(")", 1)[1]
     for text in (short, long):
         assert "head and tail" not in text
