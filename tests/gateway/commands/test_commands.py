@@ -228,9 +228,27 @@ async def test_stats_shows_what_fills_the_window(bot: Bot) -> None:
 async def test_compact_on_a_short_conversation_says_why_and_what_to_do(bot: Bot) -> None:
     await bot.adapter.say("just one question", user=ADMIN)
     text = await only(bot, "/compact", user=ADMIN)
-    assert re.match(r"Nothing to compact yet: the context is [\d,]+ tokens \(2 messages\)", text), text
-    assert "at least the last 2, more when they are short) are always kept word for word" in text
-    assert "compression.protect_last_n" in text
+    assert re.match(r"Nothing to compact yet: the context is [\d,]+ tokens; the first exchange", text), text
+    assert "nothing came after it to summarize yet" in text
+
+
+async def test_compact_on_a_short_chat_names_the_tail_budget_and_its_setting(bot: Bot) -> None:
+    for question in ("hello", "how are you", "what time is it"):
+        await bot.adapter.say(question, user=ADMIN)
+    text = await only(bot, "/compact", user=ADMIN)
+    assert re.search(r"the newest ~[\d,]+ tokens \(the last 4 messages\) are kept word for word", text), text
+    # 5,120-token window x compression.threshold 50% = 2,560; x compression.target_ratio 20% = 512
+    assert "budget of 512 tokens (20% of the 2,560-token compaction threshold" in text, text
+    assert "lower compression.target_ratio" in text
+    assert "protect_last_n" not in text
+
+
+async def test_compact_names_protect_last_n_when_it_is_what_keeps_the_tail(bot: Bot) -> None:
+    await chatter(bot, n=2)
+    text = await only(bot, "/compact", user=ADMIN)
+    assert "(the last 2 messages) are kept word for word" in text, text
+    assert "at least the last 2 messages (compression.protect_last_n)" in text
+    assert "lower compression.protect_last_n" in text
 
 
 async def test_stats_has_one_headline_for_the_context_and_explains_the_rest_in_detail(bot: Bot) -> None:
@@ -266,7 +284,7 @@ async def test_a_manual_compact_with_nothing_to_do_says_so_in_plain_words_and_is
 ) -> None:
     await chatter(bot, n=2)
     first = await only(bot, "/compact", user=ADMIN)
-    assert re.match(r"Nothing to compact yet: the context is [\d,]+ tokens \(4 messages\)", first), first
+    assert re.match(r"Nothing to compact yet: the context is [\d,]+ tokens; ", first), first
     second = await only(bot, "/compact keep the facts", user=ADMIN)
     assert second == first
     assert "between head and tail" not in second
