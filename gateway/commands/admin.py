@@ -73,7 +73,7 @@ class AdminHandlers:
         return {"help": self.help, "new": self.new, "stats": self.stats, "compact": self.compact}
 
     async def help(self, ctx: CommandContext) -> str:
-        return commands.help_text(is_admin=ctx.is_admin)
+        return commands.help_text(is_admin=ctx.is_admin, platform=ctx.message.chat.platform)
 
     async def new(self, ctx: CommandContext) -> str:
         async with self.locks.hold(ctx.chat_pk):

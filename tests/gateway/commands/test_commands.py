@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from sqlalchemy import text
 
+from gateway.commands.menu import help_text
 from gateway.platforms.base import Author
 from tests.fakes.anthropic import FakeAnthropic
 from tests.support.gateway_bot import Bot, running_bot
@@ -131,6 +132,17 @@ async def test_help_lists_only_what_the_caller_may_use(bot: Bot) -> None:
     assert "/compact" not in user_help
     assert "/stats" in admin_help
     assert "/compact" in admin_help
+
+
+def test_the_consoles_help_fits_the_terminal_chat() -> None:
+    text = help_text(is_admin=True, platform="console")
+    assert "group" not in text
+    assert "/file PATH [question]" in text
+    assert "/stats [detail | all]" in text
+    assert "Ctrl-D quits" in text
+    chat_help = help_text(is_admin=True, platform="telegram")
+    assert "in groups, mention me" in chat_help
+    assert "/file" not in chat_help
 
 
 async def test_new_starts_fresh_and_keeps_the_old_session(bot: Bot) -> None:
