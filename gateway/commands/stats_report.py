@@ -100,11 +100,7 @@ def chat_report(
     report.add("Messages", f"{stats.active_messages:,} active, {stats.archived_messages:,} archived")
     report.extend(window_lines)
     recent, total = stats.usage_recent, stats.usage_total
-    report.add(
-        "Prompt cache",
-        f"{recent.cache_hit_rate:.0%} of recent prompts read from cache (last "
-        f"{plural(recent.calls, 'call')}); {total.cache_hit_rate:.0%} over {plural(total.calls, 'call')}",
-    )
+    report.add("Prompt cache", cache_hit_text(recent, total))
     report.add("Cache (recent)", usage_text(recent), detail=True)
     report.add("Cache (lifetime)", usage_text(total), detail=True)
     report.add("Cost", f"${total.cost_usd:.4f} in all, ${today_cost:.4f} in the last 24 h")
@@ -112,6 +108,18 @@ def chat_report(
         report.extend([delivery_line(deliveries)])
     report.extend(compaction_lines(stats))
     return report
+
+
+def cache_hit_text(recent: UsageTotals, total: UsageTotals) -> str:
+    """The share of prompt tokens read from cache, said once when the recent calls are all the calls."""
+    if recent.calls >= total.calls:
+        return (
+            f"{total.cache_hit_rate:.0%} of prompt tokens read from cache over {plural(total.calls, 'call')}"
+        )
+    return (
+        f"{recent.cache_hit_rate:.0%} of prompt tokens read from cache over the last "
+        f"{plural(recent.calls, 'call')}, {total.cache_hit_rate:.0%} over all {total.calls:,}"
+    )
 
 
 def compaction_lines(stats: ChatStats) -> list[Line]:

@@ -12,7 +12,9 @@ import pytest
 from sqlalchemy import text
 
 from gateway.commands.menu import help_text
+from gateway.commands.stats_report import cache_hit_text
 from gateway.platforms.base import Author
+from gateway.store import UsageTotals
 from tests.fakes.anthropic import FakeAnthropic
 from tests.support.gateway_bot import Bot, running_bot
 from tests.support.memory_adapter import ADMIN, ALICE, group_chat
@@ -276,7 +278,9 @@ async def test_stats_has_one_headline_for_the_context_and_explains_the_rest_in_d
     assert "Window by part" not in short
     assert "Cache (recent)" not in short
     assert "Prompt cache: " in short
-    assert "over 2 calls" in short
+    cache = next(x for x in short.splitlines() if x.startswith("Prompt cache: "))
+    assert cache.endswith("of prompt tokens read from cache over 2 calls"), cache
+    assert cache.count("%") == 1  # the recent calls are all the calls: said once
     assert short.endswith(
         "/stats detail shows how the context size is counted, what fills it, and the cache's numbers"
     )
@@ -332,3 +336,12 @@ async def test_compact_names_the_context_size_before_and_after_as_stats_counts_i
     assert (
         f"the context went from {headline.group(1)} to {after.group(1)} tokens (as /stats counts it)" in text
     )
+
+
+def test_the_cache_line_names_recent_and_lifetime_only_when_they_differ() -> None:
+    recent = UsageTotals(calls=20, input_tokens=100, cache_read_tokens=300)
+    total = UsageTotals(calls=120, input_tokens=600, cache_read_tokens=400)
+    assert cache_hit_text(recent, total) == (
+        "75% of prompt tokens read from cache over the last 20 calls, 40% over all 120"
+    )
+    assert cache_hit_text(total, total) == "40% of prompt tokens read from cache over 120 calls"
