@@ -82,11 +82,11 @@ async def _ask(bot: Bot, command: str) -> str:
 
 async def _examples(bot: Bot) -> str:
     blocks: list[str] = []
-    question, answer = EXCHANGES[0]
-    bot.fake.script_reply(answer)
-    await bot.adapter.say(question, user=ADMIN)
+    for question, answer in EXCHANGES[:2]:
+        bot.fake.script_reply(answer)
+        await bot.adapter.say(question, user=ADMIN)
     blocks.append(await _ask(bot, "/compact"))
-    for question, answer in EXCHANGES[1:]:
+    for question, answer in EXCHANGES[2:]:
         bot.fake.script_reply(answer)
         await bot.adapter.say(question, user=ADMIN)
     blocks.append(await _ask(bot, "/compact the deployment plan"))

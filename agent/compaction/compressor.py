@@ -38,6 +38,7 @@ from agent.compaction import boundaries, prompt
 from agent.compaction.engine import (
     CompactionResult,
     ContextEngine,
+    Kept,
     Outcome,
     SummaryRequest,
     SummaryResponse,
@@ -155,11 +156,10 @@ class ContextCompactor(ContextEngine):
             # window at the threshold: the exchange is summarized whole instead (else the next message
             # compacts again, and the window stays above the threshold for good)
             head, tail = self._bounds(msgs, tokens, safe, keep_from, keep_question=False)
-        if tail <= head:
-            return self._not_effective(msgs, before, force, "nothing to compact between head and tail")
-        if self._only_summary(msgs[head:tail]):
-            # re-summarizing the summary alone costs a call and frees nothing
-            return self._not_effective(msgs, before, force, "nothing to compact but the current summary")
+        kept_words = self._kept(tokens, head, tail)
+        idle = self._idle_reason(msgs, head, tail)
+        if idle is not None:
+            return self._not_effective(msgs, before, force, idle, kept_words)
 
         previous = self.state.previous_summary or prompt.summary_text_in(msgs)
         budget = self.summary_budget(sum(tokens[head:tail]))
@@ -175,9 +175,8 @@ class ContextCompactor(ContextEngine):
             for m, o in zip(built.messages, built.origin, strict=True)
         )
         if after >= before:
-            return self._not_effective(
-                msgs, before, force, f"result not smaller ({after} >= {before} tokens); kept the original"
-            )
+            larger = f"result not smaller ({after} >= {before} tokens); kept the original"
+            return self._not_effective(msgs, before, force, larger, kept_words)
 
         self._compacted(made.body, force=force)
         log = logger.warning if made.outcome is Outcome.DEGRADED else logger.info
@@ -204,6 +203,7 @@ class ContextCompactor(ContextEngine):
             summarizer_model=made.model,
             summary_usage=made.usage,
             stubbed_tool_ids=built.stubbed,
+            kept=kept_words,
         )
 
     def _refusal(self, before: int) -> str | None:
@@ -215,6 +215,15 @@ class ContextCompactor(ContextEngine):
             return f"automatic compaction is paused: {self.state.pause_reason or 'ineffective runs'}"
         if size < self.threshold_tokens:
             return f"{size} tokens is below the {self.threshold_tokens} threshold"
+        return None
+
+    def _idle_reason(self, msgs: list[Message], head: int, tail: int) -> str | None:
+        """Why these bounds leave nothing to compact (None: there is a middle worth summarizing)."""
+        if tail <= head:
+            return "nothing to compact between head and tail"
+        if self._only_summary(msgs[head:tail]):
+            # re-summarizing the summary alone costs a call and frees nothing
+            return "nothing to compact but the current summary"
         return None
 
     @staticmethod
@@ -247,6 +256,22 @@ class ContextCompactor(ContextEngine):
             keep_question=keep_question,
         )
         return head, tail
+
+    def _kept(self, tokens: Sequence[int], head: int, tail: int) -> Kept:
+        """What these bounds keep word for word, with what sized the tail (for the `/compact` answer)."""
+        tail = max(tail, head)
+        return Kept(
+            messages=len(tokens),
+            head_messages=head,
+            head_tokens=sum(tokens[:head]),
+            tail_messages=len(tokens) - tail,
+            tail_tokens=sum(tokens[tail:]),
+            tail_budget=self.tail_token_budget,
+            tail_cap=self.tail_token_cap,
+            threshold_tokens=self.threshold_tokens,
+            target_ratio=self.config.clamped_target_ratio,
+            protect_last_n=self.config.protect_last_n,
+        )
 
     def _compacted(self, body: str, *, force: bool) -> None:
         """The engine state after a compaction that changed the window."""
@@ -483,11 +508,13 @@ class ContextCompactor(ContextEngine):
             tokens_after=tokens,
         )
 
-    def _not_effective(self, msgs: list[Message], tokens: int, force: bool, reason: str) -> CompactionResult:
+    def _not_effective(
+        self, msgs: list[Message], tokens: int, force: bool, reason: str, kept: Kept
+    ) -> CompactionResult:
         if not force:
             self._ineffective(reason, max(tokens, self.state.last_prompt_tokens or 0))
         logger.info("compaction aborted: %s", reason)
-        return dataclasses.replace(self._aborted(msgs, tokens, reason), idle=True)
+        return dataclasses.replace(self._aborted(msgs, tokens, reason), idle=True, kept=kept)
 
     def _ineffective(self, why: str, size: int) -> None:
         self.state.ineffective_auto_compactions += 1

@@ -31,6 +31,10 @@ class Outcome(StrEnum):
     ABORTED = "aborted"
 
 
+MIN_TARGET_RATIO = 0.10
+"""The least share of the threshold the kept tail's budget is given, whatever `target_ratio` says."""
+
+
 @dataclass(frozen=True, slots=True)
 class CompactionConfig:
     """The operator's `compression` settings (they keep that name), already validated by
@@ -43,7 +47,7 @@ class CompactionConfig:
 
     @property
     def clamped_target_ratio(self) -> float:
-        return min(0.80, max(0.10, self.target_ratio))
+        return min(0.80, max(MIN_TARGET_RATIO, self.target_ratio))
 
 
 CompressionConfig = CompactionConfig
@@ -109,6 +113,30 @@ class Summarizer(Protocol):
 
 
 @dataclass(frozen=True, slots=True)
+class Kept:
+    """What a compaction keeps word for word (head and tail) and what sized the tail, in the engine's
+    token count: the tail is the newest messages within `tail_budget` tokens, at least `protect_last_n`
+    messages while they fit in `tail_cap`; `threshold_tokens` and `target_ratio` make the budget."""
+
+    messages: int
+    """Messages in the window the engine was given."""
+    head_messages: int
+    head_tokens: int
+    tail_messages: int
+    tail_tokens: int
+    tail_budget: int
+    tail_cap: int
+    threshold_tokens: int
+    target_ratio: float
+    protect_last_n: int
+
+    @property
+    def middle_messages(self) -> int:
+        """Messages between the head and the tail: what a summary would replace."""
+        return max(0, self.messages - self.head_messages - self.tail_messages)
+
+
+@dataclass(frozen=True, slots=True)
 class CompactionResult:
     """What `compress` did. The caller archives `removed_indices` and persists the new window atomically."""
 
@@ -133,6 +161,8 @@ class CompactionResult:
     idle: bool = False
     """Nothing to do (outcome `aborted`): nothing between the kept head and tail, or a result that would
     not be smaller. Not a failure: a manual `/compact` says so in plain words and is not counted."""
+    kept: Kept | None = None
+    """What the engine kept word for word and why (None: the engine does not say)."""
 
     @property
     def changed(self) -> bool:

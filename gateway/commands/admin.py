@@ -12,10 +12,10 @@ from agent.tokens import Calibration, estimate_system
 from gateway.commands import menu as commands
 from gateway.commands.budget_report import budget_lines
 from gateway.commands.context_breakdown import breakdown, format_breakdown
+from gateway.commands.context_size import ContextSize, context_size
 from gateway.commands.menu import CommandContext, Handler
 from gateway.commands.outcomes_report import outcomes_lines
 from gateway.commands.stats_report import (
-    ContextSize,
     Line,
     Report,
     chat_report,
@@ -73,7 +73,7 @@ class AdminHandlers:
         return {"help": self.help, "new": self.new, "stats": self.stats, "compact": self.compact}
 
     async def help(self, ctx: CommandContext) -> str:
-        return commands.help_text(is_admin=ctx.is_admin)
+        return commands.help_text(is_admin=ctx.is_admin, platform=ctx.message.chat.platform)
 
     async def new(self, ctx: CommandContext) -> str:
         async with self.locks.hold(ctx.chat_pk):
@@ -93,19 +93,20 @@ class AdminHandlers:
         if args not in ("", "detail"):
             return "Usage: /stats, /stats detail or /stats all"
         session = await self.store.active_session(ctx.chat_pk)  # a chat seen only via commands had none
+        size = self._context_size(session)
         reports = self.reports
         stats = await reports.chat_stats(ctx.chat_pk)
         today = await reports.cost_since(ctx.chat_pk, self.clock() - timedelta(days=1))
         report = chat_report(
             stats,
             context=context_lines(
-                self._context_size(session),
+                size,
                 model=self.model.name,
                 compressor_threshold=self.compressor_threshold,
                 hygiene_threshold=self.hygiene_threshold,
             ),
             today_cost=today,
-            window_lines=await self._window_lines(session, ctx.chat_pk),
+            window_lines=await self._window_lines(session, ctx.chat_pk, size.tokens),
             deliveries=await reports.delivery_counts(ctx.chat_pk),
         )
         report.extend([waste_line(await reports.cache_waste(ctx.chat_pk))])
@@ -118,22 +119,16 @@ class AdminHandlers:
 
     def _context_size(self, session: SessionRecord) -> ContextSize:
         """The chat's context as the thresholds count it (calibrated as they calibrate it)."""
-        scale = self.calibration.apply
-        return ContextSize(
-            tokens=session.context_tokens(scale),
-            window=self.model.context_window,
-            reported=session.last_prompt_tokens,
-            since=scale(session.tokens_since_call),
-        )
+        return context_size(session, calibrate=self.calibration.apply, window=self.model.context_window)
 
-    async def _window_lines(self, session: SessionRecord, chat_pk: int) -> list[Line]:
+    async def _window_lines(self, session: SessionRecord, chat_pk: int, context_tokens: int) -> list[Line]:
         rows = await self.store.load_window(session.id)
         pins = [p.text for p in await self.store.pins(chat_pk)]
         system = self.kit.system_for(session, pins)
         parts = breakdown(
             rows, system_tokens=estimate_system(system), tool_tokens=self.kit.tool_tokens(chat_pk), pins=pins
         )
-        return format_breakdown(parts)
+        return format_breakdown(parts, context_tokens)
 
     async def compact(self, ctx: CommandContext) -> str:
         args = ctx.args.strip()
@@ -155,4 +150,10 @@ class AdminHandlers:
                 report = await self.compactor.compact(
                     session, self.kit.engine(session, pins), trigger=MANUAL, focus=args or None
                 )
-        return compaction_result(report, self.protect_last_n)
+            after = await self.store.active_session(ctx.chat_pk)
+        return compaction_result(
+            report,
+            self.protect_last_n,
+            context_before=self._context_size(session).tokens,
+            context_after=self._context_size(after).tokens,
+        )

@@ -1,8 +1,9 @@
 """What fills a chat's context window, for `/stats`: tokens by part and the largest stored messages.
 
-Sizes are the same estimates the gateway decides with (each stored row's estimate, the system prompt
-and tool definitions as the next request will carry them), so the parts add up to the window's
-estimate rather than to the last API-reported size.
+The parts are weighed with the same estimates the gateway decides with (each stored row's estimate, the
+system prompt and tool definitions as the next request will carry them) and shown as shares of the chat's
+context size (`context_size.py`), so they add up to the number `/stats` leads with; the estimates' own
+total is named beside it.
 """
 
 from __future__ import annotations
@@ -82,14 +83,29 @@ def _item(row: StoredMessage) -> Item:
     return Item(row.id, kind_of(row), row.author_name, row.token_estimate, excerpt)
 
 
-def format_breakdown(b: Breakdown) -> list[Line]:
-    """The `/stats detail` lines: the next request by part (estimates), and its largest stored items."""
-    parts = ", ".join(f"{p.label} {p.tokens:,}" for p in b.parts if p.tokens or p.label.startswith("pins"))
+def split(parts: Sequence[Part], total: int) -> list[Part]:
+    """`parts` scaled to add up to `total` exactly (largest remainder), keeping their proportions."""
+    weight = sum(p.tokens for p in parts)
+    if weight <= 0:
+        return [Part(p.label, 0) for p in parts]
+    exact = [p.tokens * total / weight for p in parts]
+    shares = [int(x) for x in exact]
+    by_remainder = sorted(range(len(parts)), key=lambda i: exact[i] - shares[i], reverse=True)
+    for i in by_remainder[: total - sum(shares)]:
+        shares[i] += 1
+    return [Part(p.label, share) for p, share in zip(parts, shares, strict=True)]
+
+
+def format_breakdown(b: Breakdown, context_tokens: int) -> list[Line]:
+    """The `/stats detail` lines: the chat's context size split by part (in proportion to the
+    estimates), and the largest stored items (their own estimates)."""
+    shown = split(b.parts, context_tokens)
+    parts = ", ".join(f"{p.label} {p.tokens:,}" for p in shown if p.tokens or p.label.startswith("pins"))
     lines = [
         Line(
             "Window by part",
-            f"~{b.total:,} tokens estimated for the next request, system prompt and tools included "
-            f"(the API's own count differs a little): {parts}",
+            f"the {context_tokens:,} tokens of the context size, split in proportion to local estimates "
+            f"(which add up to ~{b.total:,}): {parts}",
             detail=True,
         )
     ]

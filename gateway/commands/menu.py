@@ -16,7 +16,10 @@ MAX_ARGS_CHARS = 500
 HELP = CommandSpec("help", "What this bot can do and which commands you may use", admin_only=False)
 NEW = CommandSpec("new", "Start a fresh conversation (the old one is kept)", admin_only=False)
 STATS = CommandSpec(
-    "stats", "Context, cache and cost statistics for this chat", admin_only=True, args_hint="[all]"
+    "stats",
+    "Context, cache and cost statistics for this chat",
+    admin_only=True,
+    args_hint="[detail | all]",
 )
 COMPACT = CommandSpec(
     "compact",
@@ -47,17 +50,31 @@ class CommandContext:
 Handler = Callable[[CommandContext], Awaitable[str]]
 
 
-def help_text(*, is_admin: bool) -> str:
-    lines = [
-        "I'm a chat assistant. In private chats I answer every message; in groups, mention me or reply to me."
-    ]
-    lines.append("")
-    lines.append("Commands:")
+CONSOLE = "console"
+"""The terminal chat's platform: one private chat whose local user is an admin."""
+CONSOLE_FILE = (
+    "/file PATH [question] — Send a local file (image, PDF, text or audio) with an optional question"
+)
+"""Read by the console itself, not a command of the menu; its help names it."""
+
+
+def help_text(*, is_admin: bool, platform: str = "") -> str:
+    """What `/help` says: the chat assistant in a private chat or group, or the terminal chat."""
+    if platform == CONSOLE:
+        intro = "I'm a chat assistant in your terminal: I answer every line you type. Ctrl-D quits."
+    else:
+        intro = (
+            "I'm a chat assistant. In private chats I answer every message; in groups, mention me or "
+            "reply to me."
+        )
+    lines = [intro, "", "Commands:"]
     for spec in COMMANDS:
         if spec.admin_only and not is_admin:
             continue
         hint = f" {spec.args_hint}" if spec.args_hint else ""
         lines.append(f"/{spec.name}{hint} — {spec.description}")
+    if platform == CONSOLE:
+        lines.append(CONSOLE_FILE)
     return "\n".join(lines)
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from gateway.commands.context_size import ContextSize
 from gateway.store import ChatStats, CompactionRecord, GlobalStats, UsageTotals
 
 BAR_WIDTH = 20
@@ -64,18 +65,6 @@ def usage_text(u: UsageTotals) -> str:
     )
 
 
-@dataclass(frozen=True, slots=True)
-class ContextSize:
-    """The chat's context as the thresholds see it: the last size the API reported for this session plus
-    estimates of what was stored since, or only estimates before the first call."""
-
-    tokens: int
-    window: int
-    reported: int | None
-    since: int
-    """Estimated tokens (calibrated as the thresholds calibrate them) stored since the last call."""
-
-
 def context_lines(
     size: ContextSize, *, model: str, compressor_threshold: float, hygiene_threshold: float
 ) -> list[Line]:
@@ -111,11 +100,7 @@ def chat_report(
     report.add("Messages", f"{stats.active_messages:,} active, {stats.archived_messages:,} archived")
     report.extend(window_lines)
     recent, total = stats.usage_recent, stats.usage_total
-    report.add(
-        "Prompt cache",
-        f"{recent.cache_hit_rate:.0%} of recent prompts read from cache (last "
-        f"{plural(recent.calls, 'call')}); {total.cache_hit_rate:.0%} over {plural(total.calls, 'call')}",
-    )
+    report.add("Prompt cache", cache_hit_text(recent, total))
     report.add("Cache (recent)", usage_text(recent), detail=True)
     report.add("Cache (lifetime)", usage_text(total), detail=True)
     report.add("Cost", f"${total.cost_usd:.4f} in all, ${today_cost:.4f} in the last 24 h")
@@ -123,6 +108,18 @@ def chat_report(
         report.extend([delivery_line(deliveries)])
     report.extend(compaction_lines(stats))
     return report
+
+
+def cache_hit_text(recent: UsageTotals, total: UsageTotals) -> str:
+    """The share of prompt tokens read from cache, said once when the recent calls are all the calls."""
+    if recent.calls >= total.calls:
+        return (
+            f"{total.cache_hit_rate:.0%} of prompt tokens read from cache over {plural(total.calls, 'call')}"
+        )
+    return (
+        f"{recent.cache_hit_rate:.0%} of prompt tokens read from cache over the last "
+        f"{plural(recent.calls, 'call')}, {total.cache_hit_rate:.0%} over all {total.calls:,}"
+    )
 
 
 def compaction_lines(stats: ChatStats) -> list[Line]:
@@ -151,8 +148,9 @@ def last_compaction_text(c: CompactionRecord) -> str:
     when = c.created_at.strftime("%Y-%m-%d %H:%M")
     undone = " (undone)" if c.undone else ""
     return (
-        f"{c.trigger} {c.outcome}{undone} at {when} UTC — {c.messages_before}→{c.messages_after} messages, "
-        f"{c.tokens_before:,}→{c.tokens_after:,} tokens ({c.duration_ms / 1000:.1f} s)"
+        f"{c.trigger} {c.outcome}{undone} at {when} UTC — {c.messages_before}→{c.messages_after} messages "
+        f"(~{c.tokens_before:,}→~{c.tokens_after:,} tokens of messages, without the system prompt and "
+        f"tools) in {c.duration_ms / 1000:.1f} s"
         + (f"; {c.reason}" if c.outcome != "ok" and c.reason else "")
     )
 

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from agent.compaction.engine import CompactionResult, ContextEngine, Outcome
+from agent.compaction.engine import CompactionResult, ContextEngine, Kept, Outcome
 from agent.compaction.prompt import frame, is_summary_message
 from agent.loop import LoopConfig
 from agent.models import cost_usd, lookup_model
@@ -51,6 +51,8 @@ class CompactionReport:
     changed: bool
     idle: bool = False
     """There was nothing to do (see `CompactionResult.idle`)."""
+    kept: Kept | None = None
+    """What the engine kept word for word and what sized it (see `CompactionResult.kept`)."""
 
 
 MANUAL = "manual"
@@ -198,6 +200,7 @@ def _report(
         duration_s=duration_s,
         changed=changed,
         idle=result.idle,
+        kept=result.kept,
     )
 
 

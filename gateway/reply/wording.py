@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Protocol
 
-from agent.compaction.engine import Outcome
+from agent.compaction.engine import MIN_TARGET_RATIO, Kept, Outcome
 from agent.errors import (
     BudgetExceededError,
     ContextOverflowError,
@@ -43,6 +43,8 @@ class CompactionFigures(Protocol):
     def changed(self) -> bool: ...
     @property
     def idle(self) -> bool: ...
+    @property
+    def kept(self) -> Kept | None: ...
 
 
 KEPT = "Your message is saved; send it again or just say \u201cretry\u201d and I\u2019ll pick it up."
@@ -237,29 +239,82 @@ KEPT_VERBATIM = (
     "the first exchange and the newest messages (at least the last {n}, more when they are short) are "
     "always kept word for word, so the thread of the conversation is never lost"
 )
+START_OVER = "/new starts over (the old conversation stays searchable)"
 
 
-def compaction_result(report: CompactionFigures, protect_last_n: int) -> str:
-    """The answer to `/compact`: what it did, or in plain words why there was nothing to do."""
+def compaction_result(
+    report: CompactionFigures, protect_last_n: int, *, context_before: int, context_after: int
+) -> str:
+    """The answer to `/compact`: what it did, or in plain words why there was nothing to do. The context
+    sizes are the chat's, counted as `/stats` and the thresholds count them."""
     short = report.messages_before <= protect_last_n + 2
     if report.idle or (not report.changed and (short or report.outcome is Outcome.OK)):
-        return nothing_to_compact(report, protect_last_n)
+        return nothing_to_compact(report, protect_last_n, context=context_before)
     head = f"Compaction {report.outcome.value}"
     if report.outcome is not Outcome.OK:
         head += f" ({report.reason})"
     return (
-        f"{head}: {report.messages_before}\u2192{report.messages_after} messages, "
-        f"{report.tokens_before:,}\u2192{report.tokens_after:,} tokens in {report.duration_s:.1f} s."
+        f"{head}: {report.messages_before}\u2192{report.messages_after} messages; the context went from "
+        f"{context_before:,} to {context_after:,} tokens (as /stats counts it) in {report.duration_s:.1f} s."
     )
 
 
-def nothing_to_compact(report: CompactionFigures, protect_last_n: int) -> str:
-    """Every "nothing to do" answer to `/compact` (too short, nothing between what is kept, a summary that
-    would not be smaller), in the same words: what is kept and why."""
+def nothing_to_compact(report: CompactionFigures, protect_last_n: int, *, context: int) -> str:
+    """Every "nothing to do" answer to `/compact`: the context size, what is kept word for word in
+    numbers, what sized it and the setting that moves it."""
+    opening = f"Nothing to compact yet: the context is {context:,} tokens"
+    kept = report.kept
+    if kept is None:  # an engine that does not say what it keeps
+        return (
+            f"{opening} ({report.messages_before:,} messages); {KEPT_VERBATIM.format(n=protect_last_n)}, "
+            "and there is nothing between them that a summary would make smaller. Compaction starts to "
+            f"help once the conversation grows; {START_OVER}."
+        )
+    head = f"the first exchange (~{kept.head_tokens:,} tokens)"
+    if kept.tail_messages == 0:
+        return f"{opening}; {head} is kept word for word and nothing came after it to summarize yet."
+    tail = f"the newest ~{kept.tail_tokens:,} tokens (the last {kept.tail_messages:,} messages)"
+    if kept.middle_messages:
+        middle = max(0, report.tokens_before - kept.head_tokens - kept.tail_tokens)
+        return (
+            f"{opening}; {head} and {tail} are kept word for word, and the "
+            f"{kept.middle_messages:,} messages between them (~{middle:,} tokens) are the current summary "
+            "or would not get smaller as one. Compaction helps again once the conversation grows; "
+            f"{START_OVER}."
+        )
     return (
-        f"Nothing to compact yet: this conversation has {report.messages_before:,} messages "
-        f"(~{report.tokens_before:,} tokens); {KEPT_VERBATIM.format(n=protect_last_n)}, and there is "
-        "nothing between them that a summary would make smaller. Compaction starts to help once the "
-        "conversation grows; to keep fewer messages verbatim, lower compression.protect_last_n, or start "
-        "over with /new (the old conversation stays searchable)."
+        f"{opening}; {head} and {tail} are kept word for word, so there is nothing in between to summarize. "
+        + (tail_reason(kept))
+    )
+
+
+def tail_reason(kept: Kept) -> str:
+    """Why the kept tail is as large as it is, in numbers, with the setting that makes it smaller."""
+    budget = (
+        f"{kept.tail_budget:,} tokens ({kept.target_ratio:.0%} of the {kept.threshold_tokens:,}-token "
+        "compaction threshold; compression.target_ratio, compression.threshold)"
+    )
+    if kept.tail_tokens <= kept.tail_budget:
+        grows = kept.head_tokens + kept.tail_budget
+        lower = (
+            f"lower compression.target_ratio ({MIN_TARGET_RATIO:.0%} at least)"
+            if kept.target_ratio > MIN_TARGET_RATIO
+            else "lower compression.threshold (compression.target_ratio is at its "
+            f"{MIN_TARGET_RATIO:.0%} floor)"
+        )
+        return (
+            f"The tail keeps the newest messages that fit in its budget of {budget}, so compaction starts "
+            f"to help once the messages pass about {grows:,} tokens. To keep less word for word, {lower}; "
+            f"{START_OVER}."
+        )
+    if kept.tail_messages <= kept.protect_last_n + 1:
+        return (
+            f"The tail keeps at least the last {kept.protect_last_n:,} messages (compression.protect_last_n) "
+            f"while they fit in {kept.tail_cap:,} tokens (half the threshold), beyond its budget of "
+            f"{budget}. "
+            f"To keep fewer, lower compression.protect_last_n; {START_OVER}."
+        )
+    return (
+        f"The tail is beyond its budget of {budget} because it always holds the newest question and every "
+        f"message still awaiting a reply, and opens with a user message; {START_OVER}."
     )

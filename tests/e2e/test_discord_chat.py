@@ -329,7 +329,10 @@ async def _commands(w: World) -> None:
         assert answer.content.startswith(f"echo: {note[:20]}")
     assert len(await w.rows(DM_ADMIN)) == 10
     compacted = await slash("compact", "keep the database names", channel=DM_ADMIN, user=ADMIN)
-    shape = r"Compaction ok: 10→(\d+) messages, [\d,]+→[\d,]+ tokens in \d+\.\d s\."
+    shape = (
+        r"Compaction ok: 10→(\d+) messages; the context went from [\d,]+ to [\d,]+ tokens "
+        r"\(as /stats counts it\) in \d+\.\d s\."
+    )
     match = re.fullmatch(shape, compacted.content)
     assert match is not None, compacted.content
     assert len(await w.rows(DM_ADMIN)) == int(match.group(1)) < 10

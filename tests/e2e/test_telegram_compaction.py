@@ -150,7 +150,9 @@ async def _admin_commands(world: TelegramWorld) -> None:
     n += 1
     compacted = await _say(world, chat, f"/compact@{BOT_USERNAME} keep the topics", n)
     match = re.fullmatch(
-        r"Compaction ok: 8→(\d+) messages, ([\d,]+)→([\d,]+) tokens in [\d.]+ s\.", compacted
+        r"Compaction ok: 8→(\d+) messages; the context went from ([\d,]+) to ([\d,]+) tokens "
+        r"\(as /stats counts it\) in [\d.]+ s\.",
+        compacted,
     )
     assert match, compacted
     assert int(match.group(1)) < 8

@@ -11,7 +11,10 @@ from typing import Any
 import pytest
 from sqlalchemy import text
 
+from gateway.commands.menu import help_text
+from gateway.commands.stats_report import cache_hit_text
 from gateway.platforms.base import Author
+from gateway.store import UsageTotals
 from tests.fakes.anthropic import FakeAnthropic
 from tests.support.gateway_bot import Bot, running_bot
 from tests.support.memory_adapter import ADMIN, ALICE, group_chat
@@ -133,6 +136,17 @@ async def test_help_lists_only_what_the_caller_may_use(bot: Bot) -> None:
     assert "/compact" in admin_help
 
 
+def test_the_consoles_help_fits_the_terminal_chat() -> None:
+    text = help_text(is_admin=True, platform="console")
+    assert "group" not in text
+    assert "/file PATH [question]" in text
+    assert "/stats [detail | all]" in text
+    assert "Ctrl-D quits" in text
+    chat_help = help_text(is_admin=True, platform="telegram")
+    assert "in groups, mention me" in chat_help
+    assert "/file" not in chat_help
+
+
 async def test_new_starts_fresh_and_keeps_the_old_session(bot: Bot) -> None:
     await bot.adapter.say("remember apples", user=ALICE)
     text = await only(bot, "/new", user=ALICE)
@@ -228,9 +242,27 @@ async def test_stats_shows_what_fills_the_window(bot: Bot) -> None:
 async def test_compact_on_a_short_conversation_says_why_and_what_to_do(bot: Bot) -> None:
     await bot.adapter.say("just one question", user=ADMIN)
     text = await only(bot, "/compact", user=ADMIN)
-    assert text.startswith("Nothing to compact yet: this conversation has 2 messages"), text
-    assert "at least the last 2, more when they are short) are always kept word for word" in text
-    assert "compression.protect_last_n" in text
+    assert re.match(r"Nothing to compact yet: the context is [\d,]+ tokens; the first exchange", text), text
+    assert "nothing came after it to summarize yet" in text
+
+
+async def test_compact_on_a_short_chat_names_the_tail_budget_and_its_setting(bot: Bot) -> None:
+    for question in ("hello", "how are you", "what time is it"):
+        await bot.adapter.say(question, user=ADMIN)
+    text = await only(bot, "/compact", user=ADMIN)
+    assert re.search(r"the newest ~[\d,]+ tokens \(the last 4 messages\) are kept word for word", text), text
+    # 5,120-token window x compression.threshold 50% = 2,560; x compression.target_ratio 20% = 512
+    assert "budget of 512 tokens (20% of the 2,560-token compaction threshold" in text, text
+    assert "lower compression.target_ratio" in text
+    assert "protect_last_n" not in text
+
+
+async def test_compact_names_protect_last_n_when_it_is_what_keeps_the_tail(bot: Bot) -> None:
+    await chatter(bot, n=2)
+    text = await only(bot, "/compact", user=ADMIN)
+    assert "(the last 2 messages) are kept word for word" in text, text
+    assert "at least the last 2 messages (compression.protect_last_n)" in text
+    assert "lower compression.protect_last_n" in text
 
 
 async def test_stats_has_one_headline_for_the_context_and_explains_the_rest_in_detail(bot: Bot) -> None:
@@ -246,7 +278,9 @@ async def test_stats_has_one_headline_for_the_context_and_explains_the_rest_in_d
     assert "Window by part" not in short
     assert "Cache (recent)" not in short
     assert "Prompt cache: " in short
-    assert "over 2 calls" in short
+    cache = next(x for x in short.splitlines() if x.startswith("Prompt cache: "))
+    assert cache.endswith("of prompt tokens read from cache over 2 calls"), cache
+    assert cache.count("%") == 1  # the recent calls are all the calls: said once
     assert short.endswith(
         "/stats detail shows how the context size is counted, what fills it, and the cache's numbers"
     )
@@ -257,7 +291,7 @@ async def test_stats_has_one_headline_for_the_context_and_explains_the_rest_in_d
         f"Context size: {tokens:,} tokens = {session.last_prompt_tokens:,} counted by the API "
         f"for the last request + ~{since:,} estimated for what was added since"
     ) in detail
-    assert "Window by part: ~" in detail
+    assert f"Window by part: the {tokens:,} tokens of the context size" in detail
     assert await only(bot, "/stats everything", user=ADMIN) == "Usage: /stats, /stats detail or /stats all"
 
 
@@ -266,10 +300,48 @@ async def test_a_manual_compact_with_nothing_to_do_says_so_in_plain_words_and_is
 ) -> None:
     await chatter(bot, n=2)
     first = await only(bot, "/compact", user=ADMIN)
-    assert first.startswith("Nothing to compact yet: this conversation has 4 messages"), first
+    assert re.match(r"Nothing to compact yet: the context is [\d,]+ tokens; ", first), first
     second = await only(bot, "/compact keep the facts", user=ADMIN)
     assert second == first
     assert "between head and tail" not in second
     assert "aborted" not in second
     stats = await only(bot, "/stats", user=ADMIN)
     assert "Compactions: none yet" in stats, stats
+
+
+async def test_stats_stats_detail_and_compact_show_the_same_context_size(bot: Bot) -> None:
+    await chatter(bot, n=2)
+    headline = re.search(r"full \(([\d,]+) of 5,120 tokens\)", await only(bot, "/stats", user=ADMIN))
+    assert headline is not None
+    size = headline.group(1)
+    detail = await only(bot, "/stats detail", user=ADMIN)
+    assert f"full ({size} of 5,120 tokens)" in detail
+    assert f"Context size: {size} tokens = " in detail
+    parts = next(x for x in detail.splitlines() if x.startswith("Window by part"))
+    assert f"the {size} tokens of the context size" in parts, parts
+    listed = parts.split("): ", 1)[1].split(", ")
+    shares = [int(part.rsplit(" ", 1)[1].replace(",", "")) for part in listed]
+    assert sum(shares) == int(size.replace(",", "")), parts
+    compact = await only(bot, "/compact", user=ADMIN)
+    assert compact.startswith(f"Nothing to compact yet: the context is {size} tokens"), compact
+
+
+async def test_compact_names_the_context_size_before_and_after_as_stats_counts_it(bot: Bot) -> None:
+    await chatter(bot)
+    headline = re.search(r"full \(([\d,]+) of", await only(bot, "/stats", user=ADMIN))
+    assert headline is not None
+    text = await only(bot, "/compact", user=ADMIN)
+    after = re.search(r"full \(([\d,]+) of", await only(bot, "/stats", user=ADMIN))
+    assert after is not None
+    assert (
+        f"the context went from {headline.group(1)} to {after.group(1)} tokens (as /stats counts it)" in text
+    )
+
+
+def test_the_cache_line_names_recent_and_lifetime_only_when_they_differ() -> None:
+    recent = UsageTotals(calls=20, input_tokens=100, cache_read_tokens=300)
+    total = UsageTotals(calls=120, input_tokens=600, cache_read_tokens=400)
+    assert cache_hit_text(recent, total) == (
+        "75% of prompt tokens read from cache over the last 20 calls, 40% over all 120"
+    )
+    assert cache_hit_text(total, total) == "40% of prompt tokens read from cache over 120 calls"

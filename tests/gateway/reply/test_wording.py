@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 import pytest
 
 import agent.errors
-from agent.compaction.engine import Outcome
+from agent.compaction.engine import Kept, Outcome
 from agent.errors import (
     BudgetExceededError,
     ContextOverflowError,
@@ -53,7 +53,7 @@ def test_a_rate_limit_is_not_called_overloaded() -> None:
     assert "overloaded" in human_error(LLMOverloadedError("529", status_code=529))
 
 
-def _idle(messages: int) -> CompactionReport:
+def _idle(messages: int, kept: Kept | None = None) -> CompactionReport:
     return CompactionReport(
         trigger="manual",
         outcome=Outcome.ABORTED,
@@ -65,19 +65,59 @@ def _idle(messages: int) -> CompactionReport:
         duration_s=0.0,
         changed=False,
         idle=True,
+        kept=kept,
     )
 
 
-def test_every_nothing_to_do_case_has_the_same_plain_words() -> None:
-    short, long = compaction_result(_idle(6), 20), compaction_result(_idle(30), 20)
-    assert short.startswith("Nothing to compact yet: this conversation has 6 messages (~9,000 tokens)")
-    assert long.startswith("Nothing to compact yet: this conversation has 30 messages (~9,000 tokens)")
-    assert short.split(")", 1)[1] == long.split(")", 1)[1]
-    for text in (short, long):
-        assert "head and tail" not in text
-        assert "aborted" not in text
-        assert "at least the last 20, more when they are short" in text
+def _kept(tail_messages: int, tail_tokens: int, middle: int = 0) -> Kept:
+    return Kept(
+        messages=2 + middle + tail_messages,
+        head_messages=2,
+        head_tokens=400,
+        tail_messages=tail_messages,
+        tail_tokens=tail_tokens,
+        tail_budget=100_000,
+        tail_cap=250_000,
+        threshold_tokens=500_000,
+        target_ratio=0.2,
+        protect_last_n=20,
+    )
+
+
+def test_nothing_to_do_from_an_engine_that_does_not_say_what_it_keeps() -> None:
+    text = compaction_result(_idle(30), 20, context_before=9_400, context_after=9_400)
+    assert text.startswith("Nothing to compact yet: the context is 9,400 tokens (30 messages)")
+    assert "head and tail" not in text
+    assert "aborted" not in text
+    assert "at least the last 20, more when they are short" in text
     assert compaction_notice(_idle(30)) == "(Context not compacted: nothing to shorten yet.)"
+
+
+def test_a_tail_within_its_budget_is_explained_by_the_budget_and_its_settings() -> None:
+    report = _idle(38, _kept(tail_messages=36, tail_tokens=8_600))
+    text = compaction_result(report, 20, context_before=9_400, context_after=9_400)
+    assert text.startswith(
+        "Nothing to compact yet: the context is 9,400 tokens; the first exchange (~400 tokens) and the "
+        "newest ~8,600 tokens (the last 36 messages) are kept word for word"
+    ), text
+    assert "budget of 100,000 tokens (20% of the 500,000-token compaction threshold" in text
+    assert "compression.target_ratio" in text
+    assert "compression.threshold" in text
+    assert "once the messages pass about 100,400 tokens" in text
+    assert "protect_last_n" not in text  # lowering it would change nothing here
+
+
+def test_a_tail_held_by_protect_last_n_names_that_setting() -> None:
+    report = _idle(22, _kept(tail_messages=20, tail_tokens=180_000))
+    text = compaction_result(report, 20, context_before=190_000, context_after=190_000)
+    assert "at least the last 20 messages (compression.protect_last_n) while they fit in 250,000" in text
+    assert "lower compression.protect_last_n" in text
+
+
+def test_a_middle_that_would_not_shrink_is_named_with_its_size() -> None:
+    report = _idle(25, _kept(tail_messages=20, tail_tokens=8_000, middle=3))
+    text = compaction_result(report, 20, context_before=9_400, context_after=9_400)
+    assert "the 3 messages between them (~600 tokens)" in text, text
 
 
 def _class_names() -> set[str]:
