@@ -65,6 +65,8 @@ def _serve_entry(name: str) -> Callable[[Settings], int] | None:
 def _db(settings: Settings, action: str, revision: str | None) -> int:
     from gateway.store import migrate
 
+    # Alembic logs every step it takes at INFO; the command says where the schema ended up in one line.
+    logging.getLogger("alembic").setLevel(logging.WARNING)
     if action == "upgrade":
         migrate.upgrade(settings.database_url, revision or "head")
     elif action == "downgrade":
