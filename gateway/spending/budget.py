@@ -160,10 +160,12 @@ class Budget:
         return result
 
     def _remember(self, refused: Refused) -> BudgetExceededError:
-        if len(self._spent) >= REMEMBERED_MAX:  # old periods' lines: forgotten together
-            self._spent.clear()
+        """The error for a refusal, remembered for admission when the line stays spent this period."""
         exceeded = _exceeded(refused)
-        self._spent[(refused.limit.scope, refused.limit.period)] = exceeded
+        if refused.lasting:
+            if len(self._spent) >= REMEMBERED_MAX:  # old periods' lines: forgotten together
+                self._spent.clear()
+            self._spent[(refused.limit.scope, refused.limit.period)] = exceeded
         return exceeded
 
     async def settle(self, held: Held, response: LLMResponse, who: SpendFor) -> None:

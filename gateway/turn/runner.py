@@ -112,7 +112,8 @@ class TurnRunner:
                         arrived = None
                         continue  # what arrived during the compaction is answered now
                     return turns
-                who = SpendFor(chat_pk, user=f"{chat.platform}:{pending[-1].author_id}")
+                sender = pending[-1].author_id
+                who = SpendFor(chat_pk, user=f"{chat.platform}:{sender}" if sender else None)
                 if await self._held_for_reset(who):
                     return turns
                 started = time.perf_counter()

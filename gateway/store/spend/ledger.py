@@ -2,8 +2,9 @@
 
 `reserve` holds a call's worst case on every line it counts toward (one row per scope and period, with
 its cap) in one transaction, refusing it when a line would pass its cap counting what is spent and what
-other calls hold; the line that refused it is marked exhausted (what is left of it is less than a call
-needs) and refuses every call until its period ends. The cap is in the statement's `WHERE`, so workers
+other calls hold. When what is spent alone leaves no room for the call, the line is marked exhausted
+and refuses every call until its period ends; when other calls' holds take the room, only this call
+is refused (the holds settle lower). The cap is in the statement's `WHERE`, so workers
 reserving at once on Postgres queue on the row lock and each sees the other's hold; rows are locked in
 one order (scope, period), so two workers never wait on each other crosswise. SQLite takes its write
 lock at `BEGIN` (one worker).
@@ -26,7 +27,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, cast
 
-from sqlalchemy import Table, TextClause, delete, insert, select, text, tuple_, update
+from sqlalchemy import Table, TextClause, delete, func, insert, select, text, tuple_, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from agent.spending.periods import Limit
@@ -55,10 +56,13 @@ class Held:
 
 @dataclass(frozen=True, slots=True)
 class Refused:
-    """The call does not fit: `limit` would pass its cap (`used_usd` is spent plus held)."""
+    """The call does not fit: `limit` would pass its cap (`used_usd` is spent plus held). `lasting`: it
+    would not fit even with every other call's hold released (the line is exhausted until its period
+    ends); otherwise calls in flight hold the room it needs for now."""
 
     limit: Limit
     used_usd: float
+    lasting: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +79,18 @@ class _DoesNotFit(Exception):
 
 def _key(limit: Limit) -> LineKey:
     return (limit.scope, limit.period)
+
+
+def _new_line(limit: Limit, now: datetime) -> dict[str, Any]:
+    """A budget line's row before anything was spent or held on it."""
+    return {
+        "scope": limit.scope,
+        "period": limit.period,
+        "spent_usd": 0.0,
+        "reserved_usd": 0.0,
+        "cap_usd": limit.cap_usd,
+        "updated_at": now,
+    }
 
 
 class SpendLedger(StoreBase):
@@ -156,8 +172,7 @@ class SpendLedger(StoreBase):
 
     async def open_reservations(self) -> int:
         async with self._tx("count reservations") as conn:
-            rows = (await conn.execute(select(reservations.c.id))).all()
-        return len(rows)
+            return int((await conn.execute(select(func.count()).select_from(reservations))).scalar_one())
 
     # -- holding -----------------------------------------------------------------------------------------
 
@@ -186,15 +201,7 @@ class SpendLedger(StoreBase):
     ) -> int:
         """The same, one statement per line (SQLite: the transaction holds the database's write lock)."""
         for limit in limits:
-            values: dict[str, Any] = {
-                "scope": limit.scope,
-                "period": limit.period,
-                "spent_usd": 0.0,
-                "reserved_usd": 0.0,
-                "cap_usd": limit.cap_usd,
-                "updated_at": now,
-            }
-            stmt = self._insert(ledger).values(**values)
+            stmt = self._insert(ledger).values(**_new_line(limit, now))
             await conn.execute(stmt.on_conflict_do_nothing(index_elements=["scope", "period"]))
             held = await conn.execute(
                 update(ledger)
@@ -218,27 +225,25 @@ class SpendLedger(StoreBase):
         return int(row.scalar_one())
 
     async def _refused(self, limits: Sequence[Limit], amount: float, now: datetime) -> Refused:
-        """Which line did not fit (read after the rollback), marked exhausted."""
+        """Which line did not fit (read after the rollback); marked exhausted only when what is spent
+        leaves no room for the call, not when other calls' holds do (they settle below them)."""
         async with self._tx("read spend") as conn:
             totals = await self._totals(conn, [_key(limit) for limit in limits])
         for limit in limits:
             line = totals.get(_key(limit), LineTotal(0.0, 0.0))
-            if line.exhausted or line.spent_usd + line.reserved_usd + amount > limit.cap_usd + _EPSILON:
-                return await self._refuse(limit, now, used=line.spent_usd + line.reserved_usd)
-        # Another call settled in between and made room: refused all the same, this once.
-        return Refused(limits[0], 0.0)
+            used = line.spent_usd + line.reserved_usd
+            if line.exhausted:
+                return Refused(limit, used)
+            if line.spent_usd + amount > limit.cap_usd + _EPSILON:
+                return await self._refuse(limit, now, used=used)
+            if used + amount > limit.cap_usd + _EPSILON:
+                return Refused(limit, used, lasting=False)
+        # Other calls settled in between and made room: refused this once.
+        return Refused(limits[0], 0.0, lasting=False)
 
     async def _refuse(self, limit: Limit, now: datetime, *, used: float = 0.0) -> Refused:
         async with self._tx("mark budget spent") as conn:
-            values: dict[str, Any] = {
-                "scope": limit.scope,
-                "period": limit.period,
-                "spent_usd": 0.0,
-                "reserved_usd": 0.0,
-                "cap_usd": limit.cap_usd,
-                "updated_at": now,
-            }
-            stmt = self._insert(ledger).values(**values)
+            stmt = self._insert(ledger).values(**_new_line(limit, now))
             await conn.execute(stmt.on_conflict_do_nothing(index_elements=["scope", "period"]))
             await conn.execute(
                 update(ledger)

@@ -31,7 +31,13 @@ async def test_a_hold_that_does_not_fit_one_line_holds_nothing_anywhere(store: S
     assert second.used_usd == pytest.approx(0.6)
     totals = await ledger.totals((limit.scope, limit.period) for limit in limits)
     assert totals[("bot", "2026-12-06")] == LineTotal(0.0, pytest.approx(0.6))  # type: ignore[arg-type]
-    assert totals[("chat:1", "2026-12-06")].exhausted  # what is left is less than a call needs
+    assert not second.lasting  # the first call's hold takes the room, for now
+    await ledger.settle(first, 0.6)
+    third = await ledger.reserve(limits, 0.6, purpose="reply")
+    assert isinstance(third, Refused)
+    assert third.lasting  # what is spent leaves no room: spent until the day ends
+    assert (await ledger.totals([("chat:1", "2026-12-06")]))[("chat:1", "2026-12-06")].exhausted
+    assert isinstance(await ledger.reserve(limits, 0.1, purpose="reply"), Refused)
 
 
 async def test_settling_replaces_the_hold_by_the_cost_and_warns_once(store: Store) -> None:
@@ -112,3 +118,16 @@ async def test_two_workers_reserving_at_once_never_pass_the_bots_cap(pg_url: str
         assert line.reserved_usd == pytest.approx(0.0, abs=1e-9)
     finally:
         await store.close()
+
+
+async def test_a_call_refused_only_for_other_calls_holds_leaves_the_budget_open(store: Store) -> None:
+    ledger = _ledger(store)
+    limits = Caps(chat_day=1.0).limits(SpendFor(chat_pk=1), NOW)
+    first = await ledger.reserve(limits, 0.7, purpose="reply")
+    assert isinstance(first, Held)
+    crowded = await ledger.reserve(limits, 0.5, purpose="reply")  # 0.7 held: no room now
+    assert isinstance(crowded, Refused)
+    assert not crowded.lasting
+    await ledger.settle(first, 0.1)  # the first call cost far less than it held
+    assert isinstance(await ledger.reserve(limits, 0.5, purpose="reply"), Held)
+    assert not (await ledger.totals([("chat:1", "2026-12-06")]))[("chat:1", "2026-12-06")].exhausted
