@@ -156,6 +156,7 @@ class Gateway:
             spending_caps(settings),
             clock=self.now,
             calibration=self.calibration,
+            crowded_wait_s=settings.limits.budget_crowded_wait_s,
             warn=BudgetNotices(
                 self.store,
                 self.platforms,

@@ -201,6 +201,12 @@ class LimitsSettings(Section):
     answer_after_reset: bool = Field(
         False, description="a message refused for budget is answered once the budget resets"
     )
+    budget_crowded_wait_s: float = Field(
+        20.0,
+        ge=0.0,
+        le=300.0,
+        description="a call that fits only once calls in flight settle waits this long for them",
+    )
     unanswered_max_age_s: int = Field(
         600, ge=0, description="older unanswered turns get an apology on restart"
     )

@@ -5,8 +5,10 @@ Every model call (a reply, a tool round, a summary, a keep-alive refresh, a retr
 ledger line the call counts toward (`agent.spending.periods`: the bot's day and month, the chat's, the
 user's) before it is sent, and settles it to the billed cost when the answer ends, or releases it when
 the call failed before the API could bill it. A call that does not fit raises `BudgetExceededError` and
-is not sent. Who a call is for is set around the work that makes it (`spending_for`): a turn names its
-chat and the sender it answers, a background job its chat; a call for no one counts toward the bot.
+is not sent; one that would fit once the calls in flight settle (their holds are worst cases, their bills
+usually far less) waits for them a while first. Who a call is for is set around the work that makes it
+(`spending_for`): a turn names its chat and the sender it answers, a background job its chat; a call for
+no one counts toward the bot.
 """
 
 from __future__ import annotations
@@ -38,6 +40,8 @@ from gateway.store.spend.ledger import Held, LineTotal, Refused, SpendLedger
 logger = logging.getLogger(__name__)
 
 REMEMBERED_MAX = 10_000
+CROWDED_POLL_S = (0.25, 0.5, 1.0)
+"""How often a crowded-out call asks again: sooner first, then every second."""
 ADMISSION_RESERVE_SHARE = 0.02
 """A budget with less than this share of its cap left counts as spent when a message arrives: no
 reply would fit in it."""
@@ -67,7 +71,8 @@ def spender(msg: IncomingMessage, chat_pk: int) -> SpendFor:
 Warn = Callable[[Limit, SpendFor], Awaitable[None]]
 """Told once when a line passes the warning share."""
 Observe = Callable[[str, str, float], None]
-"""(event, scope kind, USD): "held", "settled", "released", "refused" per kind of budget; "holding" and
+"""(event, scope kind, USD): "held", "settled", "released", "refused", "crowded" (a call waited for calls
+in flight to settle) per kind of budget; "holding" and
 "unheld" once per call, as a hold starts and ends."""
 
 
@@ -88,6 +93,7 @@ class Budget:
         *,
         clock: Callable[[], datetime],
         calibration: Calibration | None = None,
+        crowded_wait_s: float = 0.0,
         warn: Warn | None = None,
         observe: Observe | None = None,
     ) -> None:
@@ -95,6 +101,7 @@ class Budget:
         self.caps = caps
         self.clock = clock
         self.calibration = calibration
+        self.crowded_wait_s = crowded_wait_s
         self.warn = warn
         self.observe = observe
         self._spent: dict[tuple[str, str], BudgetExceededError] = {}
@@ -141,7 +148,7 @@ class Budget:
         if not limits:  # no cap applies: nothing to hold
             return Held(0, 0.0, ())
         amount = worst_case_usd(request, self.calibration)
-        result = await self.ledger.reserve(limits, amount, purpose=_purpose(who))
+        result = await self._reserve(limits, amount, who)
         if isinstance(result, Refused):
             self._observe("refused", result.limit.kind, amount)
             logger.warning(
@@ -157,6 +164,20 @@ class Budget:
         if result.lines:
             self._per_scope("held", result, amount)
             self._observe("holding", "", amount)
+        return result
+
+    async def _reserve(self, limits: list[Limit], amount: float, who: SpendFor) -> Held | Refused:
+        """Reserve `amount`; refused only for other calls' holds, ask again as they settle, for up to
+        `crowded_wait_s` (a refusal for money spent is final at once)."""
+        result = await self.ledger.reserve(limits, amount, purpose=_purpose(who))
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.crowded_wait_s
+        polls = iter(CROWDED_POLL_S)
+        if isinstance(result, Refused) and not result.lasting and self.observe is not None:
+            self.observe("crowded", result.limit.kind, amount)
+        while isinstance(result, Refused) and not result.lasting and loop.time() < deadline:
+            await asyncio.sleep(min(next(polls, CROWDED_POLL_S[-1]), max(0.0, deadline - loop.time())))
+            result = await self.ledger.reserve(limits, amount, purpose=_purpose(who))
         return result
 
     def _remember(self, refused: Refused) -> BudgetExceededError:

@@ -3,6 +3,7 @@ frees its hold, one whose answer was lost counts at its worst case, and admins h
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime
 
 import pytest
@@ -141,3 +142,54 @@ async def test_the_metrics_count_each_kind_of_budget_and_what_is_in_flight(store
     assert [round(usd, 9) for _, _, usd in seen] == [
         round(x, 9) for x in (worst, worst, worst, cost, cost, worst)
     ]
+
+
+class HeldModel(Model):
+    """Answers only once `answer` is set, so its call's hold stays in flight until then."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.answer = asyncio.Event()
+        self.reached = asyncio.Event()
+
+    async def create(self, request: LLMRequest) -> LLMResponse:
+        self.reached.set()
+        await self.answer.wait()
+        return await super().create(request)
+
+
+async def test_a_call_crowded_out_by_calls_in_flight_waits_for_them_to_settle(store: Store) -> None:
+    worst = worst_case_usd(_request())
+    budget = _budget(store, Caps(chat_day=worst * 1.5))  # room for one worst case, and one bill besides
+    budget.crowded_wait_s = 60.0
+    slow = HeldModel()
+    with spending_for(WHO):
+        first = asyncio.create_task(SpendingClient(slow, budget).create(_request()))
+        await asyncio.wait_for(slow.reached.wait(), 30)
+        fast = Model()
+        second = asyncio.create_task(SpendingClient(fast, budget).create(_request()))
+        await asyncio.sleep(0.3)  # it has asked once and found the room held (no answer yet either way)
+        assert not second.done()
+        slow.answer.set()  # the first call's bill is far below its hold: room for the second
+        await asyncio.wait_for(asyncio.gather(first, second), 30)
+    assert fast.calls == 1
+    spent, held = await _line(budget, "chat:3")
+    assert spent == pytest.approx(2 * (1000 * 2.0 + 200 * 10.0) / 1e6)
+    assert held == pytest.approx(0.0)
+
+
+async def test_a_crowded_call_that_never_fits_is_refused_without_marking_the_budget_spent(
+    store: Store,
+) -> None:
+    worst = worst_case_usd(_request())
+    budget = _budget(store, Caps(chat_day=worst * 1.5))
+    budget.crowded_wait_s = 0.6
+    slow = HeldModel()
+    with spending_for(WHO):
+        first = asyncio.create_task(SpendingClient(slow, budget).create(_request()))
+        await asyncio.wait_for(slow.reached.wait(), 30)
+        with pytest.raises(BudgetExceededError):
+            await SpendingClient(Model(), budget).create(_request())
+        assert budget.known_spent(WHO) is None  # others' holds, not money spent: the next message is let in
+        slow.answer.set()
+        await first
