@@ -20,7 +20,7 @@ from agent.llm import AnthropicClient
 from gateway.app.gateway import Gateway
 from gateway.app.lifecycle import StopRequested, stop_on_signals, unless_stopped
 from gateway.app.wiring import check_models, context_engine
-from gateway.config import DEFAULT_MODEL, ConfigError, Settings
+from gateway.config import DEFAULT_MODEL, DEFAULT_SUMMARY_MODEL, ConfigError, Settings
 from gateway.platforms.base import PlatformAdapter
 from gateway.platforms.catalog import build_adapters, status_lines
 from gateway.platforms.fleet import Fleet, SoleWorker
@@ -65,22 +65,36 @@ def _make_summary_llm(settings: Settings, main: AnthropicClient) -> AnthropicCli
 
 
 async def check_model_served(settings: Settings) -> LLMError | None:
-    """Ask the API once whether it knows the configured model: an unknown one stops the start-up with one
-    line naming it (every message would fail otherwise). An API that cannot be asked now does not stop
+    """Ask the API once whether it knows the configured models (the reply model, then the summary model
+    at its endpoint): an unknown one stops the start-up with one line naming it and its setting (every
+    message, or every compaction, would fail otherwise). An API that cannot be asked now does not stop
     it (messages are stored and answered once it is back): its error is returned."""
     llm = _make_llm(settings)
+    summary_llm = _make_summary_llm(settings, llm)
+    asked = [("model", settings.model, llm)]
+    if (settings.summary_model, summary_llm) != (settings.model, llm):
+        asked.append(("auxiliary.compression.model", settings.summary_model, summary_llm))
     try:
-        await llm.look_up_model(settings.model, timeout_s=MODEL_CHECK_TIMEOUT_S)
-    except LLMNotFoundError as exc:
-        raise ConfigError(
-            f"model: the Anthropic API does not know model {settings.model!r} (404 not_found_error); "
-            f"check its spelling, or use a current model such as {DEFAULT_MODEL}"
-        ) from exc
+        for key, model, client in asked:
+            await _look_up(client, key, model)
     except LLMError as exc:
         return exc
     finally:
         await llm.close()
+        if summary_llm is not llm:
+            await summary_llm.close()
     return None
+
+
+async def _look_up(client: AnthropicClient, key: str, model: str) -> None:
+    try:
+        await client.look_up_model(model, timeout_s=MODEL_CHECK_TIMEOUT_S)
+    except LLMNotFoundError as exc:
+        raise ConfigError(
+            f"{key}: the Anthropic API does not know model {model!r} (404 not_found_error); "
+            f"check its spelling, or use a current model such as "
+            f"{DEFAULT_MODEL if key == 'model' else DEFAULT_SUMMARY_MODEL}"
+        ) from exc
 
 
 def check_start_up(settings: Settings) -> None:

@@ -48,6 +48,22 @@ async def test_an_unknown_model_stops_the_start_with_one_line_naming_it(
     assert not tg.sent
 
 
+async def test_an_unknown_summary_model_stops_the_start_with_one_line_naming_its_setting(
+    tmp_path: Path, sqlite_url: str
+) -> None:
+    async with FakeAnthropic() as llm, FakeTelegram(token=TG_TOKEN) as tg:
+        env = telegram_env(tmp_path, sqlite_url, llm, tg, AUXILIARY__COMPRESSION__MODEL=TYPO)
+        gw = GatewayProcess(env, cwd=tmp_path)
+        await gw.start(ready=None)
+        code = await exit_status(gw)
+    assert code == 2, gw.log_text()
+    assert [line for line in gw.logs if TYPO in line] == [
+        f"gateway: auxiliary.compression.model: the Anthropic API does not know model {TYPO!r} "
+        "(404 not_found_error); check its spelling, or use a current model such as claude-haiku-5-5"
+    ], gw.log_text()
+    assert not tg.sent
+
+
 async def test_an_unreachable_api_at_start_up_does_not_stop_run(tmp_path: Path, sqlite_url: str) -> None:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
