@@ -328,6 +328,7 @@ class Gateway:
             budget=self.budget,
             answer_after_reset=self._answer_held if self.settings.limits.answer_after_reset else None,
             clock=self.now,
+            calibration=self.calibration,
         )
         for job in jobs:
             self.scheduler.add(job)

@@ -84,14 +84,22 @@ class CompactionPolicy:
             None, f"{tokens:,} tokens ({share:.0%} of window, {source})"
         )
 
-    def when_idle(self, session: SessionRecord, cache: CacheState, *, now: datetime) -> Decision:
-        """Compact this idle session now? Proactive above its share, else cache-aware."""
+    def when_idle(
+        self,
+        session: SessionRecord,
+        cache: CacheState,
+        *,
+        now: datetime,
+        calibrate: Callable[[int], int] | None = None,
+    ) -> Decision:
+        """Compact this idle session now? Proactive above its share, else cache-aware (its size counted
+        as a turn counts it, with `calibrate`)."""
         blocked = self._blocked(session)
         if blocked is not None:
             return blocked
         if session.last_activity_at is not None and session.last_activity_at >= now - self.idle:
             return Decision(None, "not idle")
-        share = session.context_tokens() / self.context_length
+        share = session.context_tokens(calibrate) / self.context_length
         if share >= self.proactive_share:
             return Decision(SCHEDULED, f"idle at {share:.0%} of the window (>= {self.proactive_share:.0%})")
         return self._cache_aware(share, cache, now) or Decision(None, f"idle at {share:.0%} of the window")

@@ -16,6 +16,7 @@ from datetime import date, datetime, timedelta
 
 from agent.caching.plan import CacheState
 from agent.spending.periods import SpendFor
+from agent.tokens import Calibration
 from gateway.compaction.compactor import CompactionReport, Compactor, EngineFactory
 from gateway.compaction.triggers import CompactionPolicy
 from gateway.jobs.cache_keeper import SCAN_EVERY as KEEPALIVE_SCAN_EVERY
@@ -39,15 +40,20 @@ async def compact_idle_sessions(
     now: datetime,
     batch: int = IDLE_BATCH,
     budget: Budget | None = None,
+    calibration: Calibration | None = None,
 ) -> list[CompactionReport]:
-    """Compact idle sessions that are worth it now; returns the reports of those that ran."""
+    """Compact idle sessions that are worth it now; returns the reports of those that ran. Sizes are
+    counted as a turn counts them (`calibration`: the model's learned correction of the estimates), so
+    the idle job and the turn agree on how full a session is."""
     if not policy.enabled:
         return []
+    factor = calibration.factor if calibration is not None else 1.0
     candidates = await store.idle_sessions(
         idle_since=now - policy.idle,
-        min_tokens=int(policy.context_length * _lowest_share(policy)),
+        min_tokens=int(policy.context_length * _lowest_share(policy) / factor),
         limit=batch,
     )
+    calibrate = calibration.apply if calibration is not None else None
     reports: list[CompactionReport] = []
     for candidate in candidates:
         if candidate.chat_pk in locks.held_keys():
@@ -56,7 +62,8 @@ async def compact_idle_sessions(
         async with locks.hold(candidate.chat_pk):
             # Re-read under the chat lock: a turn may have run (and compacted) since the scan.
             session = await store.get_session(candidate.id)
-            decision = policy.when_idle(session, CacheState.from_json(session.cache_state), now=now)
+            cache = CacheState.from_json(session.cache_state)
+            decision = policy.when_idle(session, cache, now=now, calibrate=calibrate)
             if not session.active or decision.trigger is None:
                 continue
             who = SpendFor(session.chat_pk)
@@ -144,6 +151,7 @@ def standard_jobs(
     clock: Clock,
     budget: Budget | None = None,
     answer_after_reset: JobBody | None = None,
+    calibration: Calibration | None = None,
 ) -> list[JobSpec]:
     """The gateway's jobs: idle compaction, the usage rollup, the sweep of holds a dead worker left,
     archive retention (if an age is set), the cache keep-alive and the answers held for a budget's
@@ -158,6 +166,7 @@ def standard_jobs(
             policy=policy,
             now=clock(),
             budget=budget,
+            calibration=calibration,
         )
 
     async def sweep_job() -> None:

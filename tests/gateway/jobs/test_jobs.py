@@ -70,9 +70,11 @@ async def run_job(
     now: datetime,
     metrics: Metrics | None = None,
     budget: Budget | None = None,
+    calibration: Calibration | None = None,
 ) -> list[CompactionReport]:
     model = lookup_model("claude-sonnet-4-6", context_override=WINDOW)
-    loop = LoopConfig(model=model, calibration=Calibration(model.name))
+    calibration = calibration or Calibration(model.name)
+    loop = LoopConfig(model=model, calibration=calibration)
     return await compact_idle_sessions(
         store=store,
         locks=locks,
@@ -81,6 +83,7 @@ async def run_job(
         policy=POLICY,
         now=now,
         budget=budget,
+        calibration=calibration,
     )
 
 
@@ -118,6 +121,25 @@ async def test_idle_sessions_are_compacted_overnight_once(clocked: tuple[Store, 
     # The next run finds nothing new to do.
     again = await run_job(store, locks, summarizer, clock.now + timedelta(hours=1))
     assert again == []
+    await locks.close()
+
+
+async def test_the_idle_job_counts_a_session_as_a_turn_would_with_the_learned_calibration(
+    clocked: tuple[Store, Clock],
+) -> None:
+    store, clock = clocked
+    _, session = await new_chat(store, "1")
+    await chatter(store, session, 16, 400)  # 6.4K estimated of a 20K window: 32%, below every share
+    clock.now += timedelta(hours=8)
+    summarizer = ScriptedSummarizer()
+    locks = ChatLocks(store)
+    assert await run_job(store, locks, summarizer, clock.now) == []
+
+    # The API has been counting 30% more than the estimates: a turn would see 42%, past the cache-aware
+    # share with the cache long expired, and so does the job.
+    learned = Calibration("claude-sonnet-4-6", factor=1.3, samples=12)
+    reports = await run_job(store, locks, summarizer, clock.now, calibration=learned)
+    assert [(r.trigger, r.changed) for r in reports] == [("scheduled", True)]
     await locks.close()
 
 
