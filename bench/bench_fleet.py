@@ -21,7 +21,6 @@ import itertools
 import json
 import random
 import re
-import socket
 import statistics
 import tempfile
 import time
@@ -38,6 +37,7 @@ from bench.databases import DEFAULT_POSTGRES_URL, fresh_postgres
 from tests.e2e.harness import GatewayProcess, base_env
 from tests.fakes.anthropic import FakeAnthropic, Pacing
 from tests.fakes.telegram import FakeTelegram
+from tests.support.ports import free_port
 
 TOKEN = "123456:FLEETBENCH-token-abcdefghijklmnopqrstuvwxyz"
 SECRET = "fleet-bench-secret-0123456789"
@@ -49,13 +49,6 @@ STEPS = (10, 20, 40, 80, 160, 320)
 P95_LIMIT_S = 2.0
 MARKER = re.compile(r"\bc\d+m\d+\b")
 FILLER = " ".join(["words of an ordinary question someone might send to the assistant"] * 4)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 class TimedTelegram(FakeTelegram):
@@ -90,7 +83,7 @@ class Balancer:
         self._targets = itertools.cycle(targets)
         self._runner: web.AppRunner | None = None
         self._session: aiohttp.ClientSession | None = None
-        self.port = _free_port()
+        self.port = free_port()
 
     async def start(self) -> None:
         self._session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0))
@@ -246,7 +239,7 @@ async def run_fleet(workers: int, *, pg_url: str, max_chats: int) -> list[StepRe
         FakeAnthropic(pacing=Pacing(first_token_s=FIRST_TOKEN_S, tokens_per_s=TOKENS_PER_S)) as llm,
         TimedTelegram(token=TOKEN) as tg,
     ):
-        ports = [_free_port() for _ in range(workers)]
+        ports = [free_port() for _ in range(workers)]
         balancer = Balancer([f"http://127.0.0.1:{p}/tg-hook" for p in ports])
         await balancer.start()
         hook = f"http://127.0.0.1:{balancer.port}/tg-hook"

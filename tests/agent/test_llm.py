@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 import time
 from collections.abc import AsyncIterator
 
@@ -21,6 +20,7 @@ from agent.errors import (
 )
 from agent.llm import AnthropicClient, LLMRequest, retry_after_seconds, translate_status
 from tests.fakes.anthropic import FakeAnthropic
+from tests.support.ports import free_port
 
 MODEL = "claude-sonnet-4-6"
 
@@ -184,9 +184,7 @@ async def test_other_bad_requests_are_not_overflows(fake: FakeAnthropic) -> None
 
 
 async def test_unreachable_server_is_unavailable() -> None:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    port = free_port()  # nothing listens there
     client = AnthropicClient(api_key="k", base_url=f"http://127.0.0.1:{port}", max_retries=0)
     try:
         with pytest.raises(LLMUnavailableError):
@@ -242,9 +240,7 @@ async def test_look_up_model_names_an_unknown_model_and_an_unreachable_api(fake:
     finally:
         await client.close()
     assert info.value.status_code == 404
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    port = free_port()  # nothing listens there
     gone = AnthropicClient(api_key="k", base_url=f"http://127.0.0.1:{port}")
     started = time.monotonic()
     try:

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import asyncio
-import socket
 from pathlib import Path
 
 import pytest
@@ -13,6 +12,7 @@ from tests.e2e.harness import GatewayProcess, base_env
 from tests.fakes.anthropic import FakeAnthropic
 from tests.fakes.telegram import FakeTelegram
 from tests.faults.conftest import CHAT, TG_TOKEN, USER, assert_clean_logs, telegram_env
+from tests.support.ports import free_port
 
 pytestmark = pytest.mark.slow
 
@@ -65,9 +65,7 @@ async def test_an_unknown_summary_model_stops_the_start_with_one_line_naming_its
 
 
 async def test_an_unreachable_api_at_start_up_does_not_stop_run(tmp_path: Path, sqlite_url: str) -> None:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        closed = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    closed = f"http://127.0.0.1:{free_port()}"  # nothing listens there
     async with FakeTelegram(token=TG_TOKEN) as tg:
         env = base_env(
             database_url=sqlite_url,

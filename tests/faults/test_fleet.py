@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import re
-import socket
 from collections import Counter
 from pathlib import Path
 
@@ -18,6 +17,7 @@ from tests.e2e.harness import GatewayProcess, base_env
 from tests.fakes.discord import FakeDiscord
 from tests.fakes.telegram import FakeTelegram
 from tests.faults.load_support import MARKER, TimedAnthropic, stored_messages, wait_until
+from tests.support.ports import free_port
 
 TOKEN = "123456:FLEET-token-abcdefghijklmnopqrstuvwxyz"
 SECRET = "fleet-secret-0123456789"
@@ -33,13 +33,6 @@ FAST = {
 pytestmark = [pytest.mark.slow, pytest.mark.postgres]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
 def _worker(tmp_path: Path, i: int, pg_url: str, llm_url: str, **extra: str) -> GatewayProcess:
     cwd = tmp_path / f"w{i}"
     cwd.mkdir()
@@ -53,7 +46,7 @@ def _answered(texts: list[str]) -> Counter[str]:
 
 
 async def test_webhook_workers_started_together_both_come_up(tmp_path: Path, pg_url: str) -> None:
-    ports = [_free_port(), _free_port()]
+    ports = [free_port(), free_port()]
     public_url = f"http://127.0.0.1:{ports[0]}/tg-hook"  # the balancer's address, the same for both
     async with TimedAnthropic(reply_delay=0.05) as llm, FakeTelegram(token=TOKEN) as tg:
         workers = [

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import random
-import socket
 from pathlib import Path
 
 import pytest
@@ -22,6 +21,7 @@ from tests.fakes.anthropic import FakeAnthropic
 from tests.fakes.telegram import FakeTelegram
 from tests.faults.conftest import query
 from tests.faults.load_support import stored_messages, wait_until
+from tests.support.ports import free_port
 
 TOKEN = "123456:SPEND-token-abcdefghijklmnopqrstuvwxyz"
 SECRET = "webhook-secret-spend-0123456789"
@@ -32,16 +32,9 @@ CHATS, PER_CHAT = 10, 3
 pytestmark = [pytest.mark.slow, pytest.mark.postgres]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
 async def test_two_workers_never_take_the_bot_past_its_daily_cap(tmp_path: Path, pg_url: str) -> None:
     rng = random.Random(11)
-    ports = [_free_port(), _free_port()]
+    ports = [free_port(), free_port()]
     urls = [f"http://127.0.0.1:{p}/tg-hook" for p in ports]
     async with FakeAnthropic() as llm, FakeTelegram(token=TOKEN) as tg:
         for i in range(CHATS * PER_CHAT * 8):

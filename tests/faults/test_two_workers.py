@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import random
 import re
-import socket
 from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any
@@ -20,6 +19,7 @@ import pytest
 from tests.e2e.harness import GatewayProcess, base_env
 from tests.fakes.telegram import FakeTelegram
 from tests.faults.load_support import MARKER, TimedAnthropic, overlapping, stored_messages, wait_until
+from tests.support.ports import free_port
 
 TOKEN = "123456:WORKERS-token-abcdefghijklmnopqrstuvwxyz"
 SECRET = "webhook-secret-0123456789"
@@ -28,16 +28,9 @@ CHATS, PER_CHAT = 12, 8
 pytestmark = [pytest.mark.slow, pytest.mark.postgres]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
 async def test_two_workers_share_chats_without_double_turns(tmp_path: Path, pg_url: str) -> None:
     rng = random.Random(5)
-    ports = [_free_port(), _free_port()]
+    ports = [free_port(), free_port()]
     urls = [f"http://127.0.0.1:{p}/tg-hook" for p in ports]
     async with TimedAnthropic(reply_delay=0.15) as llm, FakeTelegram(token=TOKEN) as tg:
         workers = []

@@ -4,7 +4,6 @@ with the registered secret, as Telegram does, so a registration left stale would
 
 from __future__ import annotations
 
-import socket
 from pathlib import Path
 
 import pytest
@@ -12,19 +11,13 @@ import pytest
 from tests.fakes.anthropic import FakeAnthropic
 from tests.fakes.telegram import FakeTelegram
 from tests.faults.conftest import TG_TOKEN, USER, assert_clean_logs, gateway_process, telegram_env
+from tests.support.ports import free_port
 
 pytestmark = [pytest.mark.slow]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
 async def test_a_restart_with_a_rotated_secret_answers_the_next_message(tmp_path: Path, db_url: str) -> None:
-    port = _free_port()
+    port = free_port()
     hook = {
         "TELEGRAM_WEBHOOK_URL": f"http://127.0.0.1:{port}/tg-hook",
         "TELEGRAM_WEBHOOK_LISTEN": "127.0.0.1",

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import socket
 from pathlib import Path
 
 import aiohttp
@@ -16,6 +15,7 @@ from gateway.metrics import Metrics, MetricsServer
 from tests.e2e.harness import base_env, running_gateway
 from tests.fakes.anthropic import FakeAnthropic
 from tests.fakes.telegram import FakeTelegram
+from tests.support.ports import free_port
 
 TOKEN = "123456:TEST-token-abcdefghijklmnopqrstuvwxyz"
 
@@ -26,12 +26,6 @@ def samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
         for s in family.samples:
             out[(s.name, tuple(sorted(s.labels.items())))] = s.value
     return out
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def test_cache_hit_ratio_is_read_over_all_prompt_tokens() -> None:

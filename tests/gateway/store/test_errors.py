@@ -2,25 +2,18 @@
 
 from __future__ import annotations
 
-import socket
-
 import pytest
 
 from gateway.errors import DatabaseUnavailableError, StoreError
 from gateway.store import Store
 from tests.gateway.store.helpers import append_one
+from tests.support.ports import free_port
 
 from .helpers import msg
 
 
-def _closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 async def test_unreachable_postgres_is_unavailable() -> None:
-    url = f"postgresql+asyncpg://postgres@127.0.0.1:{_closed_port()}/nothing"
+    url = f"postgresql+asyncpg://postgres@127.0.0.1:{free_port()}/nothing"
     with pytest.raises(DatabaseUnavailableError):
         await Store.open(url)
 

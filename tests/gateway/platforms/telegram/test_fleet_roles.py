@@ -5,7 +5,6 @@ once it holds the lease."""
 from __future__ import annotations
 
 import asyncio
-import socket
 import time
 from collections.abc import AsyncIterator
 
@@ -16,6 +15,7 @@ from gateway.platforms.fleet import FleetTimings, RegisteredHere, Registrations,
 from gateway.platforms.telegram.bot import TelegramAdapter
 from gateway.platforms.telegram.fleet_roles import POLLING_LEASE
 from tests.fakes.telegram import FakeTelegram
+from tests.support.ports import free_port
 
 TOKEN = "555002:fleet-roles-token"
 
@@ -32,13 +32,6 @@ async def tg() -> AsyncIterator[FakeTelegram]:
         yield server
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 async def _ignore(_message: IncomingMessage) -> None:
     return None
 
@@ -46,7 +39,7 @@ async def _ignore(_message: IncomingMessage) -> None:
 def _webhook_adapter(
     tg: FakeTelegram, url: str, registrations: Registrations | None = None
 ) -> TelegramAdapter:
-    port = _free_port()
+    port = free_port()
     return TelegramAdapter(
         token=TOKEN, base_url=tg.base_url, webhook_url=url, webhook_listen="127.0.0.1", webhook_port=port,
         webhook_secret="s3cret", registrations=registrations,

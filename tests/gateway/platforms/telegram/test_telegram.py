@@ -15,6 +15,7 @@ from gateway.platforms.telegram import bot_api as telegram_send
 from gateway.platforms.telegram.bot import TelegramAdapter
 from tests.fakes.telegram import FakeTelegram
 from tests.fakes.telegram.html_parser import utf16_len
+from tests.support.ports import free_port
 
 TOKEN = "555001:adapter-test-token"
 BOT_ID = 555001
@@ -378,15 +379,8 @@ async def test_a_rejected_token_fails_start_without_leaking_it(tg: FakeTelegram)
     assert "wrong-secret" not in str(caught.value)
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 async def test_webhook_mode_accepts_only_updates_with_the_secret(tg: FakeTelegram) -> None:
-    port = _free_port()
+    port = free_port()
     url = f"http://127.0.0.1:{port}/telegram/hook"
     adapter = TelegramAdapter(
         token=TOKEN, base_url=tg.base_url, webhook_url=url, webhook_listen="127.0.0.1", webhook_port=port,

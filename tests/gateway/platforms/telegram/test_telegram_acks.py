@@ -7,7 +7,6 @@ until a later call passes an offset above its id, as Telegram does.
 from __future__ import annotations
 
 import asyncio
-import socket
 import time
 from collections.abc import AsyncIterator
 from typing import Any
@@ -19,6 +18,7 @@ from gateway.platforms.base import IncomingMessage
 from gateway.platforms.telegram.bot import TelegramAdapter
 from gateway.platforms.telegram.polling import UpdateOffsets
 from tests.fakes.telegram import FakeTelegram
+from tests.support.ports import free_port
 
 TOKEN = "555002:ack-test-token"
 
@@ -136,13 +136,6 @@ async def test_an_update_cut_off_by_shutdown_is_delivered_again(tg: FakeTelegram
     assert max(offsets_asked(tg)) == update_id + 1
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 def _update(update_id: int, text: str) -> dict[str, Any]:
     return {
         "update_id": update_id,
@@ -153,7 +146,7 @@ def _update(update_id: int, text: str) -> dict[str, Any]:
 
 
 async def test_webhook_answers_only_once_the_message_is_stored(tg: FakeTelegram) -> None:
-    port = _free_port()
+    port = free_port()
     url = f"http://127.0.0.1:{port}/hook"
     release = asyncio.Event()
     stored: list[str] = []

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import socket
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 
@@ -28,6 +27,7 @@ from gateway.platforms.telegram.registration import (
 from gateway.store.locks.leases import PostgresLeases
 from gateway.store.webhooks.registrations import RegisteredWebhook, WebhookRecords
 from tests.fakes.telegram import FakeTelegram
+from tests.support.ports import free_port
 
 TOKEN = "555003:webhook-registration-token"
 BOT_ID = "555003"
@@ -51,13 +51,6 @@ async def records(db_url: str) -> AsyncIterator[WebhookRecords]:
         yield kept
     finally:
         await kept.close()
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 class Inbox:
@@ -85,7 +78,7 @@ async def _handed_over(tg: FakeTelegram, inbox: Inbox, text: str) -> None:
 async def test_a_rotated_secret_is_registered_again_and_the_next_message_arrives(
     tg: FakeTelegram, records: WebhookRecords, caplog: pytest.LogCaptureFixture
 ) -> None:
-    port, inbox = _free_port(), Inbox()
+    port, inbox = free_port(), Inbox()
     first = _adapter(tg, port, records, secret="old-secret")
     await first.start(inbox, [])
     tg.push_message(7, "before the rotation", user_id=7)
@@ -120,7 +113,7 @@ async def test_a_rotated_secret_is_registered_again_and_the_next_message_arrives
 async def test_a_restart_with_the_same_settings_leaves_the_webhook_alone(
     tg: FakeTelegram, records: WebhookRecords
 ) -> None:
-    port, inbox = _free_port(), Inbox()
+    port, inbox = free_port(), Inbox()
     for text in ("first run", "second run"):
         adapter = _adapter(tg, port, records, secret="same-secret")
         await adapter.start(inbox, [])
@@ -133,7 +126,7 @@ async def test_a_restart_with_the_same_settings_leaves_the_webhook_alone(
 async def test_an_added_update_type_is_registered_again(
     tg: FakeTelegram, records: WebhookRecords, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    port, inbox = _free_port(), Inbox()
+    port, inbox = free_port(), Inbox()
     full = telegram_bot.ALLOWED_UPDATES
     monkeypatch.setattr(telegram_bot, "ALLOWED_UPDATES", ["message"])  # the version before the upgrade
     old = _adapter(tg, port, records, secret="s3cret")
@@ -163,8 +156,8 @@ async def test_an_added_update_type_is_registered_again(
 async def test_two_workers_of_one_configuration_started_together_register_once(
     tg: FakeTelegram, pg_url: str
 ) -> None:
-    port = _free_port()
-    ports = [port, _free_port()]
+    port = free_port()
+    ports = [port, free_port()]
     leases = [PostgresLeases(pg_url, worker=f"w{i}") for i in range(2)]
     stores = [WebhookRecords(pg_url), WebhookRecords(pg_url)]
     workers = [
@@ -195,7 +188,7 @@ async def test_two_workers_of_one_configuration_started_together_register_once(
 async def test_refused_deliveries_are_logged_once_per_run_and_counted(
     tg: FakeTelegram, records: WebhookRecords, caplog: pytest.LogCaptureFixture
 ) -> None:
-    port = _free_port()
+    port = free_port()
     url = f"http://127.0.0.1:{port}/hook"
     adapter = _adapter(tg, port, records, secret="right-secret")
     metrics = Metrics()
