@@ -193,7 +193,7 @@ async def quality(kind: str, pg_url: str) -> dict[str, dict[str, tuple[int, floa
             chat_pk, ids = await load(store, corpus)
             await add_vectors(store, chat_pk, ids, corpus)
 
-            async def vectors(chat: int, after: int, limit: int) -> list[tuple[int, bytes]]:
+            async def vectors(chat: int, after: int, limit: int) -> list[tuple[int, float, bytes]]:
                 return await store.chat_vectors(chat, model=MODEL_KEY, after_id=after, limit=limit)
 
             index = VectorIndex(vectors, max_bytes=1 << 30)
@@ -264,7 +264,7 @@ async def latency(kind: str, size: int, pg_url: str) -> dict[str, tuple[float, f
             keyword = await _timings(store, chat_pk, corpus.questions, None)
             await add_vectors(store, chat_pk, ids, corpus)
 
-            async def vectors(chat: int, after: int, limit: int) -> list[tuple[int, bytes]]:
+            async def vectors(chat: int, after: int, limit: int) -> list[tuple[int, float, bytes]]:
                 return await store.chat_vectors(chat, model=MODEL_KEY, after_id=after, limit=limit)
 
             index = VectorIndex(vectors, max_bytes=1 << 30)

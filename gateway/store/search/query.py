@@ -1,10 +1,10 @@
 """Recall search over one chat's whole history, never another chat's.
 
-Scope: every message of the chat that people or the assistant wrote (tool results and compaction
-summaries are not indexed), in all its sessions: archived by compaction, left behind by `/new`, and
-in the current window when the model may see it shortened; messages the model sees whole right now
-are skipped. Ranking: BM25 on the database's full-text index (`search_sqlite`, `search_pg`), fused by
-reciprocal rank with any semantic ranking the caller brings (message ids by vector similarity).
+Scope (`scope.py`, shared with the semantic side): every message of the chat that people or the
+assistant wrote, in all its sessions: archived by compaction, left behind by `/new`, and in the current
+window when the model may see it shortened; messages the model sees whole right now are skipped.
+Ranking: BM25 on the database's full-text index (`search_sqlite`, `search_pg`), fused by weighted
+reciprocal rank with any semantic ranking the caller brings (in-scope message ids by similarity).
 """
 
 from __future__ import annotations
@@ -89,13 +89,15 @@ async def search_history(
     query: RecallQuery,
     *,
     semantic: Sequence[int] = (),
+    semantic_weight: float = 1.0,
     shown_whole_below: int,
 ) -> RecallResults:
-    """The chat's best-matching messages for `query`; `semantic` adds a vector-similarity ranking."""
+    """The chat's best-matching messages for `query`; `semantic` adds a vector-similarity ranking
+    weighing `semantic_weight` (each keyword list weighs at most 1)."""
     if query.limit <= 0:
         return RecallResults()
     lists = await keyword_lists(conn, dialect, chat_pk, query, shown_whole_below=shown_whole_below)
     if semantic:
-        lists.append((list(semantic), 1.0))
+        lists.append((list(semantic), semantic_weight))
     terms = analyze(query.text)
     return await assemble(conn, chat_pk, fuse(lists), query, terms, shown_whole_below=shown_whole_below)
