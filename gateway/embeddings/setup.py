@@ -8,7 +8,7 @@ from gateway.config import EmbeddingsSettings
 from gateway.embeddings.breaker import Breaker, BreakerState
 from gateway.embeddings.endpoint import VOYAGE_MODEL, VOYAGE_URL, EmbeddingsClient
 from gateway.embeddings.index import VectorIndex
-from gateway.embeddings.ranker import SemanticRanker
+from gateway.embeddings.ranker import OUTCOMES, SemanticRanker
 from gateway.embeddings.worker import EmbeddingWorker
 from gateway.store.search.recall_store import RecallMethods
 
@@ -19,6 +19,12 @@ class Embeddings:
     index: VectorIndex
     worker: EmbeddingWorker
     ranker: SemanticRanker
+
+    def gauges(self) -> tuple[bool, int, dict[str, int]]:
+        """(breaker open, messages waiting to be embedded, recall queries by outcome) for metrics."""
+        counts = self.ranker.outcomes
+        open_ = self.ranker.breaker.state is BreakerState.OPEN
+        return open_, self.worker.backlog, {outcome: counts[outcome] for outcome in OUTCOMES}
 
     def report(self) -> str:
         """The `/stats` line: whether queries get a semantic side, and what is not embedded yet."""
@@ -52,11 +58,12 @@ class Embeddings:
         await self.client.close()
 
 
-def embeddings_from(settings: EmbeddingsSettings, store: RecallMethods) -> Embeddings | None:
+def client_from(settings: EmbeddingsSettings) -> EmbeddingsClient:
+    """The endpoint client `settings` describe (provider not "off")."""
     if settings.provider == "off":
-        return None
+        raise ValueError("embeddings are off")
     # The settings validator makes base_url and model required for "openai".
-    client = EmbeddingsClient(
+    return EmbeddingsClient(
         provider=settings.provider,
         base_url=str(settings.base_url) if settings.base_url is not None else VOYAGE_URL,
         model=settings.model or VOYAGE_MODEL,
@@ -67,6 +74,12 @@ def embeddings_from(settings: EmbeddingsSettings, store: RecallMethods) -> Embed
         document_prefix=settings.document_prefix,
         input_type=settings.sends_input_type,
     )
+
+
+def embeddings_from(settings: EmbeddingsSettings, store: RecallMethods) -> Embeddings | None:
+    if settings.provider == "off":
+        return None
+    client = client_from(settings)
 
     async def load(chat_pk: int, after_id: int, limit: int) -> list[tuple[int, float, bytes]]:
         return await store.chat_vectors(chat_pk, model=client.model_key, after_id=after_id, limit=limit)
