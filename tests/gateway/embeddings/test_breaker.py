@@ -1,4 +1,4 @@
-"""The query-embedding breaker: opens on failures in a row only, half-opens for one trial, closes on success."""
+"""The query-embedding breaker: opens on failures in a row, half-opens for one trial, closes on success."""
 
 from __future__ import annotations
 
