@@ -37,8 +37,8 @@ from agent.tools.recall_types import RecallQuery, RecallResults
 from bench.databases import DEFAULT_POSTGRES_URL, fresh_database
 from bench.recall_corpus import KINDS, Corpus, Question, generate
 from bench.recall_embedders import Embed, fake, wordllama
-from gateway.embeddings.index import Filter, VectorIndex
-from gateway.embeddings.ranker import DEPTH
+from gateway.embeddings.index import VectorIndex
+from gateway.embeddings.ranker import nearest_in_scope
 from gateway.store.messages.window import SEQ_STEP
 from gateway.store.records import CompactionApply, NewMessage, NewSummary
 from gateway.store.repository import Store
@@ -163,9 +163,8 @@ async def add_vectors(
 
 
 async def in_scope_nearest(store: Store, index: VectorIndex, chat_pk: int, query: Any) -> list[int]:
-    """The semantic side as the ranker runs it: the window's messages filtered out before the top-k."""
-    candidates = await store.recall_candidates(Scope(chat_pk))
-    return await index.nearest(chat_pk, query, DEPTH, where=Filter(exclude=candidates.window))
+    """The semantic side as the ranker runs it once it has the query's vector (no endpoint call)."""
+    return await nearest_in_scope(index, store, Scope(chat_pk), query)
 
 
 def shown(result: RecallResults, k: int) -> list[int]:

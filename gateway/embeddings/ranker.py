@@ -5,7 +5,8 @@ it takes its nearest `depth`, so a message the model already sees never takes a 
 or failing endpoint costs only the query that met it: that query is ranked by keywords alone (its own
 deadline, `query_timeout_s`), and only several failures in a row open the breaker, which lets one
 query try again after a cool-down. The result also says how many in-scope messages are not embedded
-yet, so the reader knows the semantic side saw a partial index.
+yet, so the reader knows the semantic side saw a partial index. Questions people asked the bot before
+rank after the other similar messages: worded like the query, they are nearest, but hold no answer.
 """
 
 from __future__ import annotations
@@ -114,11 +115,22 @@ class SemanticRanker:
         if trial:
             logger.info("embeddings endpoint answers again; semantic ranking resumed")
         self.breaker.succeeded()
-        candidates = await self.store.recall_candidates(scope)
-        where = Filter(
-            after=scope.after.timestamp() if scope.after is not None else None,
-            before=scope.before.timestamp() if scope.before is not None else None,
-            exclude=candidates.window,
-        )
-        ids = await self.index.nearest(scope.chat_pk, vector, depth, where=where)
+        ids = await nearest_in_scope(self.index, self.store, scope, vector, depth)
         return SemanticRanking(ids=ids, weight=self.weight, unindexed=unindexed, outcome="ranked")
+
+
+async def nearest_in_scope(
+    index: VectorIndex, store: RecallMethods, scope: Scope, vector: Vector, depth: int = DEPTH
+) -> list[int]:
+    """The `depth` in-scope messages nearest to `vector`, questions asked of the bot last."""
+    candidates = await store.recall_candidates(scope)
+    where = Filter(
+        after=scope.after.timestamp() if scope.after is not None else None,
+        before=scope.before.timestamp() if scope.before is not None else None,
+        exclude=candidates.window,
+    )
+    ids = await index.nearest(scope.chat_pk, vector, depth, where=where)
+    # An earlier question to the bot is worded like the query, so it is nearest, but it holds no
+    # answer: such questions go after the messages that may.
+    asked = await store.questions_to_bot(ids)
+    return [i for i in ids if i not in asked] + [i for i in ids if i in asked]

@@ -87,6 +87,11 @@ class RecallMethods(StoreBase):
         async with self._tx("chat_vectors") as conn:
             return await _vectors.chat_vectors(conn, chat_pk, model=model, after_id=after_id, limit=limit)
 
+    async def questions_to_bot(self, ids: Sequence[int]) -> set[int]:
+        """Which of `ids` are questions people asked the bot (the semantic side ranks them last)."""
+        async with self._tx("questions_to_bot") as conn:
+            return await _vectors.questions_to_bot(conn, ids)
+
     async def recall_candidates(self, scope: Scope) -> Candidates:
         """The scope with the ids the model sees whole now (what the semantic side must skip)."""
         async with self._tx("recall_candidates") as conn:

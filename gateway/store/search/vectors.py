@@ -138,3 +138,19 @@ async def backlog(conn: AsyncConnection, dialect: str, *, after_id: int, scope: 
         params.update({"chat": scope.chat_pk, "shown_below": scope.shown_below})
     statement = text(f"SELECT count(*) FROM messages m WHERE {where}").bindparams(*binds)  # noqa: S608 - constants
     return int((await conn.execute(statement, params)).scalar_one())
+
+
+async def questions_to_bot(conn: AsyncConnection, ids: Sequence[int]) -> set[int]:
+    """Which of `ids` are questions people asked the bot (addressed to it, ending in a question mark)."""
+    if not ids:
+        return set()
+    asked = func.rtrim(messages.c.text)
+    rows = await conn.execute(
+        select(messages.c.id).where(
+            messages.c.id.in_(list(ids)),
+            messages.c.needs_reply.is_(True),
+            messages.c.role == "user",
+            asked.like("%?") | asked.like("%？"),
+        )
+    )
+    return {int(i) for i in rows.scalars()}

@@ -3,6 +3,7 @@ the ranker fuses the nearest ones into the search, and a failing endpoint degrad
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import AsyncIterator
 
@@ -268,5 +269,24 @@ async def test_a_refused_batch_is_skipped_not_retried_forever(store: Store, fake
         assert await parts.worker.run_once() == 0
         assert parts.worker.watermark == ids[-1]
         assert await parts.worker.run_once() == 0
+    finally:
+        await parts.close()
+
+
+async def test_earlier_questions_to_the_bot_rank_after_what_may_answer(
+    store: Store, fake: FakeEmbeddings
+) -> None:
+    parts = semantic(fake, store, backfill=True)
+    chat, session = await new_chat(store, "asked")
+    asked = dataclasses.replace(said("which automobile did Ann purchase?"), needs_reply=True)
+    ids = await add(store, session, asked, "Ann purchased a small automobile, a red one", "tail")
+    await store.apply_compaction(session, plan(ids[:-1], ids[-1]))
+    await drain(parts)
+    try:
+        plain = parts.client
+        [query] = await plain.embed(["which automobile did Ann purchase?"], kind="query")
+        assert await parts.index.nearest(chat, query, 2) == [ids[0], ids[1]]  # the question is nearest
+        ranking = await parts.ranker.rank(Scope(chat), "which automobile did Ann purchase?")
+        assert ranking.ids == [ids[1], ids[0]]
     finally:
         await parts.close()
