@@ -14,8 +14,7 @@ from datetime import datetime
 from agent.tools.recall_types import Excerpt, OriginalsPage, RecallQuery, RecallResults
 from gateway.embeddings.ranker import SemanticRanking
 from gateway.store import Store
-from gateway.store.search.query import SHOWN_WHOLE_BELOW
-from gateway.store.search.scope import Scope
+from gateway.store.search.scope import SHOWN_WHOLE_BELOW, Scope
 
 SemanticRank = Callable[[Scope, str], Awaitable[SemanticRanking]]
 """(scope, query) -> in-scope message ids by similarity, best first (none when unavailable)."""

@@ -24,9 +24,6 @@ from gateway.store.search.terms import analyze, split_authors
 RRF_K = 60
 """Reciprocal rank fusion constant: a list's rank r adds weight / (RRF_K + r)."""
 MIN_DEPTH = 50
-SHOWN_WHOLE_BELOW = 20_000
-"""Active messages of the chat's current session shorter than this are in the model's window in full,
-so a search skips them; longer ones may be shown shortened and stay searchable."""
 
 
 def fuse(lists: Sequence[tuple[Sequence[int], float]], *, k: int = RRF_K) -> list[tuple[int, float]]:

@@ -31,7 +31,7 @@ class RecallMethods(StoreBase):
         *,
         semantic: Sequence[int] = (),
         semantic_weight: float = 1.0,
-        shown_whole_below: int = _search.SHOWN_WHOLE_BELOW,
+        shown_whole_below: int = _scope.SHOWN_WHOLE_BELOW,
     ) -> RecallResults:
         """The chat's messages best matching `query` (never another chat's); `semantic` adds message
         ids ranked by vector similarity, fused with the keyword ranking. Active messages shorter than

@@ -18,6 +18,10 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway.store.tables import UTCDateTime
 
+SHOWN_WHOLE_BELOW = 20_000
+"""Active messages of the chat's current session shorter than this are in the model's window in full,
+so a search skips them; longer ones may be shown shortened and stay searchable."""
+
 
 @dataclass(frozen=True, slots=True)
 class Scope:
@@ -26,7 +30,7 @@ class Scope:
     """From this instant on (inclusive)."""
     before: datetime | None = None
     """Before this instant (exclusive)."""
-    shown_below: int = 20_000
+    shown_below: int = SHOWN_WHOLE_BELOW
     """Active messages of the current session shorter than this are in the window whole."""
 
     def admits_time(self, created: datetime) -> bool:
