@@ -4,7 +4,9 @@ Quality: a generated group chat (`bench/recall_corpus.py`: 3,000 messages, four 
 assistant, six months, several sessions, about a tenth Chinese) is stored through the Store; each
 question is asked verbatim through `Store.search_history` (limit 5, as the tool does by default).
 R@k: the answering message is among what the first k results show (the hit or the question/answer
-neighbour printed with it). Keyword ranking alone, then fused with a semantic ranking whose vectors come
+neighbour printed with it). Keyword ranking alone, then fused (at several semantic weights) with a
+semantic ranking filtered to the search's scope before its top 100 are taken, as the gateway does. The
+vectors come from WordLlama (`bench/recall_embedders.py`: a small real model shipped in its wheel) and
 from the deterministic fake embedder of `tests/fakes/embeddings/model.py` (feature hashing plus a fixed
 synonym list; it shows that fusion works, not what a real embedding model scores).
 
@@ -34,11 +36,14 @@ from sqlalchemy import insert, select, text, update
 from agent.tools.recall_types import RecallQuery, RecallResults
 from bench.databases import DEFAULT_POSTGRES_URL, fresh_database
 from bench.recall_corpus import KINDS, Corpus, Question, generate
+from bench.recall_embedders import Embed, fake, wordllama
 from gateway.embeddings.index import VectorIndex
+from gateway.embeddings.ranker import nearest_in_scope
 from gateway.store.messages.window import SEQ_STEP
 from gateway.store.records import CompactionApply, NewMessage, NewSummary
 from gateway.store.repository import Store
 from gateway.store.rows import messages, sessions
+from gateway.store.search.scope import Scope
 from gateway.store.search.vectors import NewVector
 from tests.fakes.embeddings.model import embed
 
@@ -50,6 +55,8 @@ R5_TARGET = 0.85
 P50_TARGET_MS = 20.0
 BATCH = 1_000
 MODEL_KEY = "fake-hash@256"
+WEIGHTS = (0.25, 0.5, 1.0)
+"""Semantic weights measured (each keyword list weighs 1)."""
 
 
 def percentile(values: Sequence[float], q: float) -> float:
@@ -131,18 +138,33 @@ async def load(store: Store, corpus: Corpus) -> tuple[int, list[int]]:
     return chat.id, ids
 
 
-async def add_vectors(store: Store, chat_pk: int, ids: list[int], corpus: Corpus) -> None:
+async def add_vectors(
+    store: Store,
+    chat_pk: int,
+    ids: list[int],
+    corpus: Corpus,
+    embedder: Embed | None = None,
+    key: str = MODEL_KEY,
+) -> None:
+    run = embedder or fake()
     for start in range(0, len(ids), BATCH):
+        chunk = range(start, min(len(ids), start + BATCH))
+        vectors = run([corpus.lines[k].text for k in chunk])
         items = [
             NewVector(
                 message_id=ids[k],
                 chat_pk=chat_pk,
-                vector=np.asarray(embed(corpus.lines[k].text), dtype="<f4").tobytes(),
-                dims=256,
+                vector=vectors[i].astype("<f4").tobytes(),
+                dims=int(vectors.shape[1]),
             )
-            for k in range(start, min(len(ids), start + BATCH))
+            for i, k in enumerate(chunk)
         ]
-        await store.save_vectors(MODEL_KEY, items)
+        await store.save_vectors(key, items)
+
+
+async def in_scope_nearest(store: Store, index: VectorIndex, chat_pk: int, query: Any) -> list[int]:
+    """The semantic side as the ranker runs it once it has the query's vector (no endpoint call)."""
+    return await nearest_in_scope(index, store, Scope(chat_pk), query)
 
 
 def shown(result: RecallResults, k: int) -> list[int]:
@@ -184,29 +206,50 @@ def unique_questions(corpus: Corpus) -> list[Question]:
     return [q for q in corpus.questions if counts[q.text] == 1]
 
 
+def embedders() -> dict[str, Embed]:
+    found = {"fake": fake()}
+    real = wordllama()
+    if real is not None:
+        found = {"wordllama": real, **found}
+    return found
+
+
 async def quality(kind: str, pg_url: str) -> dict[str, dict[str, tuple[int, float, float]]]:
     corpus = generate(QUALITY_MESSAGES)
     questions = unique_questions(corpus)
+    tables: dict[str, dict[str, tuple[int, float, float]]] = {}
     async with fresh_database(kind, postgres_url=pg_url, durable=False) as url:
         store = await Store.open(url)
         try:
             chat_pk, ids = await load(store, corpus)
-            await add_vectors(store, chat_pk, ids, corpus)
-
-            async def vectors(chat: int, after: int, limit: int) -> list[tuple[int, bytes]]:
-                return await store.chat_vectors(chat, model=MODEL_KEY, after_id=after, limit=limit)
-
-            index = VectorIndex(vectors, max_bytes=1 << 30)
-            keyword, hybrid = Scorer(corpus, ids), Scorer(corpus, ids)
-            for question in questions:
-                request = RecallQuery(text=question.text, limit=5)
+            keyword = Scorer(corpus, ids)
+            requests = [RecallQuery(text=q.text, limit=5) for q in questions]
+            for question, request in zip(questions, requests, strict=True):
                 keyword.add(question, await store.search_history(chat_pk, request))
-                query = np.asarray(embed(question.text), dtype=np.float32)
-                similar = await index.nearest(chat_pk, query, 100)
-                hybrid.add(question, await store.search_history(chat_pk, request, semantic=similar))
+            tables["keyword"] = keyword.table()
+            for name, run in embedders().items():
+                key = f"{name}@bench"
+                await add_vectors(store, chat_pk, ids, corpus, run, key)
+
+                async def vectors(
+                    chat: int, after: int, limit: int, key: str = key
+                ) -> list[tuple[int, float, bytes]]:
+                    return await store.chat_vectors(chat, model=key, after_id=after, limit=limit)
+
+                index = VectorIndex(vectors, max_bytes=1 << 30)
+                queries = run([q.text for q in questions])
+                similar = [await in_scope_nearest(store, index, chat_pk, v) for v in queries]
+                for weight in WEIGHTS:
+                    hybrid = Scorer(corpus, ids)
+                    for question, request, near in zip(questions, requests, similar, strict=True):
+                        found = await store.search_history(
+                            chat_pk, request, semantic=near, semantic_weight=weight
+                        )
+                        hybrid.add(question, found)
+                    tables[f"keyword + {name} semantic, weight {weight:g}"] = hybrid.table()
         finally:
             await store.close()
-    return {"keyword": keyword.table(), "keyword + fake semantic": hybrid.table()}
+    return tables
 
 
 async def _timings(
@@ -219,7 +262,7 @@ async def _timings(
             similar: list[int] = []
             if index is not None:
                 query = np.asarray(embed(question.text), dtype=np.float32)
-                similar = await index.nearest(chat_pk, query, 100)
+                similar = await in_scope_nearest(store, index, chat_pk, query)
             await store.search_history(chat_pk, RecallQuery(text=question.text), semantic=similar)
             if round_:  # the first round warms caches and statement compilation
                 timings.append((time.perf_counter() - started) * 1000)
@@ -264,7 +307,7 @@ async def latency(kind: str, size: int, pg_url: str) -> dict[str, tuple[float, f
             keyword = await _timings(store, chat_pk, corpus.questions, None)
             await add_vectors(store, chat_pk, ids, corpus)
 
-            async def vectors(chat: int, after: int, limit: int) -> list[tuple[int, bytes]]:
+            async def vectors(chat: int, after: int, limit: int) -> list[tuple[int, float, bytes]]:
                 return await store.chat_vectors(chat, model=MODEL_KEY, after_id=after, limit=limit)
 
             index = VectorIndex(vectors, max_bytes=1 << 30)
@@ -287,11 +330,14 @@ async def latency(kind: str, size: int, pg_url: str) -> dict[str, tuple[float, f
 
 
 def _print_quality(kind: str, tables: dict[str, dict[str, tuple[int, float, float]]]) -> None:
+    print(
+        f"recall quality, {kind} ({QUALITY_MESSAGES:,} messages), R@1 / R@5 by kind of question:", flush=True
+    )
+    kinds = list(tables["keyword"])
+    print(f"  {'mode':<44}" + "".join(f"{k[:11]:>12}" for k in kinds))
     for mode, table in tables.items():
-        print(f"recall quality, {kind}, {mode} ({QUALITY_MESSAGES:,} messages):", flush=True)
-        print("  kind            questions   R@1    R@5")
-        for name, (n, r1, r5) in table.items():
-            print(f"  {name:<15} {n:>9}   {r1:.2f}   {r5:.2f}")
+        cells = [table.get(k) for k in kinds]
+        print(f"  {mode:<44}" + "".join(f"{c[1]:>7.2f}/{c[2]:.2f}" if c else f"{'':>12}" for c in cells))
 
 
 async def run(*, pg_url: str = DEFAULT_POSTGRES_URL, sizes: Sequence[int] = LATENCY_SIZES) -> dict[str, Any]:

@@ -259,11 +259,40 @@ class Metrics:
         """Report the spool's depth at every scrape."""
         self.spool_depth.set_function(lambda: float(depth()))
 
+    def track_semantic_recall(self, gauges: Callable[[], tuple[bool, int, dict[str, int]]]) -> None:
+        """`gateway_embeddings_breaker_open`, `gateway_embeddings_backlog` and
+        `gateway_recall_semantic_queries_total{outcome}`, read at every scrape."""
+        self.registry.register(_SemanticCollector(gauges))
+
     def exposition(self) -> bytes:
         return generate_latest(self.registry)
 
 
 Ping = Callable[[], Awaitable[None]]
+
+
+class _SemanticCollector(Collector):
+    def __init__(self, gauges: Callable[[], tuple[bool, int, dict[str, int]]]) -> None:
+        self._gauges = gauges
+
+    def collect(self) -> Iterator[Metric]:
+        open_, backlog, outcomes = self._gauges()
+        yield GaugeMetricFamily(
+            "gateway_embeddings_breaker_open",
+            "1 while query embedding is paused after repeated failures",
+            value=float(open_),
+        )
+        yield GaugeMetricFamily(
+            "gateway_embeddings_backlog", "Stored messages waiting to be embedded", value=float(backlog)
+        )
+        family = CounterMetricFamily(
+            "gateway_recall_semantic_queries",
+            "Recall queries by what their semantic side did (ranked, timeout, error, skipped)",
+            labels=["outcome"],
+        )
+        for outcome, count in outcomes.items():
+            family.add_metric([outcome], float(count))
+        yield family
 
 
 class _LeaseCollector(Collector):

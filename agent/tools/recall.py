@@ -110,11 +110,22 @@ def _fit(parts: list[str], budget: int) -> tuple[list[str], bool]:
     return kept, False
 
 
+def unindexed_note(count: int) -> str:
+    return (
+        f"Note: {count:,} recent message(s) are not yet indexed for meaning; they are found by their "
+        "words only."
+    )
+
+
 def format_results(query: str, results: RecallResults) -> str:
+    note = [unindexed_note(results.unindexed)] if results.unindexed else []
     if not results.hits:
-        return (
-            f"No matches for {query!r} in this chat's history. Try other words (a name, a distinctive "
-            "word, or the other language), or widen after/before."
+        return "\n\n".join(
+            [
+                f"No matches for {query!r} in this chat's history. Try other words (a name, a distinctive "
+                "word, or the other language), or widen after/before.",
+                *note,
+            ]
         )
     parts, cut = _fit([format_hit(h) for h in results.hits], OUTPUT_BUDGET)
     head = f"{len(parts)} result(s) for {query!r}, best first (dates in UTC):"
@@ -123,7 +134,7 @@ def format_results(query: str, results: RecallResults) -> str:
         tail.append("More messages match: raise limit, or narrow with after/before or other words.")
     if any(h.main.partial for h in results.hits):
         tail.append("Excerpts marked chars=... are part of a longer message: read it with message_id.")
-    return "\n\n".join([head, *parts, *tail])
+    return "\n\n".join([head, *parts, *tail, *note])
 
 
 async def _read(search: HistorySearch, message_id: int, offset: int, fetch_length: int) -> str:

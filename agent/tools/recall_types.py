@@ -65,6 +65,8 @@ class RecallResults:
     hits: list[RecallHit] = field(default_factory=list)
     more: bool = False
     """More messages match than were returned."""
+    unindexed: int = 0
+    """Recent messages in the search's scope not yet indexed for meaning (found by keywords only)."""
 
 
 @dataclass(frozen=True, slots=True)

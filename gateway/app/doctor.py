@@ -19,7 +19,8 @@ from sqlalchemy.engine import make_url
 from agent.spending.periods import SpendFor
 from gateway.app.wiring import caps_text, spending_caps
 from gateway.config import DEFAULT_PLANNED_WINDOW, Settings
-from gateway.errors import StoreError, TranscriptionError
+from gateway.embeddings.setup import client_from
+from gateway.errors import EmbeddingsError, StoreError, TranscriptionError
 from gateway.jobs.maintenance import job_intervals
 from gateway.jobs.scheduler import interval_text
 from gateway.platforms.catalog import status_lines
@@ -184,6 +185,37 @@ async def check_transcription(settings: Settings, *, request_timeout: float = 10
     finally:
         await transcriber.close()
     return Check("transcription", True, f"{url} answers; model {transcriber.model} transcribed a test clip")
+
+
+async def check_embeddings(settings: Settings, *, request_timeout: float = 10.0) -> Check:
+    """Embed one test query as recall would (its prefix, its deadline) and count the stored messages
+    still waiting to be embedded."""
+    config = settings.embeddings
+    if config.provider == "off":
+        return Check("embeddings", True, "off: recall ranks by keywords only", required=False)
+    client = client_from(config)
+    try:
+        [vector] = await client.embed(
+            ["what did we decide about the trip?"], kind="query", timeout_s=request_timeout
+        )
+    except EmbeddingsError as exc:
+        return Check("embeddings", False, f"{client.url}: {exc}", required=False)
+    finally:
+        await client.close()
+    prefixes = ", ".join(f"{kind} {prefix!r}" for kind, prefix in client.prefixes.items() if prefix)
+    detail = f"{client.url} answers; {client.model} gave a {vector.shape[0]}-dimension vector"
+    detail += f"; prefixes: {prefixes or 'none'}; input_type {'sent' if client.input_type else 'not sent'}"
+    try:
+        store = await Store.open(settings.database_url)
+        try:
+            mark = await store.embedding_watermark(client.model_key, backfill=config.backfill)
+            waiting = await store.embedding_backlog(after_id=mark)
+        finally:
+            await store.close()
+        detail += f"; {waiting:,} stored messages waiting to be embedded"
+    except StoreError as exc:
+        detail += f"; backlog not readable ({exc})"
+    return Check("embeddings", True, detail, required=False)
 
 
 async def check_fleet(settings: Settings) -> Check:
@@ -377,6 +409,7 @@ async def run_checks(settings: Settings, *, request_timeout: float = 5.0) -> lis
         check_transcription(settings, request_timeout=max(request_timeout, settings.transcription.timeout_s)),
     )
     checks = [database, api, check_platforms(settings), heard]
+    checks.append(await check_embeddings(settings, request_timeout=request_timeout))
     webhook = await check_telegram_webhook(settings, request_timeout=request_timeout)
     if webhook is not None:
         checks.append(webhook)

@@ -114,6 +114,8 @@ class Gateway:
         store.on_stored = self._on_stored
         self.metrics.track_spool(lambda: self.spool.depth)
         self.metrics.track_webhooks(adapters)
+        if self.embeddings is not None:
+            self.metrics.track_semantic_recall(self.embeddings.gauges)
         self.scheduler: JobScheduler | None = None
         self.metrics_server: MetricsServer | None = None
         self.loop_config = loop_config(settings, self.model, self.calibration)
@@ -221,6 +223,7 @@ class Gateway:
             protect_last_n=settings.compression.protect_last_n,
             clock=self.now,
             budget=self.budget,
+            semantic_recall=self.embeddings.report if self.embeddings is not None else None,
         )
         pins = PinHandlers(
             store=self.store,

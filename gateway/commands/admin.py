@@ -34,9 +34,9 @@ from gateway.store import ChatLocks, ReportStore, SessionRecord, Store
 from gateway.turn.kit import SessionKit
 
 
-async def all_chats_report(reports: ReportStore) -> Report:
+async def all_chats_report(reports: ReportStore, semantic_recall: Callable[[], str] | None = None) -> Report:
     """`/stats all`: every chat at a glance, with the reply parts, the cache's waste, the model's
-    refusals and the voice notes of all chats."""
+    refusals, the voice notes of all chats and the state of semantic recall."""
     counts = await reports.delivery_counts()
     report = global_report(await reports.global_stats(top=5))
     if counts:
@@ -44,6 +44,8 @@ async def all_chats_report(reports: ReportStore) -> Report:
     report.extend([waste_line(await reports.cache_waste(), detail=False)])
     report.extend(outcomes_lines(await reports.call_outcomes()))
     report.extend(voice_lines(await reports.transcription_counts()))
+    if semantic_recall is not None:
+        report.add("Semantic recall", semantic_recall())
     return report
 
 
@@ -63,6 +65,8 @@ class AdminHandlers:
     clock: Callable[[], datetime]
     budget: Budget | None = None
     """The spending caps `/stats` shows against, and `/compact`'s summary is paid from."""
+    semantic_recall: Callable[[], str] | None = None
+    """The state of semantic recall for `/stats` (None: it is off)."""
 
     @property
     def reports(self) -> ReportStore:
@@ -89,7 +93,7 @@ class AdminHandlers:
         if args == "all":
             if ctx.message.chat.kind is not ChatKind.PRIVATE:
                 return "/stats all shows every chat's numbers, so it only works in a private chat with me."
-            return (await all_chats_report(self.reports)).render()
+            return (await all_chats_report(self.reports, self.semantic_recall)).render()
         if args not in ("", "detail"):
             return "Usage: /stats, /stats detail or /stats all"
         session = await self.store.active_session(ctx.chat_pk)  # a chat seen only via commands had none
@@ -112,6 +116,8 @@ class AdminHandlers:
         report.extend([waste_line(await reports.cache_waste(ctx.chat_pk))])
         report.extend(voice_lines(await reports.transcription_counts(ctx.chat_pk)))
         report.extend(outcomes_lines(await reports.call_outcomes(ctx.chat_pk)))
+        if self.semantic_recall is not None:
+            report.add("Semantic recall", self.semantic_recall())
         if self.budget is not None:
             standings = await self.budget.standing(spender(ctx.message, ctx.chat_pk))
             report.extend(budget_lines(standings, self.clock()))

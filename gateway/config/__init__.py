@@ -21,6 +21,7 @@ from gateway.config.defaults import (
     DEFAULT_SUMMARY_MODEL,
     OLDER_NAMES,
 )
+from gateway.config.embeddings import EmbeddingsSettings
 from gateway.config.loading import ConfigError, load_settings, older_names
 from gateway.config.sections import (
     AgentSettings,
@@ -30,7 +31,6 @@ from gateway.config.sections import (
     ConsoleSettings,
     ContextSettings,
     DiscordSettings,
-    EmbeddingsSettings,
     FleetSettings,
     LimitsSettings,
     MediaSettings,

@@ -133,31 +133,6 @@ class AgentSettings(Section):
         return None if isinstance(value, str) and value.strip().lower() == "default" else value
 
 
-class EmbeddingsSettings(Section):
-    """Optional semantic ranking for recall (off by default; keyword search works without it)."""
-
-    provider: Literal["off", "voyage", "openai"] = Field(
-        "off", description="voyage (Voyage AI) or openai (any /v1/embeddings endpoint)"
-    )
-    base_url: AnyHttpUrl | None = Field(None, description="API root; default for voyage: its public API")
-    api_key: SecretStr | None = None
-    model: str | None = Field(None, min_length=1, description="default for voyage: voyage-4-lite")
-    dimensions: int | None = Field(None, ge=32, le=4096, description="ask for vectors of this size")
-    batch_size: int = Field(64, ge=1, le=128, description="messages per embeddings request")
-    timeout_s: float = Field(30.0, gt=0, description="one background embeddings request")
-    query_timeout_s: float = Field(3.0, gt=0, description="embedding a recall query (then keywords only)")
-    backfill: bool = Field(False, description="also embed messages stored before embeddings were enabled")
-    memory_mb: int = Field(256, ge=1, description="vectors kept in memory per process")
-
-    @model_validator(mode="after")
-    def _complete(self) -> EmbeddingsSettings:
-        if self.provider == "voyage" and self.api_key is None:
-            raise ValueError("embeddings.provider voyage needs embeddings.api_key")
-        if self.provider == "openai" and (self.base_url is None or self.model is None):
-            raise ValueError("embeddings.provider openai needs embeddings.base_url and embeddings.model")
-        return self
-
-
 class TranscriptionSettings(Section):
     """Voice notes heard through a speech-to-text endpoint (off by default: the bot says it cannot listen)."""
 

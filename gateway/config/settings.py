@@ -22,6 +22,7 @@ from pydantic_settings import (
 )
 
 from gateway.config.defaults import DEFAULT_DATABASE_URL, DEFAULT_MODEL, DEFAULT_SUMMARY_MODEL
+from gateway.config.embeddings import EmbeddingsSettings
 from gateway.config.sections import (
     AgentSettings,
     AuxiliarySettings,
@@ -29,7 +30,6 @@ from gateway.config.sections import (
     ConsoleSettings,
     ContextSettings,
     DiscordSettings,
-    EmbeddingsSettings,
     FleetSettings,
     IdSet,
     LimitsSettings,

@@ -1,9 +1,11 @@
 """An HTTP client for the common `POST /v1/embeddings` protocol: Voyage AI or any OpenAI-style endpoint.
 
 Both take `{"input": [...], "model": ...}` and answer `{"data": [{"index": i, "embedding": [...]}]}`;
-Voyage also takes `input_type` ("query" or "document") and `output_dimension`, OpenAI-style servers
-`dimensions`. Vectors come back as unit-length float32 arrays. Every failure (refused, unreachable,
-too slow, malformed) is raised as `EmbeddingsError`.
+Voyage also takes `output_dimension`, OpenAI-style servers `dimensions`. Queries and stored messages
+are told apart the way the model was trained to see them: a Voyage-style `input_type` ("query" or
+"document") and/or a prefix put before each text (e5: `query: ` / `passage: `). Vectors come back as
+unit-length float32 arrays. Every failure (refused, unreachable, too slow, malformed) is raised as
+`EmbeddingsError`.
 """
 
 from __future__ import annotations
@@ -58,8 +60,13 @@ class EmbeddingsClient:
         api_key: str | None = None,
         dimensions: int | None = None,
         timeout_s: float = 30.0,
+        query_prefix: str = "",
+        document_prefix: str = "",
+        input_type: bool | None = None,
     ) -> None:
         self.provider = provider
+        self.prefixes: dict[Kind, str] = {"query": query_prefix, "document": document_prefix}
+        self.input_type = provider == "voyage" if input_type is None else input_type
         self.url = base_url.rstrip("/") + "/embeddings"
         self.model = model
         self.dimensions = dimensions
@@ -71,12 +78,17 @@ class EmbeddingsClient:
 
     @property
     def model_key(self) -> str:
-        return f"{self.model}@{self.dimensions or 'default'}"
+        """Names the vectors: another model, size or document prefix makes vectors not comparable."""
+        key = f"{self.model}@{self.dimensions or 'default'}"
+        prefix = self.prefixes["document"].strip()
+        return f"{key}/{prefix}"[:128] if prefix else key
 
     def _body(self, texts: Sequence[str], kind: Kind) -> dict[str, Any]:
-        body: dict[str, Any] = {"input": list(texts), "model": self.model}
-        if self.provider == "voyage":
+        prefix = self.prefixes[kind]
+        body: dict[str, Any] = {"input": [prefix + t for t in texts], "model": self.model}
+        if self.input_type:
             body["input_type"] = kind
+        if self.provider == "voyage":
             if self.dimensions is not None:
                 body["output_dimension"] = self.dimensions
         else:

@@ -42,6 +42,8 @@ class EmbeddingWorker:
         self.watermark: int | None = None
         self.failures = 0
         self.embedded = 0
+        self.backlog = 0
+        """Messages waiting to be embedded, as of the last batch (`/stats`, metrics)."""
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
 
@@ -59,6 +61,7 @@ class EmbeddingWorker:
             self.watermark = await self.store.embedding_watermark(key, backfill=self.backfill)
         batch = await self.store.messages_to_embed(after_id=self.watermark, model=key, limit=self.batch_size)
         if not batch:
+            self.backlog = 0
             return 0
         try:
             vectors = await self.client.embed([p.text for p in batch], kind="document")
@@ -82,6 +85,11 @@ class EmbeddingWorker:
         )
         self.watermark = batch[-1].message_id
         self.embedded += len(batch)
+        self.backlog = (
+            await self.store.embedding_backlog(after_id=self.watermark)
+            if len(batch) == self.batch_size
+            else 0
+        )
         return len(batch)
 
     def _pause(self, exc: Exception) -> float:

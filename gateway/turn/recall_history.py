@@ -1,20 +1,23 @@
 """The recall tool's view of one chat's stored history (never another chat's).
 
 Search runs on the store's full-text index; when semantic ranking is configured, the query's nearest
-stored vectors are fused in. The store returns the tool's own types, so results pass straight through.
+in-scope vectors are fused in, and the result says how many in-scope messages are not embedded yet.
+The store returns the tool's own types, so results pass straight through.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Awaitable, Callable
 from datetime import datetime
 
 from agent.tools.recall_types import Excerpt, OriginalsPage, RecallQuery, RecallResults
+from gateway.embeddings.ranker import SemanticRanking
 from gateway.store import Store
-from gateway.store.search.query import SHOWN_WHOLE_BELOW
+from gateway.store.search.scope import SHOWN_WHOLE_BELOW, Scope
 
-SemanticRank = Callable[[int, str], Awaitable[list[int]]]
-"""(chat_pk, query) -> message ids by similarity, best first ([] when unavailable)."""
+SemanticRank = Callable[[Scope, str], Awaitable[SemanticRanking]]
+"""(scope, query) -> in-scope message ids by similarity, best first (none when unavailable)."""
 
 
 class ChatHistorySearch:
@@ -34,10 +37,20 @@ class ChatHistorySearch:
         self._shown_whole_below = shown_whole_below
 
     async def search(self, query: RecallQuery) -> RecallResults:
-        similar = await self._semantic(self._chat_pk, query.text) if self._semantic else []
-        return await self._store.search_history(
-            self._chat_pk, query, semantic=similar, shown_whole_below=self._shown_whole_below
+        if self._semantic is None:
+            return await self._store.search_history(
+                self._chat_pk, query, shown_whole_below=self._shown_whole_below
+            )
+        scope = Scope(self._chat_pk, query.after, query.before, self._shown_whole_below)
+        ranking = await self._semantic(scope, query.text)
+        results = await self._store.search_history(
+            self._chat_pk,
+            query,
+            semantic=ranking.ids,
+            semantic_weight=ranking.weight,
+            shown_whole_below=self._shown_whole_below,
         )
+        return dataclasses.replace(results, unindexed=ranking.unindexed)
 
     async def fetch(self, message_id: int, offset: int, length: int) -> Excerpt | None:
         row = await self._store.get_message(self._chat_pk, message_id)

@@ -83,7 +83,7 @@ async def test_recall_across_sessions_semantic_and_drill_down(
         n += 1
         assert (await _say(world, "remind me what car it was", n)).endswith("Still found it.")
         assert CAR in _last_tool_result(world)
-        await world.gw.wait_log("keyword ranking only")
+        await world.gw.wait_log("failed for a recall query")
         assert "Traceback" not in world.gw.log_text()
 
 

@@ -19,12 +19,12 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import bindparam, text
+from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from gateway.store.search.shared_sql import author_factor, window_ids_sql
+from gateway.store.search.scope import dates_sql, window_ids_sql
+from gateway.store.search.shared_sql import author_factor
 from gateway.store.search.terms import QueryTerms
-from gateway.store.tables import UTCDateTime
 
 K1 = 1.2
 B = 0.75
@@ -112,14 +112,7 @@ async def ranked_list(
     selecting = [q for i, q in enumerate(queries) if i not in common] or queries
     params: dict[str, Any] = {f"t{i}": term for i, term in enumerate(terms.all())}
     params.update({f"share{i}": shares[i] for i in common})
-    where = ""
-    binds = []
-    if after is not None:
-        where += " AND d.created_at >= :after"
-        binds.append(bindparam("after", after, type_=UTCDateTime()))
-    if before is not None:
-        where += " AND d.created_at < :before"
-        binds.append(bindparam("before", before, type_=UTCDateTime()))
+    where, binds = dates_sql("d.created_at", after, before)
     matched = ", ".join(f"(d.doc @@ {q})::int AS m{i}" for i, q in enumerate(queries))
     # N is at least the number of matches (the estimate is 0 before the first ANALYZE).
     n_all = "greatest(CAST(:n_est AS float8), count(*))"

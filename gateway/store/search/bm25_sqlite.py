@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import bindparam, text
+from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from gateway.store.search.shared_sql import author_factor, window_ids_sql
+from gateway.store.search.scope import dates_sql, window_ids_sql
+from gateway.store.search.shared_sql import author_factor
 from gateway.store.search.terms import QueryTerms
-from gateway.store.tables import UTCDateTime
 
 EXPANSIONS_PER_GRAM = 64
 MAX_EXPANSIONS = 256
@@ -24,18 +24,6 @@ MAX_EXPANSIONS = 256
 
 def _phrase(term: str) -> str:
     return '"' + term.replace('"', '""') + '"'
-
-
-def _filters(after: Any, before: Any) -> tuple[str, list[Any]]:
-    sql = ""
-    params = []
-    if after is not None:
-        sql += " AND m.created_at >= :after"
-        params.append(bindparam("after", after, type_=UTCDateTime()))
-    if before is not None:
-        sql += " AND m.created_at < :before"
-        params.append(bindparam("before", before, type_=UTCDateTime()))
-    return sql, params
 
 
 async def _ranked(
@@ -51,7 +39,7 @@ async def _ranked(
     depth: int,
     authors: tuple[str, ...],
 ) -> list[int]:
-    where, params = _filters(after, before)
+    where, params = dates_sql("m.created_at", after, before)
     factor, names = author_factor("m.author_name", authors)
     # CROSS JOIN keeps the full-text match as the outer loop (SQLite never reorders it).
     statement = text(

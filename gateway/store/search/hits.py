@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Integer, literal_column, select, text
@@ -17,6 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from agent.tools.recall_types import Excerpt, RecallHit, RecallQuery, RecallResults, SessionLabel
 from gateway.store.messages.window import SEQ_STEP
 from gateway.store.rows import compactions, messages, sessions
+from gateway.store.search.scope import Scope, admits_row
 from gateway.store.search.terms import QueryTerms, excerpt
 
 _WORDS = re.compile(r"\w+")
@@ -99,6 +99,7 @@ class _Assembler:
         self.query = query
         self.shown_whole_below = shown_whole_below
         self.terms = terms
+        self.scope = Scope(chat_pk, query.after, query.before, shown_whole_below)
         self._summaries: set[int] | None = None
 
     async def rows(self, ids: Sequence[int]) -> dict[int, AnyRow]:
@@ -147,15 +148,7 @@ class _Assembler:
         return found
 
     def in_scope(self, row: AnyRow, active_session: int | None) -> bool:
-        created: datetime = row.created_at
-        if self.query.after is not None and created < self.query.after:
-            return False
-        if self.query.before is not None and created >= self.query.before:
-            return False
-        if row.state not in ("active", "archived") or row.author_id == "tool":
-            return False
-        in_window = row.session_pk == active_session and row.state == "active"
-        return not (in_window and len(row.text) < self.shown_whole_below)
+        return admits_row(self.scope, row, active_session)
 
 
 async def assemble(

@@ -1,10 +1,10 @@
 """Recall search over one chat's whole history, never another chat's.
 
-Scope: every message of the chat that people or the assistant wrote (tool results and compaction
-summaries are not indexed), in all its sessions: archived by compaction, left behind by `/new`, and
-in the current window when the model may see it shortened; messages the model sees whole right now
-are skipped. Ranking: BM25 on the database's full-text index (`search_sqlite`, `search_pg`), fused by
-reciprocal rank with any semantic ranking the caller brings (message ids by vector similarity).
+Scope (`scope.py`, shared with the semantic side): every message of the chat that people or the
+assistant wrote, in all its sessions: archived by compaction, left behind by `/new`, and in the current
+window when the model may see it shortened; messages the model sees whole right now are skipped.
+Ranking: BM25 on the database's full-text index (`search_sqlite`, `search_pg`), fused by weighted
+reciprocal rank with any semantic ranking the caller brings (in-scope message ids by similarity).
 """
 
 from __future__ import annotations
@@ -24,9 +24,6 @@ from gateway.store.search.terms import analyze, split_authors
 RRF_K = 60
 """Reciprocal rank fusion constant: a list's rank r adds weight / (RRF_K + r)."""
 MIN_DEPTH = 50
-SHOWN_WHOLE_BELOW = 20_000
-"""Active messages of the chat's current session shorter than this are in the model's window in full,
-so a search skips them; longer ones may be shown shortened and stay searchable."""
 
 
 def fuse(lists: Sequence[tuple[Sequence[int], float]], *, k: int = RRF_K) -> list[tuple[int, float]]:
@@ -89,13 +86,28 @@ async def search_history(
     query: RecallQuery,
     *,
     semantic: Sequence[int] = (),
+    semantic_weight: float = 1.0,
     shown_whole_below: int,
 ) -> RecallResults:
-    """The chat's best-matching messages for `query`; `semantic` adds a vector-similarity ranking."""
+    """The chat's best-matching messages for `query`; `semantic` adds a vector-similarity ranking
+    weighing `semantic_weight` (each keyword list weighs at most 1)."""
     if query.limit <= 0:
         return RecallResults()
     lists = await keyword_lists(conn, dialect, chat_pk, query, shown_whole_below=shown_whole_below)
+    ranked = fuse(lists)
     if semantic:
-        lists.append((list(semantic), 1.0))
+        ranked = keyword_leads(ranked, fuse([*lists, (list(semantic), semantic_weight)]))
     terms = analyze(query.text)
-    return await assemble(conn, chat_pk, fuse(lists), query, terms, shown_whole_below=shown_whole_below)
+    return await assemble(conn, chat_pk, ranked, query, terms, shown_whole_below=shown_whole_below)
+
+
+def keyword_leads(
+    keyword: list[tuple[int, float]], fused: list[tuple[int, float]]
+) -> list[tuple[int, float]]:
+    """The fused ranking with the best keyword match kept first: similarity finds what other words
+    say (the places after it, or all of them when no word matched), but measured on real models it
+    also lifts near-misses above an exact match, which cost first places (BENCHMARKS.md §8)."""
+    if not keyword:
+        return fused
+    lead = keyword[0][0]
+    return [next(item for item in fused if item[0] == lead), *(item for item in fused if item[0] != lead)]

@@ -13,7 +13,9 @@ from agent.tools.recall_types import OriginalsPage, RecallQuery, RecallResults
 from gateway.store.db import StoreBase
 from gateway.store.search import originals as _originals
 from gateway.store.search import query as _search
+from gateway.store.search import scope as _scope
 from gateway.store.search import vectors as _vectors
+from gateway.store.search.scope import Candidates, Scope
 
 EMBED_MAX_CHARS = 8_000
 """Characters of a message sent to the embeddings endpoint (its beginning)."""
@@ -28,14 +30,21 @@ class RecallMethods(StoreBase):
         query: RecallQuery,
         *,
         semantic: Sequence[int] = (),
-        shown_whole_below: int = _search.SHOWN_WHOLE_BELOW,
+        semantic_weight: float = 1.0,
+        shown_whole_below: int = _scope.SHOWN_WHOLE_BELOW,
     ) -> RecallResults:
         """The chat's messages best matching `query` (never another chat's); `semantic` adds message
         ids ranked by vector similarity, fused with the keyword ranking. Active messages shorter than
         `shown_whole_below` are in the model's window whole, so they are skipped."""
         async with self._tx("search_history") as conn:
             return await _search.search_history(
-                conn, self.dialect, chat_pk, query, semantic=semantic, shown_whole_below=shown_whole_below
+                conn,
+                self.dialect,
+                chat_pk,
+                query,
+                semantic=semantic,
+                semantic_weight=semantic_weight,
+                shown_whole_below=shown_whole_below,
             )
 
     async def summary_originals(
@@ -74,6 +83,21 @@ class RecallMethods(StoreBase):
 
     async def chat_vectors(
         self, chat_pk: int, *, model: str, after_id: int, limit: int
-    ) -> list[tuple[int, bytes]]:
+    ) -> list[tuple[int, float, bytes]]:
         async with self._tx("chat_vectors") as conn:
             return await _vectors.chat_vectors(conn, chat_pk, model=model, after_id=after_id, limit=limit)
+
+    async def questions_to_bot(self, ids: Sequence[int]) -> set[int]:
+        """Which of `ids` are questions people asked the bot (the semantic side ranks them last)."""
+        async with self._tx("questions_to_bot") as conn:
+            return await _vectors.questions_to_bot(conn, ids)
+
+    async def recall_candidates(self, scope: Scope) -> Candidates:
+        """The scope with the ids the model sees whole now (what the semantic side must skip)."""
+        async with self._tx("recall_candidates") as conn:
+            return await _scope.candidates(conn, scope)
+
+    async def embedding_backlog(self, *, after_id: int, scope: Scope | None = None) -> int:
+        """Messages after the worker's watermark not embedded yet (in `scope` only, when given)."""
+        async with self._tx("embedding_backlog") as conn:
+            return await _vectors.backlog(conn, self.dialect, after_id=after_id, scope=scope)

@@ -8,15 +8,6 @@ AUTHOR_BOOST = 2.0
 """Score factor for a message written by someone the query names (see search_terms.split_authors)."""
 
 
-def window_ids_sql() -> str:
-    """Ids of the active session's messages the model sees whole (binds :chat, :shown_below)."""
-    return (
-        "SELECT id FROM messages WHERE session_pk = "
-        "(SELECT id FROM sessions WHERE chat_pk = :chat AND active) "
-        "AND state = 'active' AND length(text) < :shown_below"
-    )
-
-
 def author_factor(column: str, authors: tuple[str, ...]) -> tuple[str, dict[str, Any]]:
     """(SQL factor, its parameters): AUTHOR_BOOST when `column` is one of `authors`, else 1."""
     if not authors:

@@ -16,6 +16,7 @@ from sqlalchemy import Table, exists, func, select, text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway.store.rows import messages
+from gateway.store.search.scope import Scope, dates_sql, window_ids_sql
 from gateway.store.tables import MessageVector
 
 message_vectors = cast(Table, MessageVector.__table__)
@@ -37,10 +38,11 @@ class NewVector:
     dims: int
 
 
-def _indexed(dialect: str) -> Any:
+def _indexed_sql(dialect: str, id_column: str) -> str:
+    """SQL true when the message `id_column` is in the full-text index."""
     if dialect == "postgresql":
-        return text("EXISTS (SELECT 1 FROM search_docs d WHERE d.message_id = messages.id)")
-    return text("EXISTS (SELECT 1 FROM search_words w WHERE w.rowid = messages.id)")
+        return f"EXISTS (SELECT 1 FROM search_docs d WHERE d.message_id = {id_column})"  # noqa: S608
+    return f"EXISTS (SELECT 1 FROM search_words w WHERE w.rowid = {id_column})"  # noqa: S608
 
 
 async def pending(
@@ -50,7 +52,7 @@ async def pending(
     embedded = exists().where(message_vectors.c.message_id == messages.c.id, message_vectors.c.model == model)
     rows = await conn.execute(
         select(messages.c.id, messages.c.chat_pk, func.substr(messages.c.text, 1, max_chars).label("text"))
-        .where(messages.c.id > after_id, _indexed(dialect), ~embedded)
+        .where(messages.c.id > after_id, text(_indexed_sql(dialect, "messages.id")), ~embedded)
         .order_by(messages.c.id)
         .limit(limit)
     )
@@ -107,10 +109,12 @@ async def save(
 
 async def chat_vectors(
     conn: AsyncConnection, chat_pk: int, *, model: str, after_id: int, limit: int
-) -> list[tuple[int, bytes]]:
-    """(message id, vector) of the chat's messages after `after_id`, in id order."""
+) -> list[tuple[int, float, bytes]]:
+    """(message id, its time as POSIX seconds, vector) of the chat's messages after `after_id`, in id
+    order (the time lets the semantic side keep to a query's dates before it ranks)."""
     rows = await conn.execute(
-        select(message_vectors.c.message_id, message_vectors.c.vector)
+        select(message_vectors.c.message_id, messages.c.created_at, message_vectors.c.vector)
+        .join(messages, messages.c.id == message_vectors.c.message_id)
         .where(
             message_vectors.c.chat_pk == chat_pk,
             message_vectors.c.message_id > after_id,
@@ -119,4 +123,34 @@ async def chat_vectors(
         .order_by(message_vectors.c.message_id)
         .limit(limit)
     )
-    return [(int(r.message_id), bytes(r.vector)) for r in rows]
+    return [(int(r.message_id), r.created_at.timestamp(), bytes(r.vector)) for r in rows]
+
+
+async def backlog(conn: AsyncConnection, dialect: str, *, after_id: int, scope: Scope | None = None) -> int:
+    """Indexed messages after `after_id` (the embedding worker's watermark) not embedded yet; with a
+    `scope`, only those a recall search in it could return."""
+    where = f"m.id > :after_id AND {_indexed_sql(dialect, 'm.id')}"
+    params: dict[str, Any] = {"after_id": after_id}
+    binds: list[Any] = []
+    if scope is not None:
+        dates, binds = dates_sql("m.created_at", scope.after, scope.before)
+        where += f" AND m.chat_pk = :chat AND m.id NOT IN ({window_ids_sql()}){dates}"
+        params.update({"chat": scope.chat_pk, "shown_below": scope.shown_below})
+    statement = text(f"SELECT count(*) FROM messages m WHERE {where}").bindparams(*binds)  # noqa: S608 - constants
+    return int((await conn.execute(statement, params)).scalar_one())
+
+
+async def questions_to_bot(conn: AsyncConnection, ids: Sequence[int]) -> set[int]:
+    """Which of `ids` are questions people asked the bot (addressed to it, ending in a question mark)."""
+    if not ids:
+        return set()
+    asked = func.rtrim(messages.c.text)
+    rows = await conn.execute(
+        select(messages.c.id).where(
+            messages.c.id.in_(list(ids)),
+            messages.c.needs_reply.is_(True),
+            messages.c.role == "user",
+            asked.like("%?") | asked.like("%？"),
+        )
+    )
+    return {int(i) for i in rows.scalars()}

@@ -249,3 +249,29 @@ async def test_doctor_reports_a_stale_webhook_secret_and_telegram_delivery_error
 
 def settings_without_webhook(url: str) -> Settings:
     return Settings(database_url=url, telegram_bot_token="123:tg-secret")
+
+
+async def test_embeddings_are_checked_with_the_query_prefix(sqlite_url: str, fake_api: FakeAnthropic) -> None:
+    from gateway.app.doctor import check_embeddings
+    from gateway.config import EmbeddingsSettings
+    from tests.fakes.embeddings import FakeEmbeddings
+
+    base = settings_for(sqlite_url, fake_api)
+    off = await check_embeddings(base)
+    assert off.ok
+    assert "keywords only" in off.detail
+    async with FakeEmbeddings() as fake:
+        config = EmbeddingsSettings(
+            provider="openai", base_url=fake.url, api_key=fake.api_key, model="e5", query_prefix="query: "
+        )
+        check = await check_embeddings(base.model_copy(update={"embeddings": config}))
+        assert check.ok, check.detail
+        assert "256-dimension vector" in check.detail
+        assert "prefixes: query 'query: '" in check.detail
+        assert "stored messages waiting to be embedded" in check.detail
+        assert fake.requests[-1].body["input"] == ["query: what did we decide about the trip?"]
+        fake.fail(503)
+        broken = await check_embeddings(base.model_copy(update={"embeddings": config}))
+        assert not broken.ok
+        assert not broken.required
+        assert "503" in broken.detail

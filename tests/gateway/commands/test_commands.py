@@ -345,3 +345,24 @@ def test_the_cache_line_names_recent_and_lifetime_only_when_they_differ() -> Non
         "75% of prompt tokens read from cache over the last 20 calls, 40% over all 120"
     )
     assert cache_hit_text(total, total) == "40% of prompt tokens read from cache over 120 calls"
+
+
+async def test_stats_and_metrics_show_semantic_recall(fake: FakeAnthropic, sqlite_url: str) -> None:
+    from tests.fakes.embeddings import FakeEmbeddings
+
+    async with FakeEmbeddings() as embeddings:
+        semantic = {"provider": "voyage", "base_url": embeddings.url, "api_key": embeddings.api_key}
+        async with running_bot(fake, sqlite_url, embeddings=semantic, **SMALL) as bot:
+            await bot.adapter.say("we bought an automobile", user=ADMIN)
+            stats = await only(bot, "/stats", user=ADMIN)
+            line = next(x for x in stats.splitlines() if x.startswith("Semantic recall: "))
+            assert line.startswith("Semantic recall: on (voyage-4-lite); ")
+            assert "messages waiting to be embedded" in line
+            assert "queries: 0 ranked, 0 timed out, 0 failed, 0 skipped while paused" in line
+            assert "Semantic recall: on" in await only(bot, "/stats all", user=ADMIN)
+            exposed = bot.gateway.metrics.exposition().decode()
+            assert "gateway_embeddings_breaker_open 0.0" in exposed
+            assert "gateway_embeddings_backlog " in exposed
+            assert 'gateway_recall_semantic_queries_total{outcome="timeout"} 0.0' in exposed
+        async with running_bot(fake, sqlite_url, **SMALL) as plain:
+            assert "Semantic recall" not in await only(plain, "/stats", user=ADMIN)

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 from agent.tools.recall_types import RecallQuery, RecallResults
 from gateway.store import NewMessage, Store
 from gateway.store.records import Role
-from gateway.store.search.query import SHOWN_WHOLE_BELOW
+from gateway.store.search.scope import SHOWN_WHOLE_BELOW
 from tests.gateway.store.helpers import new_chat
 from tests.gateway.store.test_compaction import plan
 
