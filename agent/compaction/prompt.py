@@ -155,11 +155,34 @@ def build_instructions(
         f"Stay under {max_tokens} tokens. Reply with the summary only."
     )
     parts.append(MEDIA_INSTRUCTION)
+    parts.append(SOURCES_INSTRUCTION)
     if previous_summary:
         parts.append(f"<previous_summary>\n{_escape(previous_summary)}\n</previous_summary>")
     if conversation is not None:
         parts.append(f"<conversation>\n{conversation}\n</conversation>")
     return "\n\n".join(parts)
+
+
+SOURCES_INSTRUCTION = (
+    "Web lookups: keep the title and URL of every source the assistant cited or relied on (under "
+    "Critical Context), so a later answer can name them again."
+)
+
+
+def _sources(block: Block) -> str:
+    """A web lookup's result as the summarizer reads it: its pages' titles and URLs (the page text is
+    encrypted and only the API reads it), or its error."""
+    inner = block.get("content")
+    if isinstance(inner, dict):
+        if "error_code" in inner:
+            return f"error {inner['error_code']}"
+        inner = [inner]
+    pages = [
+        f"{_escape(str(r.get('title') or r.get('url', '')))} <{r.get('url', '')}>"
+        for r in inner or []
+        if isinstance(r, dict) and r.get("url")
+    ]
+    return "; ".join(pages) or "no results"
 
 
 def serialize_conversation(messages: Sequence[Message]) -> str:
@@ -183,6 +206,10 @@ def serialize_conversation(messages: Sequence[Message]) -> str:
                 lines.append(f"[tool result {name}{error}] {_escape(text)}")
             elif is_media_ref(block):
                 continue  # the message's text names it by its label ([photo m12])
+            elif kind == "server_tool_use":
+                lines.append(f"[{role}] {block.get('name')}({_clip(_args(block), TOOL_ARGS_CLIP)})")
+            elif kind in ("web_search_tool_result", "web_fetch_tool_result"):
+                lines.append(f"[{kind.removesuffix('_tool_result').replace('_', ' ')} result] {_sources(block)}")
             else:
                 lines.append(f"[{role}] [{kind}]")
     return "\n".join(lines)
