@@ -137,3 +137,18 @@ def is_server_tool(definition: Mapping[str, Any]) -> bool:
     """A definition of one of the API's own tools (it has a dated `type` other than `custom`)."""
     kind = str(definition.get("type", "custom"))
     return kind.startswith(("web_search_", "web_fetch_"))
+
+
+def lookup_status(block: Mapping[str, Any]) -> str:
+    """What a chat shows while the API runs one of its tools ("" for any other block): the query
+    searched or the address fetched, on a line of its own."""
+    if block.get("type") != "server_tool_use":
+        return ""
+    raw = block.get("input")
+    given: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
+    if block.get("name") == SEARCH_NAME:
+        query = " ".join(str(given.get("query", "")).split())
+        return f"Searching the web\u2026 {query}\n" if query else "Searching the web\u2026\n"
+    if block.get("name") == FETCH_NAME:
+        return f"Reading {given.get('url', 'a page')}\u2026\n"
+    return ""
