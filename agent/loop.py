@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
 from agent.caching.markers import cache_marker
-from agent.citations import reply_text, with_sources
 from agent.caching.plan import CacheCursor, CachePoint, TurnCachePlan
+from agent.citations import reply_text, with_sources
 from agent.compaction.engine import ContextEngine
 from agent.errors import BudgetExceededError, ContextOverflowError
 from agent.llm import LLMClient, LLMRequest, LLMResponse, ask
@@ -101,7 +101,7 @@ class LoopConfig:
     """A message estimated above this share of the context window is shown as head + tail."""
     effort: Effort | None = None
     """`output_config.effort` on the models that take it (None: the API's default)."""
-    server_tools: ServerTools = ServerTools()
+    server_tools: ServerTools = field(default_factory=ServerTools)
     """The API's own tools offered in every reply request (web search, web fetch)."""
 
     @property

@@ -321,7 +321,9 @@ WEB_TOOLS_DATE: Final[Mapping[str, str]] = {
         ),
         "20260318",
     ),
-    **dict.fromkeys(("claude-opus-4-8", "claude-opus-4-7", "claude-opus-4-6", "claude-sonnet-4-6"), "20260209"),
+    **dict.fromkeys(
+        ("claude-opus-4-8", "claude-opus-4-7", "claude-opus-4-6", "claude-sonnet-4-6"), "20260209"
+    ),
 }
 """The newest dated version of the server's web tools each model takes (`web_search_20260209` and later:
 dynamic filtering, 4.6 models and newer); a model not listed takes the first ones (`web_search_20250305`,

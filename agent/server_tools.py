@@ -15,7 +15,12 @@ from typing import Any, Final
 from agent.models import ModelInfo, web_tools_date
 
 SEARCH_VERSIONS: Final = ("web_search_20250305", "web_search_20260209", "web_search_20260318")
-FETCH_VERSIONS: Final = ("web_fetch_20250910", "web_fetch_20260209", "web_fetch_20260309", "web_fetch_20260318")
+FETCH_VERSIONS: Final = (
+    "web_fetch_20250910",
+    "web_fetch_20260209",
+    "web_fetch_20260309",
+    "web_fetch_20260318",
+)
 FETCH_BETA: Final = "web-fetch-2025-09-10"
 """The beta the first fetch version needs; later ones are generally available."""
 SEARCH_NAME: Final = "web_search"

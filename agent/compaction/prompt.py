@@ -209,7 +209,9 @@ def serialize_conversation(messages: Sequence[Message]) -> str:
             elif kind == "server_tool_use":
                 lines.append(f"[{role}] {block.get('name')}({_clip(_args(block), TOOL_ARGS_CLIP)})")
             elif kind in ("web_search_tool_result", "web_fetch_tool_result"):
-                lines.append(f"[{kind.removesuffix('_tool_result').replace('_', ' ')} result] {_sources(block)}")
+                lines.append(
+                    f"[{kind.removesuffix('_tool_result').replace('_', ' ')} result] {_sources(block)}"
+                )
             else:
                 lines.append(f"[{role}] [{kind}]")
     return "\n".join(lines)

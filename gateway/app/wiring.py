@@ -193,7 +193,9 @@ def kit_settings(settings: Settings, model: ModelInfo, loop: LoopConfig) -> KitS
     return KitSettings(
         model=model,
         summary_model=summary_model(settings, model),
-        base_prompt="\n\n".join(p for p in (settings.agent.system_prompt, loop.server_tools.prompt_note()) if p),
+        base_prompt="\n\n".join(
+            p for p in (settings.agent.system_prompt, loop.server_tools.prompt_note()) if p
+        ),
         compression=CompactionConfig(
             enabled=comp.enabled,
             threshold=comp.threshold,

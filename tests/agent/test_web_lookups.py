@@ -136,7 +136,8 @@ async def test_altered_or_orphaned_server_blocks_are_refused_and_repair_drops_th
         await turn(client, Hooks(), [Entry(user("search: moon"), 1), Entry(orphan, 2), Entry(user("ok"), 3)])
     repaired, _ = repair_tool_pairs([user("search: moon"), orphan, user("ok")])
     kinds = [b["type"] for b in repaired[1]["content"]]
-    assert "web_search_tool_result" not in kinds and all("citations" not in b for b in repaired[1]["content"])
+    assert "web_search_tool_result" not in kinds
+    assert all("citations" not in b for b in repaired[1]["content"])
     fine = await turn(client, Hooks(), [Entry(m, i) for i, m in enumerate(repaired)])
     assert fine.reply_text == "echo: ok"
 
