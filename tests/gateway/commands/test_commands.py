@@ -12,7 +12,7 @@ import pytest
 from sqlalchemy import text
 
 from gateway.commands.menu import help_text
-from gateway.commands.stats_report import cache_hit_text
+from gateway.commands.stats_report import cache_hit_text, web_lines
 from gateway.platforms.base import Author
 from gateway.store import UsageTotals
 from tests.fakes.anthropic import FakeAnthropic
@@ -345,3 +345,9 @@ def test_the_cache_line_names_recent_and_lifetime_only_when_they_differ() -> Non
         "75% of prompt tokens read from cache over the last 20 calls, 40% over all 120"
     )
     assert cache_hit_text(total, total) == "40% of prompt tokens read from cache over 120 calls"
+
+
+def test_web_lines_show_the_lookups_and_the_search_fee_only_when_there_were_some() -> None:
+    assert web_lines(0, 0) == []
+    (line,) = web_lines(12, 1)
+    assert line.render() == "Web lookups: 12 searches, 1 page fetched; search fee $0.12"
