@@ -191,11 +191,15 @@ def serialize_conversation(messages: Sequence[Message]) -> str:
     lines: list[str] = []
     for message in messages:
         role = message["role"]
-        for block in blocks_of(message):
+        cited = False  # the last line is a text of this message that a cited answer goes on with
+        blocks = blocks_of(message)
+        for i, block in enumerate(blocks):
             kind = block.get("type")
             if is_summary_block(block):
                 continue  # the previous summary travels once, as <previous_summary>
-            if kind == "text":
+            if kind == "text" and cited:
+                lines[-1] += _escape(str(block.get("text", "")))  # a cited answer is split at each citation
+            elif kind == "text":
                 lines.append(f"[{role}] {_escape(str(block.get('text', '')))}")
             elif kind == "tool_use":
                 lines.append(f"[{role}] tool call {block.get('name')}({_clip(_args(block), TOOL_ARGS_CLIP)})")
@@ -214,6 +218,8 @@ def serialize_conversation(messages: Sequence[Message]) -> str:
                 )
             else:
                 lines.append(f"[{role}] [{kind}]")
+            following = blocks[i + 1] if i + 1 < len(blocks) else {}
+            cited = kind == "text" and (cited or "citations" in block or "citations" in following)
     return "\n".join(lines)
 
 

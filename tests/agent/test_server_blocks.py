@@ -91,7 +91,9 @@ def test_compaction_never_cuts_between_a_call_and_a_result_that_came_later() -> 
 
 
 def test_the_summarizer_sees_the_sources_titles_and_urls() -> None:
-    text = serialize_conversation([user("q"), assistant(USE, RESULT, CITED)])
+    answer = assistant(USE, RESULT, {"type": "text", "text": "Well, "}, CITED, {"type": "text", "text": "."})
+    text = serialize_conversation([user("q"), answer])
+    assert "[assistant] Well, High tide is at noon.\n" in text + "\n"  # one line, as written
     assert 'web_search({"query":"tides"})' in text
     assert "[web search result] Tides <https://a.example/t>" in text
 
