@@ -385,8 +385,9 @@ async def run_turn(conversation: Conversation[R], *, hooks: TurnHooks[R]) -> Tur
     iterations = 0
     pauses = 0
     answered: list[Block] = []
-    """The blocks of this answer's responses since the last round of our own tools (a paused turn's
-    responses and its continuation make one answer)."""
+    """The blocks of the newest answer: its responses since the last round of our own tools (a paused
+    turn's responses and its continuation make one answer)."""
+    after_tools = False
     while iterations < config.max_iterations:
         iterations += 1
         try:
@@ -418,7 +419,8 @@ async def run_turn(conversation: Conversation[R], *, hooks: TurnHooks[R]) -> Tur
             logger.warning("model returned no content besides thinking (stop_reason=%s)", stop_reason)
             break
         await turn.append(response.as_message())
-        answered.extend(response.content)
+        answered = [*([] if after_tools else answered), *response.content]
+        after_tools = False
         if stop_reason == "pause_turn" and pauses < MAX_PAUSES:
             # the API paused a long run of its own tools: send the conversation again, this answer
             # included, and it goes on where it stopped (a separate count from our tool rounds)
@@ -436,7 +438,7 @@ async def run_turn(conversation: Conversation[R], *, hooks: TurnHooks[R]) -> Tur
             break
         if conversation.stream is not None:
             await conversation.stream.working([str(u.get("name", "")) for u in uses])
-        answered = []
+        after_tools = True
         await turn.append(await turn.run_tools(uses))
         if compacted_by_api:
             await turn.adopt_server_compaction()

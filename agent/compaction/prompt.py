@@ -122,10 +122,16 @@ MEDIA_INSTRUCTION = (
 
 
 def build_instructions(
-    *, conversation: str | None, previous_summary: str | None, focus: str | None, max_tokens: int
+    *,
+    conversation: str | None,
+    previous_summary: str | None,
+    focus: str | None,
+    max_tokens: int,
+    web: bool = False,
 ) -> str:
     """The summarization prompt. With `conversation=None` it refers to the turns already above it (for a
-    summarizer that reuses the session's cached prefix)."""
+    summarizer that reuses the session's cached prefix); `web`: the turns looked things up on the web
+    (their sources are to be kept)."""
     where = (
         "The turns to compact are inside <conversation> below."
         if conversation is not None
@@ -155,7 +161,8 @@ def build_instructions(
         f"Stay under {max_tokens} tokens. Reply with the summary only."
     )
     parts.append(MEDIA_INSTRUCTION)
-    parts.append(SOURCES_INSTRUCTION)
+    if web:
+        parts.append(SOURCES_INSTRUCTION)
     if previous_summary:
         parts.append(f"<previous_summary>\n{_escape(previous_summary)}\n</previous_summary>")
     if conversation is not None:
