@@ -2,7 +2,9 @@
 
 It validates requests as the real API does, answers scripted replies, tool calls and faults (else a
 deterministic echo or structured summary), and reports usage from a prefix-cache model on a controllable
-clock; server-side compaction (beta ``compact-2026-01-12``) as ``compaction`` describes. Use it
+clock; server-side compaction (beta ``compact-2026-01-12``) as ``compaction`` describes; the server's web
+search and fetch (a ``search:`` / ``deep search:`` / ``fetch:`` message, when the request offers them) as
+``web`` describes. Use it
 in-process (``async with FakeAnthropic() as fake``) or as a process (``python -m
 tests.fakes.anthropic --port 0`` prints ``LISTENING <url>``; control under ``/_fake/``).
 
