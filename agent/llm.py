@@ -35,6 +35,7 @@ from agent.errors import (
     ThinkingBindingError,
 )
 from agent.messages import compaction_on_wire, is_blank_text
+from agent.server_tools import lookup_status
 from agent.streaming import TextSink
 from agent.thinking import Unbound, stamp, unbind
 from agent.types import Block, Message
@@ -289,6 +290,7 @@ def usage_of(raw: Any) -> Usage:
         cache_read_input_tokens=int(getattr(raw, "cache_read_input_tokens", 0) or 0),
         cache_creation_1h_input_tokens=int(one_hour) if one_hour is not None else None,
         web_search_requests=int(getattr(server, "web_search_requests", 0) or 0) if server is not None else 0,
+        web_fetch_requests=int(getattr(server, "web_fetch_requests", 0) or 0) if server is not None else 0,
     )
 
 
@@ -473,6 +475,10 @@ class AnthropicClient:
                         await on_text(event.text)
                     elif event.type == "thinking" and event.thinking and on_progress is not None:
                         await on_progress(event.thinking)
+                    elif event.type == "content_block_stop" and on_progress is not None:
+                        said = lookup_status(event.content_block.model_dump(mode="json"))
+                        if said:
+                            await on_progress(said)
                 message = await stream.get_final_message()
             except httpx2.TransportError as exc:
                 raise LLMStreamCutError(f"Anthropic API stream cut off: {exc}") from exc

@@ -19,12 +19,14 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from agent.caching.markers import cache_marker
 from agent.caching.plan import CacheCursor, CachePoint, TurnCachePlan
+from agent.citations import reply_text, with_sources
 from agent.compaction.engine import ContextEngine
 from agent.errors import BudgetExceededError, ContextOverflowError
 from agent.llm import LLMClient, LLMRequest, LLMResponse, ask
 from agent.messages import has_compaction
 from agent.models import CacheTTL, ModelInfo
 from agent.oversize import Cuts
+from agent.server_tools import ServerTools
 from agent.streaming import StreamSink
 from agent.thinking import EFFORTS, Effort, thinking_only, thinking_options, without_thinking
 from agent.tokens import Calibration, estimate_message, estimate_system, estimate_tools
@@ -34,6 +36,9 @@ from agent.types import Block, Message
 logger = logging.getLogger(__name__)
 
 STOP_ITERATION_LIMIT = "max_iterations"
+MAX_PAUSES = 5
+"""Continuations of a turn the API paused in a long run of its own tools (`stop_reason: "pause_turn"`)
+before the turn ends with what it has."""
 STOP_BUDGET = "budget"
 """A spending cap refused the turn's next call: the turn ends with what it has."""
 MIN_OUTPUT_TOKENS = 1_024
@@ -96,6 +101,8 @@ class LoopConfig:
     """A message estimated above this share of the context window is shown as head + tail."""
     effort: Effort | None = None
     """`output_config.effort` on the models that take it (None: the API's default)."""
+    server_tools: ServerTools = field(default_factory=ServerTools)
+    """The API's own tools offered in every reply request (web search, web fetch)."""
 
     @property
     def cuts(self) -> Cuts:
@@ -203,7 +210,8 @@ class _Turn(Generic[R]):
 
     def build(self) -> tuple[LLMRequest, int, CacheTTL | None]:
         """The next request, its estimated prompt size and the TTL of its markers."""
-        tools = [*self.tools.schemas(), *self.engine.tool_schemas()]
+        server = self.config.server_tools
+        tools = [*self.tools.schemas(), *self.engine.tool_schemas(), *server.definitions(self.config.model)]
         cached, ttl = self.cursor.place(self.system, self.rendered(), tools)
         raw = (
             estimate_system(self.system)
@@ -224,7 +232,11 @@ class _Turn(Generic[R]):
             diagnose=self.plan.diagnose,
             previous_message_id=self.previous_message_id,
             context_management=managed[0] if managed is not None else None,
-            betas=(*(managed[1] if managed is not None else ()), *options.betas),
+            betas=(
+                *(managed[1] if managed is not None else ()),
+                *options.betas,
+                *server.betas(self.config.model),
+            ),
             thinking=options.thinking,
             output_config=options.output_config,
             prompt_estimate=raw,
@@ -371,6 +383,11 @@ async def run_turn(conversation: Conversation[R], *, hooks: TurnHooks[R]) -> Tur
     response: LLMResponse | None = None
     stop_reason: str | None = None
     iterations = 0
+    pauses = 0
+    answered: list[Block] = []
+    """The blocks of the newest answer: its responses since the last round of our own tools (a paused
+    turn's responses and its continuation make one answer)."""
+    after_tools = False
     while iterations < config.max_iterations:
         iterations += 1
         try:
@@ -379,7 +396,7 @@ async def run_turn(conversation: Conversation[R], *, hooks: TurnHooks[R]) -> Tur
             # Not sent: what the turn did so far (tool results, stored) stands, and the caller says why.
             logger.warning("turn stopped before call %d: %s", iterations, exc)
             return TurnResult(
-                reply_text=response.text if response is not None else "",
+                reply_text=_answer_text(answered) if answered else "",
                 iterations=iterations - 1,
                 stop_reason=STOP_BUDGET,
                 budget=exc,
@@ -402,6 +419,15 @@ async def run_turn(conversation: Conversation[R], *, hooks: TurnHooks[R]) -> Tur
             logger.warning("model returned no content besides thinking (stop_reason=%s)", stop_reason)
             break
         await turn.append(response.as_message())
+        answered = [*([] if after_tools else answered), *response.content]
+        after_tools = False
+        if stop_reason == "pause_turn" and pauses < MAX_PAUSES:
+            # the API paused a long run of its own tools: send the conversation again, this answer
+            # included, and it goes on where it stopped (a separate count from our tool rounds)
+            pauses += 1
+            iterations -= 1
+            logger.info("the API paused the turn (%d); continuing", pauses)
+            continue
         # the API compacted the conversation in this call: take it into the window once the turn's
         # messages are whole again (a tool call's results are stored first)
         compacted_by_api = has_compaction(response.as_message())
@@ -412,6 +438,7 @@ async def run_turn(conversation: Conversation[R], *, hooks: TurnHooks[R]) -> Tur
             break
         if conversation.stream is not None:
             await conversation.stream.working([str(u.get("name", "")) for u in uses])
+        after_tools = True
         await turn.append(await turn.run_tools(uses))
         if compacted_by_api:
             await turn.adopt_server_compaction()
@@ -423,12 +450,17 @@ async def run_turn(conversation: Conversation[R], *, hooks: TurnHooks[R]) -> Tur
         if engine.should_compress(grown):
             await turn.compact(force=False, why=f"prompt ~{grown} tokens reached the threshold", size=grown)
     return TurnResult(
-        reply_text=response.text if response is not None else "",
+        reply_text=_answer_text(answered) if answered else (response.text if response is not None else ""),
         iterations=iterations,
         stop_reason=stop_reason,
         window=turn.window,
         cache_points=turn.cursor.cache_points([e.ref for e in turn.window]),
     )
+
+
+def _answer_text(content: Sequence[Block]) -> str:
+    """The answer's text as written (a cited answer's blocks joined back), with its sources."""
+    return with_sources(reply_text(content), content)
 
 
 class _NoHooks:

@@ -4,7 +4,8 @@
 - `prune_tool_results`: long old tool output replaced by the cleared marker;
 - `repair_tool_pairs`: every tool_result follows its tool_use in the message right before it. A result
   whose call is gone becomes plain text (its content is kept, clipped); a call whose result is gone gets
-  a stub result. Inputs are never changed; messages are copied only when changed.
+  a stub result. The API's own tool calls (`server_tool_use` and its result) are kept whole or dropped
+  whole (`agent.server_blocks`). Inputs are never changed; messages are copied only when changed.
 - `compaction_on_wire`: a server-side compaction block travels as the API expects it only in a request
   that enables server-side compaction (the newest one); anywhere else its summary is sent as text;
 - `is_blank_text`: a text block of whitespace only is never sent (the API refuses it), neither from a
@@ -16,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from agent.server_blocks import repair_server_pairs
 from agent.types import Block, Message, blocks_of, tool_result_ids, tool_use_ids
 
 PRUNED_MARKER = "[Old tool output cleared to save context space]"
@@ -106,7 +108,9 @@ def repair_tool_pairs(
     Results whose call is gone become text; calls whose result is gone get a stub result (placed after
     the next user message's own results, or in a message of its own when an assistant turn follows).
     With `pending_last`, calls in the final message are pending, not lost, and are left alone.
+    Server tool blocks that lost their partner are dropped whole first (`repair_server_pairs`).
     """
+    messages, _ = repair_server_pairs(messages, pending_last=pending_last)
     out: list[Message] = []
     orphaned: list[str] = []
     stubbed: list[str] = []

@@ -305,3 +305,31 @@ def cost_usd(model: ModelInfo | str, usage: Usage, *, ttl: CacheTTL = "5m") -> f
     )
     searches = usage.web_search_requests * WEB_SEARCH_USD
     return total * info.price_factor(usage.prompt_tokens) / _PER_MTOK + searches
+
+
+WEB_TOOLS_DATE: Final[Mapping[str, str]] = {
+    **dict.fromkeys(
+        (
+            "claude-opus-5-5",
+            "claude-sonnet-5-5",
+            "claude-haiku-5-5",
+            "claude-fable-5-2",
+            "claude-fable-5-1",
+            "claude-fable-5",
+            "claude-opus-5",
+            "claude-sonnet-5",
+        ),
+        "20260318",
+    ),
+    **dict.fromkeys(
+        ("claude-opus-4-8", "claude-opus-4-7", "claude-opus-4-6", "claude-sonnet-4-6"), "20260209"
+    ),
+}
+"""The newest dated version of the server's web tools each model takes (`web_search_20260209` and later:
+dynamic filtering, 4.6 models and newer); a model not listed takes the first ones (`web_search_20250305`,
+`web_fetch_20250910`)."""
+
+
+def web_tools_date(model: ModelInfo) -> str:
+    """The newest web tool version date the model takes (see `WEB_TOOLS_DATE`)."""
+    return WEB_TOOLS_DATE.get(canonical_model_name(model.name), "20250910")

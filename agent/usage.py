@@ -16,6 +16,8 @@ class Usage:
     """Of the cache writes, those of one-hour entries, when the API says (None: it did not)."""
     web_search_requests: int = 0
     """Searches the server's web search tool ran (billed per search)."""
+    web_fetch_requests: int = 0
+    """Pages the server's web fetch tool fetched (tokens only, no fee)."""
 
     @property
     def one_hour_writes(self) -> int | None:
@@ -37,6 +39,7 @@ class Usage:
             self.cache_read_input_tokens + other.cache_read_input_tokens,
             _sum_known(self.one_hour_writes, other.one_hour_writes),
             self.web_search_requests + other.web_search_requests,
+            self.web_fetch_requests + other.web_fetch_requests,
         )
 
 

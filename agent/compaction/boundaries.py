@@ -1,7 +1,8 @@
 """Pure helpers over Anthropic message lists: where a history may be cut (head, tail, split points).
 
 A cut at position `i` splits `messages[:i]` from `messages[i:]`. A cut is safe when no tool_use in the
-left part has its tool_result in the right part, so a call and its result always stay together.
+left part has its tool_result in the right part, so a call and its result always stay together; the
+same for the API's own tool calls, whose result may come in a later assistant message (`agent.server_blocks`).
 """
 
 from __future__ import annotations
@@ -9,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from agent.compaction.prompt import is_summary_message
+from agent.server_blocks import result_ids as server_result_ids
+from agent.server_blocks import use_ids as server_use_ids
 from agent.types import Message, blocks_of, tool_result_ids, tool_use_ids
 
 
@@ -18,13 +21,17 @@ def safe_cuts(messages: Sequence[Message]) -> list[bool]:
     used_at: dict[str, int] = {}
     for i, message in enumerate(messages):
         if message["role"] == "assistant":
-            for tool_id in tool_use_ids(message):
+            for tool_id in [*tool_use_ids(message), *server_use_ids(blocks_of(message))]:
                 used_at.setdefault(tool_id, i)
     unsafe_from: list[int] = [0] * (n + 2)
     for r, message in enumerate(messages):
-        if message["role"] != "user":
+        if message["role"] == "assistant":
+            results = server_result_ids(blocks_of(message))
+        elif message["role"] == "user":
+            results = tool_result_ids(message)
+        else:
             continue
-        for tool_id in tool_result_ids(message):
+        for tool_id in results:
             u = used_at.get(tool_id)
             if u is not None and u < r:
                 # cuts u+1 .. r would separate the call from its result

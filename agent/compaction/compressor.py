@@ -45,6 +45,7 @@ from agent.compaction.engine import (
 )
 from agent.compaction.prompt import SUMMARY_PREFIX, is_summary_message
 from agent.errors import SummarizerError
+from agent.server_blocks import has_server_blocks
 from agent.types import Block, Message, Role, blocks_of
 from agent.usage import Usage
 
@@ -411,6 +412,7 @@ class ContextCompactor(ContextEngine):
             previous_summary=previous,
             focus=focus,
             max_tokens=budget,
+            web=any(has_server_blocks(m) for m in msgs[lo:hi]),
         )
         request = SummaryRequest(
             middle=middle,

@@ -122,10 +122,16 @@ MEDIA_INSTRUCTION = (
 
 
 def build_instructions(
-    *, conversation: str | None, previous_summary: str | None, focus: str | None, max_tokens: int
+    *,
+    conversation: str | None,
+    previous_summary: str | None,
+    focus: str | None,
+    max_tokens: int,
+    web: bool = False,
 ) -> str:
     """The summarization prompt. With `conversation=None` it refers to the turns already above it (for a
-    summarizer that reuses the session's cached prefix)."""
+    summarizer that reuses the session's cached prefix); `web`: the turns looked things up on the web
+    (their sources are to be kept)."""
     where = (
         "The turns to compact are inside <conversation> below."
         if conversation is not None
@@ -155,11 +161,35 @@ def build_instructions(
         f"Stay under {max_tokens} tokens. Reply with the summary only."
     )
     parts.append(MEDIA_INSTRUCTION)
+    if web:
+        parts.append(SOURCES_INSTRUCTION)
     if previous_summary:
         parts.append(f"<previous_summary>\n{_escape(previous_summary)}\n</previous_summary>")
     if conversation is not None:
         parts.append(f"<conversation>\n{conversation}\n</conversation>")
     return "\n\n".join(parts)
+
+
+SOURCES_INSTRUCTION = (
+    "Web lookups: keep the title and URL of every source the assistant cited or relied on (under "
+    "Critical Context), so a later answer can name them again."
+)
+
+
+def _sources(block: Block) -> str:
+    """A web lookup's result as the summarizer reads it: its pages' titles and URLs (the page text is
+    encrypted and only the API reads it), or its error."""
+    inner = block.get("content")
+    if isinstance(inner, dict):
+        if "error_code" in inner:
+            return f"error {inner['error_code']}"
+        inner = [inner]
+    pages = [
+        f"{_escape(str(r.get('title') or r.get('url', '')))} <{r.get('url', '')}>"
+        for r in inner or []
+        if isinstance(r, dict) and r.get("url")
+    ]
+    return "; ".join(pages) or "no results"
 
 
 def serialize_conversation(messages: Sequence[Message]) -> str:
@@ -168,11 +198,15 @@ def serialize_conversation(messages: Sequence[Message]) -> str:
     lines: list[str] = []
     for message in messages:
         role = message["role"]
-        for block in blocks_of(message):
+        cited = False  # the last line is a text of this message that a cited answer goes on with
+        blocks = blocks_of(message)
+        for i, block in enumerate(blocks):
             kind = block.get("type")
             if is_summary_block(block):
                 continue  # the previous summary travels once, as <previous_summary>
-            if kind == "text":
+            if kind == "text" and cited:
+                lines[-1] += _escape(str(block.get("text", "")))  # a cited answer is split at each citation
+            elif kind == "text":
                 lines.append(f"[{role}] {_escape(str(block.get('text', '')))}")
             elif kind == "tool_use":
                 lines.append(f"[{role}] tool call {block.get('name')}({_clip(_args(block), TOOL_ARGS_CLIP)})")
@@ -183,8 +217,16 @@ def serialize_conversation(messages: Sequence[Message]) -> str:
                 lines.append(f"[tool result {name}{error}] {_escape(text)}")
             elif is_media_ref(block):
                 continue  # the message's text names it by its label ([photo m12])
+            elif kind == "server_tool_use":
+                lines.append(f"[{role}] {block.get('name')}({_clip(_args(block), TOOL_ARGS_CLIP)})")
+            elif kind in ("web_search_tool_result", "web_fetch_tool_result"):
+                lines.append(
+                    f"[{kind.removesuffix('_tool_result').replace('_', ' ')} result] {_sources(block)}"
+                )
             else:
                 lines.append(f"[{role}] [{kind}]")
+            following = blocks[i + 1] if i + 1 < len(blocks) else {}
+            cited = kind == "text" and (cited or "citations" in block or "citations" in following)
     return "\n".join(lines)
 
 

@@ -49,6 +49,7 @@ from agent.llm import LLMClient, LLMRequest, LLMResponse
 from agent.media import refs_in
 from agent.models import CacheTTL, ModelInfo, lookup_model
 from agent.pins import summary_note
+from agent.server_blocks import has_server_blocks
 from agent.thinking import thinking_only
 from agent.types import Block, Message, blocks_of
 
@@ -143,6 +144,7 @@ class LLMSummarizer:
             previous_summary=None if earlier_summary else request.previous_summary,
             focus=request.focus,
             max_tokens=request.max_tokens,
+            web=any(has_server_blocks(m) for m in request.middle),
         )
         scope = (
             f"Compact only messages {request.middle_start + 1} to {request.middle_end} of the conversation "

@@ -14,6 +14,7 @@ from agent.compaction.registry import EngineFactory, UnknownEngineError, resolve
 from agent.compaction.server import ServerCompaction
 from agent.loop import LoopConfig
 from agent.models import MODELS, CacheTTL, ModelInfo, lookup_model
+from agent.server_tools import ServerTools, WebFetch, WebSearch
 from agent.spending.periods import Caps
 from agent.tokens import Calibration
 from gateway.compaction.triggers import CompactionPolicy
@@ -156,6 +157,33 @@ def loop_config(settings: Settings, model: ModelInfo, calibration: Calibration) 
         max_iterations=settings.agent.max_iterations,
         tool_output_max_chars=settings.agent.tool_output_max_chars,
         calibration=calibration,
+        server_tools=server_tools(settings),
+    )
+
+
+def server_tools(settings: Settings) -> ServerTools:
+    """The API's own tools every reply request offers (`tools.web_search`, `tools.web_fetch`)."""
+    search, fetch = settings.tools.web_search, settings.tools.web_fetch
+    location = search.user_location.model_dump(exclude_none=True) if search.user_location else None
+    return ServerTools(
+        search=WebSearch(
+            max_uses=search.max_uses,
+            allowed_domains=search.allowed_domains,
+            blocked_domains=search.blocked_domains,
+            user_location=location or None,
+            version=search.version,
+        )
+        if search.enabled
+        else None,
+        fetch=WebFetch(
+            max_uses=fetch.max_uses,
+            allowed_domains=fetch.allowed_domains,
+            blocked_domains=fetch.blocked_domains,
+            max_content_tokens=fetch.max_content_tokens,
+            version=fetch.version,
+        )
+        if fetch.enabled
+        else None,
     )
 
 
@@ -165,7 +193,9 @@ def kit_settings(settings: Settings, model: ModelInfo, loop: LoopConfig) -> KitS
     return KitSettings(
         model=model,
         summary_model=summary_model(settings, model),
-        base_prompt=settings.agent.system_prompt,
+        base_prompt="\n\n".join(
+            p for p in (settings.agent.system_prompt, loop.server_tools.prompt_note()) if p
+        ),
         compression=CompactionConfig(
             enabled=comp.enabled,
             threshold=comp.threshold,

@@ -22,6 +22,7 @@ from gateway.commands.stats_report import (
     context_lines,
     delivery_line,
     global_report,
+    web_lines,
 )
 from gateway.commands.voice_report import voice_lines
 from gateway.commands.waste_report import waste_line
@@ -42,7 +43,9 @@ async def all_chats_report(reports: ReportStore, semantic_recall: Callable[[], s
     if counts:
         report.extend([delivery_line(counts)])
     report.extend([waste_line(await reports.cache_waste(), detail=False)])
-    report.extend(outcomes_lines(await reports.call_outcomes()))
+    outcomes = await reports.call_outcomes()
+    report.extend(outcomes_lines(outcomes))
+    report.extend(web_lines(outcomes.web_searches, outcomes.web_fetches))
     report.extend(voice_lines(await reports.transcription_counts()))
     if semantic_recall is not None:
         report.add("Semantic recall", semantic_recall())
@@ -115,7 +118,9 @@ class AdminHandlers:
         )
         report.extend([waste_line(await reports.cache_waste(ctx.chat_pk))])
         report.extend(voice_lines(await reports.transcription_counts(ctx.chat_pk)))
-        report.extend(outcomes_lines(await reports.call_outcomes(ctx.chat_pk)))
+        outcomes = await reports.call_outcomes(ctx.chat_pk)
+        report.extend(outcomes_lines(outcomes))
+        report.extend(web_lines(outcomes.web_searches, outcomes.web_fetches))
         if self.semantic_recall is not None:
             report.add("Semantic recall", self.semantic_recall())
         if self.budget is not None:

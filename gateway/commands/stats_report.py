@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from agent.models import WEB_SEARCH_USD
 from gateway.commands.context_size import ContextSize
 from gateway.store import ChatStats, CompactionRecord, GlobalStats, UsageTotals
 
@@ -180,3 +181,15 @@ def global_report(g: GlobalStats) -> Report:
                 "", f"  {b.platform}:{b.chat_id}{title} — {plural(b.messages, 'message')}, ${b.cost_usd:.4f}"
             )
     return report
+
+
+def web_lines(searches: int, fetches: int) -> list[Line]:
+    """`/stats`: the lookups the API's web tools ran and the search fee (in the cost above too); none
+    when there were none."""
+    if not searches and not fetches:
+        return []
+    fee = searches * WEB_SEARCH_USD
+    text = (
+        f"{plural(searches, 'search', 'searches')}, {plural(fetches, 'page')} fetched; search fee ${fee:.2f}"
+    )
+    return [Line("Web lookups", text)]

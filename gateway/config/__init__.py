@@ -43,6 +43,7 @@ from gateway.config.sections import (
     TranscriptionSettings,
 )
 from gateway.config.settings import Settings
+from gateway.config.tools import ToolsSettings, UserLocation, WebFetchSettings, WebSearchSettings
 
 __all__ = [
     "DEFAULT_DATABASE_URL",
@@ -70,7 +71,11 @@ __all__ = [
     "SchedulerSettings",
     "Settings",
     "StreamingSettings",
+    "ToolsSettings",
     "TranscriptionSettings",
+    "UserLocation",
+    "WebFetchSettings",
+    "WebSearchSettings",
     "load_settings",
     "older_names",
 ]

@@ -42,6 +42,7 @@ from gateway.config.sections import (
     StreamingSettings,
     TranscriptionSettings,
 )
+from gateway.config.tools import ToolsSettings
 
 
 class Settings(BaseSettings):
@@ -116,6 +117,7 @@ class Settings(BaseSettings):
     transcription: TranscriptionSettings = TranscriptionSettings()
     fleet: FleetSettings = FleetSettings()
     discord: DiscordSettings = DiscordSettings()
+    tools: ToolsSettings = ToolsSettings()
 
     @field_validator("telegram_webhook_secret")
     @classmethod

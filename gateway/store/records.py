@@ -172,6 +172,9 @@ class CallRecord:
     """The refusal's category when the model declined."""
     thinking_dropped: int = 0
     """Thinking blocks the API dropped from the request (`input_transformations`)."""
+    web_searches: int = 0
+    """Searches the API's web search tool ran in the call (their fee is in `cost_usd`)."""
+    web_fetches: int = 0
 
     @property
     def prompt_tokens(self) -> int:
@@ -203,6 +206,8 @@ class CallRecord:
             cache_ttl=cache_ttl,
             refusal=refusal,
             thinking_dropped=thinking_dropped,
+            web_searches=usage.web_search_requests,
+            web_fetches=usage.web_fetch_requests,
         )
 
 

@@ -247,6 +247,10 @@ class LlmCall(Base):
     """The category of a refusal (`stop_reason: "refusal"`); None when the model answered."""
     thinking_dropped: Mapped[int] = mapped_column(Integer, server_default="0")
     """Thinking blocks the API dropped from this request (its prefix check, `drop_block`)."""
+    web_searches: Mapped[int] = mapped_column(Integer, server_default="0")
+    """Searches the API's web search tool ran in this call (billed per search, in `cost_usd`)."""
+    web_fetches: Mapped[int] = mapped_column(Integer, server_default="0")
+    """Pages the API's web fetch tool read in this call."""
     created_at: Mapped[datetime]
 
 

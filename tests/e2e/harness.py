@@ -137,6 +137,7 @@ def _is_gateway_setting(name: str) -> bool:
         "EMBEDDINGS__",
         "STREAMING__",
         "FLEET__",
+        "TOOLS__",
     )
     return upper.startswith(prefixes) or upper in {
         "DATABASE_URL",
@@ -171,6 +172,9 @@ def base_env(*, database_url: str, anthropic_url: str, tmp: Path, **extra: str) 
         "LOG_LEVEL": "INFO",
         "SPOOL_DIR": str(tmp / "spool"),
         "SCHEDULER__ENABLED": "false",
+        # the API's web tools change every request's tool list: on only where a test asks for them
+        "TOOLS__WEB_SEARCH__ENABLED": "false",
+        "TOOLS__WEB_FETCH__ENABLED": "false",
     }
     env.update(extra)
     return env

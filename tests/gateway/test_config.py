@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from gateway.app.wiring import server_tools
 from gateway.config import DEFAULT_DATABASE_URL, DEFAULT_MODEL, ConfigError, Settings, load_settings
 
 KEYS = [
@@ -208,3 +209,23 @@ def test_env_example_copied_as_dot_env_changes_no_default() -> None:
     nothing until the operator edits it (a stale prompt there once dropped the recall instruction)."""
     example = Path(__file__).resolve().parents[2] / ".env.example"
     assert Settings(_env_file=example).model_dump() == Settings(_env_file=None).model_dump()
+
+
+def test_web_tools_on_by_default_both_domain_lists_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    settings = load_settings(anthropic_api_key="k")
+    tools = server_tools(settings)
+    assert tools.search is not None
+    assert tools.fetch is not None
+    monkeypatch.setenv("TOOLS__WEB_SEARCH__ENABLED", "false")
+    monkeypatch.setenv("TOOLS__WEB_FETCH__ALLOWED_DOMAINS", '["a.example"]')
+    monkeypatch.setenv("TOOLS__WEB_FETCH__BLOCKED_DOMAINS", '["b.example"]')
+    with pytest.raises(ConfigError) as caught:
+        load_settings(anthropic_api_key="k")
+    message = str(caught.value)
+    assert "\n" not in message
+    assert "tools.web_fetch: set allowed_domains or blocked_domains, not both" in message
+    monkeypatch.delenv("TOOLS__WEB_FETCH__BLOCKED_DOMAINS")
+    tools = server_tools(load_settings(anthropic_api_key="k"))
+    assert tools.search is None
+    assert tools.fetch is not None
+    assert tools.fetch.allowed_domains == ("a.example",)

@@ -37,6 +37,8 @@ def make_settings(fake: FakeAnthropic, db_url: str, **overrides: Any) -> Setting
         "telegram_allowed_users": ALLOWED,
         "agent": {"max_output_tokens": 256},
         "scheduler": {"enabled": False},
+        # the API's web tools change every request's tool list: on only where a test asks for them
+        "tools": {"web_search": {"enabled": False}, "web_fetch": {"enabled": False}},
         # Never spool into the working directory: each bot gets its own folder.
         "spool_dir": Path(tempfile.mkdtemp(prefix="gateway-spool-")),
     }

@@ -1,5 +1,6 @@
-"""What the model declined and what the API dropped, for `/stats`: refusals by category and the thinking
-blocks the API's prefix check dropped, for one chat or every chat."""
+"""What the model declined, what the API dropped and what it looked up, for `/stats`: refusals by
+category, the thinking blocks the API's prefix check dropped, and the web searches and fetches its own
+tools ran, for one chat or every chat."""
 
 from __future__ import annotations
 
@@ -18,6 +19,8 @@ class CallOutcomes:
     thinking_dropped: int = 0
     """Thinking blocks the API dropped because their prefix had changed (each one a binding the gateway
     got wrong: it leaves such blocks out itself)."""
+    web_searches: int = 0
+    web_fetches: int = 0
 
 
 async def call_outcomes(conn: AsyncConnection, *, chat_pk: int | None) -> CallOutcomes:
@@ -27,7 +30,18 @@ async def call_outcomes(conn: AsyncConnection, *, chat_pk: int | None) -> CallOu
         .where(llm_calls.c.refusal.is_not(None), *scope)
         .group_by(llm_calls.c.refusal)
     )
-    dropped = (
-        await conn.execute(select(func.coalesce(func.sum(llm_calls.c.thinking_dropped), 0)).where(*scope))
-    ).scalar_one()
-    return CallOutcomes(refusals={str(c): int(n) for c, n in refusals}, thinking_dropped=int(dropped))
+    sums = (
+        await conn.execute(
+            select(
+                func.coalesce(func.sum(llm_calls.c.thinking_dropped), 0),
+                func.coalesce(func.sum(llm_calls.c.web_searches), 0),
+                func.coalesce(func.sum(llm_calls.c.web_fetches), 0),
+            ).where(*scope)
+        )
+    ).one()
+    return CallOutcomes(
+        refusals={str(c): int(n) for c, n in refusals},
+        thinking_dropped=int(sums[0]),
+        web_searches=int(sums[1]),
+        web_fetches=int(sums[2]),
+    )

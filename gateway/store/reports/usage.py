@@ -46,6 +46,8 @@ async def record_call(
             cache_ttl=call.cache_ttl,
             refusal=call.refusal,
             thinking_dropped=call.thinking_dropped,
+            web_searches=call.web_searches,
+            web_fetches=call.web_fetches,
             created_at=now,
         )
     )

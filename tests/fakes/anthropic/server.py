@@ -2,7 +2,9 @@
 
 It validates requests as the real API does, answers scripted replies, tool calls and faults (else a
 deterministic echo or structured summary), and reports usage from a prefix-cache model on a controllable
-clock; server-side compaction (beta ``compact-2026-01-12``) as ``compaction`` describes. Use it
+clock; server-side compaction (beta ``compact-2026-01-12``) as ``compaction`` describes; the server's web
+search and fetch (a ``search:`` / ``deep search:`` / ``fetch:`` message, when the request offers them) as
+``web`` describes. Use it
 in-process (``async with FakeAnthropic() as fake``) or as a process (``python -m
 tests.fakes.anthropic --port 0`` prints ``LISTENING <url>``; control under ``/_fake/``).
 
@@ -89,6 +91,7 @@ from tests.fakes.anthropic.validation import (
     prompt_too_long,
     validate_request,
 )
+from tests.fakes.anthropic.web import WebLookups
 from tests.fakes.anthropic.wire import (
     PacedAnswer,
     Pacing,
@@ -144,7 +147,12 @@ class RecordedRequest:
         if self.usage is None:
             return Usage()
         parts = self.usage.get("iterations") or [self.usage]
-        return sum(
+        server = self.usage.get("server_tool_use") or {}
+        lookups = Usage(
+            web_search_requests=int(server.get("web_search_requests", 0)),
+            web_fetch_requests=int(server.get("web_fetch_requests", 0)),
+        )
+        return lookups + sum(
             (
                 Usage(
                     part["input_tokens"],
@@ -221,6 +229,8 @@ class FakeAnthropic(LocalServer):
         self._offset = 0.0
         self._script: list[ScriptedReply] = []
         self._faults: list[Fault] = []
+        self.web = WebLookups()
+        """The server's web tools: what they issued, and the next lookup's error (``web``)."""
 
     # ---- lifecycle -------------------------------------------------------------------------------
 
@@ -374,6 +384,7 @@ class FakeAnthropic(LocalServer):
             betas = beta_flags(request.headers.getall("anthropic-beta", []))
             edit = compaction_edit(body, betas, spec, min_trigger=self.compaction_min_trigger)
             config = thinking_config(body, betas, spec, default_display=self.default_display)
+            self.web.check(body)
         except InvalidRequest as exc:
             return error_response(exc.status, exc.error_type, exc.message)
         extra: dict[str, Any] = {}
@@ -419,9 +430,20 @@ class FakeAnthropic(LocalServer):
                 error = exceeds_context(prompt, int(body["max_tokens"]), spec)
                 return error_response(error.status, error.error_type, error.message)
             cache = self._charge(blocks, spec)
-            reply = self._reply_for(effective, kind, config)
-            # a pre-warm generates nothing and is billed no output
-            usage = usage_payload(cache, reply.output_tokens if kind != "warm" else 0)
+            lookup = self.web.answer(effective, newest_user_text(effective)) if kind == "reply" else None
+            if lookup is not None:
+                # the server ran its web tools inside the call: their results are billed as input
+                reply = Reply(lookup.content, lookup.stop_reason, lookup.output_tokens)
+                usage = usage_payload(cache, reply.output_tokens)
+                usage["input_tokens"] += lookup.input_tokens
+                usage["server_tool_use"] = {
+                    "web_search_requests": lookup.searches,
+                    "web_fetch_requests": lookup.fetches,
+                }
+            else:
+                reply = self._reply_for(effective, kind, config)
+                # a pre-warm generates nothing and is billed no output
+                usage = usage_payload(cache, reply.output_tokens if kind != "warm" else 0)
         if reply.hold is not None:
             await reply.hold.wait()
         await self._pause(reply.delay + (self.summary_delay if kind == "summary" else self.reply_delay))

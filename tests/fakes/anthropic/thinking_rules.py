@@ -180,4 +180,10 @@ def _check_sampling(body: Mapping[str, Any]) -> None:
 
 def _check_prefill(messages: list[Any]) -> None:
     if messages and isinstance(messages[-1], Mapping) and messages[-1].get("role") == "assistant":
+        content = messages[-1].get("content")
+        last = content[-1] if isinstance(content, list) and content else None
+        if isinstance(last, Mapping) and str(last.get("type", "")).endswith(
+            ("server_tool_use", "_tool_result")
+        ):
+            return  # a paused turn sent again to go on (`pause_turn`), not a prefill
         raise InvalidRequest(PREFILL_REFUSED)

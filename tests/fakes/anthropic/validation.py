@@ -24,7 +24,7 @@ MAX_CACHE_BREAKPOINTS = 4
 KNOWN_BLOCK_TYPES = frozenset(
     {
         "text", "image", "document", "tool_use", "tool_result", "thinking", "redacted_thinking",
-        "search_result", "compaction",
+        "search_result", "compaction", "server_tool_use", "web_search_tool_result", "web_fetch_tool_result",
     }
 )  # fmt: skip
 COMPACTION_KEYS = frozenset(
@@ -133,6 +133,10 @@ def _check_tools(tools: Any) -> set[str]:
             raise InvalidRequest(f"tools.{i}.custom.name: String should match pattern '{TOOL_NAME.pattern}'")
         if tool.get("type") in (None, "custom") and not isinstance(tool.get("input_schema"), Mapping):
             raise InvalidRequest(f"tools.{i}.custom.input_schema: Field required")
+        if tool.get("allowed_domains") and tool.get("blocked_domains"):
+            raise InvalidRequest(
+                f"tools.{i}: Cannot specify both allowed_domains and blocked_domains in the same request"
+            )
         if name in names:
             raise InvalidRequest("tools: Tool names must be unique.")
         names.add(name)
@@ -219,7 +223,7 @@ def _check_messages(
             raise InvalidRequest(f"messages.{i}.role: Input should be 'user' or 'assistant'")
         if i == 0 and role != "user" and not _opens_with_compaction(message):
             raise InvalidRequest('messages: first message must use the "user" role')
-        if strict and previous == role:
+        if strict and previous == role and not (role == "assistant" and _ends_paused(messages[i - 1])):
             raise InvalidRequest(
                 f'messages: roles must alternate between "user" and "assistant", '
                 f'but found multiple "{role}" roles in a row'
@@ -228,6 +232,17 @@ def _check_messages(
         _check_content(message, i, tool_names, final_assistant=(i == last and role == "assistant"))
     turns = [(i, m) for i, m in enumerate(messages) if m.get("role") != "system"]
     _check_tool_pairing(turns if strict else list(enumerate(_merge_same_roles([m for _, m in turns]))))
+
+
+def _ends_paused(message: Any) -> bool:
+    """An assistant message ending with a server tool block: a turn the API paused (`pause_turn`), whose
+    continuation may follow as the next assistant message."""
+    blocks = _blocks(message) if isinstance(message, Mapping) else []
+    return (
+        bool(blocks)
+        and isinstance(blocks[-1], Mapping)
+        and blocks[-1].get("type") in ("server_tool_use", "web_search_tool_result", "web_fetch_tool_result")
+    )
 
 
 def _opens_with_compaction(message: Mapping[str, Any]) -> bool:

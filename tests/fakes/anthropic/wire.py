@@ -183,7 +183,7 @@ def stream_events(message: Mapping[str, Any]) -> list[tuple[str, dict[str, Any]]
         ("ping", {"type": "ping"}),
     ]
     for index, block in enumerate(message["content"]):
-        if block["type"] == "tool_use":
+        if block["type"] in ("tool_use", "server_tool_use"):
             opening = {**block, "input": {}}
             pieces = [
                 {"type": "input_json_delta", "partial_json": part}
@@ -199,9 +199,16 @@ def stream_events(message: Mapping[str, Any]) -> list[tuple[str, dict[str, Any]]
             # A compaction block is not streamed piecemeal: one delta carries the whole summary.
             opening = {"type": "compaction", "content": None}
             pieces = [{"type": "compaction_delta", "content": block["content"]}]
+        elif block["type"] != "text":
+            # a server tool's result arrives whole in its start event
+            opening, pieces = dict(block), []
         else:
             opening = {"type": "text", "text": ""}
-            pieces = [{"type": "text_delta", "text": part} for part in _chunks(block["text"])]
+            pieces = []
+            if "citations" in block:  # a cited span: its citations first, as the API streams them
+                opening["citations"] = []
+                pieces = [{"type": "citations_delta", "citation": c} for c in block["citations"]]
+            pieces += [{"type": "text_delta", "text": part} for part in _chunks(block["text"])]
         events.append(
             ("content_block_start", {"type": "content_block_start", "index": index, "content_block": opening})
         )
@@ -216,6 +223,8 @@ def stream_events(message: Mapping[str, Any]) -> list[tuple[str, dict[str, Any]]
     delta_usage["output_tokens"] = usage["output_tokens"]
     if "iterations" in usage:
         delta_usage["iterations"] = usage["iterations"]
+    if "server_tool_use" in usage:
+        delta_usage["server_tool_use"] = usage["server_tool_use"]
     events.append(
         (
             "message_delta",

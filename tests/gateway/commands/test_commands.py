@@ -12,7 +12,7 @@ import pytest
 from sqlalchemy import text
 
 from gateway.commands.menu import help_text
-from gateway.commands.stats_report import cache_hit_text
+from gateway.commands.stats_report import cache_hit_text, web_lines
 from gateway.platforms.base import Author
 from gateway.store import UsageTotals
 from tests.fakes.anthropic import FakeAnthropic
@@ -366,3 +366,9 @@ async def test_stats_and_metrics_show_semantic_recall(fake: FakeAnthropic, sqlit
             assert 'gateway_recall_semantic_queries_total{outcome="timeout"} 0.0' in exposed
         async with running_bot(fake, sqlite_url, **SMALL) as plain:
             assert "Semantic recall" not in await only(plain, "/stats", user=ADMIN)
+
+
+def test_web_lines_show_the_lookups_and_the_search_fee_only_when_there_were_some() -> None:
+    assert web_lines(0, 0) == []
+    (line,) = web_lines(12, 1)
+    assert line.render() == "Web lookups: 12 searches, 1 page fetched; search fee $0.12"
