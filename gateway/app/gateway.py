@@ -32,6 +32,7 @@ from gateway.commands.admin import AdminHandlers
 from gateway.commands.pinning import PinHandlers
 from gateway.compaction.compactor import Compactor
 from gateway.config import Settings
+from gateway.dashboard.server import DashboardServer, dashboard_server
 from gateway.embeddings.setup import Embeddings, embeddings_from
 from gateway.intake import recovery
 from gateway.intake.admission import Admission, RateLimiter
@@ -116,6 +117,7 @@ class Gateway:
         self.metrics.track_webhooks(adapters)
         self.scheduler: JobScheduler | None = None
         self.metrics_server: MetricsServer | None = None
+        self.dashboard: DashboardServer | None = None
         self.loop_config = loop_config(settings, self.model, self.calibration)
         self.policy = compaction_policy(settings, self.model)
         self.kit = self._session_kit()
@@ -209,7 +211,7 @@ class Gateway:
 
     def _pipeline(self) -> Pipeline:
         settings = self.settings
-        admin = AdminHandlers(
+        self.admin = admin = AdminHandlers(
             store=self.store,
             locks=self.locks,
             model=self.model,
@@ -273,6 +275,7 @@ class Gateway:
             logger.info("%s", line)
         logger.info("%s", model_status_line(self.settings, self.model))
         await self._start_metrics_server()
+        await self._start_dashboard()
         specs = list(commands.COMMANDS)
         for adapter in self.platforms:
             await adapter.start(self._on_update, specs)
@@ -308,6 +311,20 @@ class Gateway:
             self.metrics, self.store.ping, host=obs.metrics_host, port=obs.metrics_port
         )
         await self.metrics_server.start()
+
+    async def _start_dashboard(self) -> None:
+        board = self.settings.dashboard
+        if not board.enabled:
+            return
+        self.dashboard = dashboard_server(
+            board,
+            store=self.store,
+            admin=self.admin,
+            budget=self.budget,
+            timezone=self.budget.caps.timezone,
+            clock=self.now,
+        )
+        await self.dashboard.start()
 
     def _start_scheduler(self) -> None:
         sched = self.settings.scheduler
@@ -393,3 +410,5 @@ class Gateway:
             await self.transcriber.close()
         if self.metrics_server is not None:
             await self.metrics_server.stop()
+        if self.dashboard is not None:
+            await self.dashboard.stop()

@@ -47,6 +47,4 @@ class DashboardAudit(StoreBase):
         )
         async with self._tx("dashboard_actions") as conn:
             rows = (await conn.execute(query)).all()
-        return [
-            ActionRecord(r.chat_pk, r.action, r.outcome, r.detail, r.client, r.created_at) for r in rows
-        ]
+        return [ActionRecord(r.chat_pk, r.action, r.outcome, r.detail, r.client, r.created_at) for r in rows]

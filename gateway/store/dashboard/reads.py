@@ -93,7 +93,9 @@ class MessageLine:
 
 
 class DashboardReads(StoreBase):
-    async def overview(self, *, day_start: datetime, month_start: datetime, active_since: datetime) -> Overview:
+    async def overview(
+        self, *, day_start: datetime, month_start: datetime, active_since: datetime
+    ) -> Overview:
         calls_today = and_(llm_calls.c.created_at >= day_start)
         async with self._tx("dashboard_overview") as conn:
             today = (
@@ -127,14 +129,12 @@ class DashboardReads(StoreBase):
             compacted = (
                 await conn.execute(
                     select(func.count()).where(
-                        compactions.c.created_at >= day_start, compactions.c.outcome != "idle"
+                        compactions.c.created_at >= day_start, compactions.c.outcome.in_(("ok", "degraded"))
                     )
                 )
             ).scalar_one()
             pending = (
-                await conn.execute(
-                    select(func.count()).where(deliveries.c.state.in_(("pending", "sending")))
-                )
+                await conn.execute(select(func.count()).where(deliveries.c.state.in_(("pending", "sending"))))
             ).scalar_one()
             workers = await self._workers(conn)
         return Overview(
@@ -181,11 +181,7 @@ class DashboardReads(StoreBase):
             .group_by(llm_calls.c.chat_pk)
             .subquery()
         )
-        query = (
-            select(chats, cost.c.cost)
-            .outerjoin(cost, cost.c.chat_pk == chats.c.id)
-            .order_by(chats.c.id)
-        )
+        query = select(chats, cost.c.cost).outerjoin(cost, cost.c.chat_pk == chats.c.id).order_by(chats.c.id)
         async with self._tx("dashboard_chats") as conn:
             rows = (await conn.execute(query)).all()
             active = {
