@@ -32,7 +32,7 @@ from gateway.commands.admin import AdminHandlers
 from gateway.commands.pinning import PinHandlers
 from gateway.compaction.compactor import Compactor
 from gateway.config import Settings
-from gateway.dashboard.server import DashboardServer, dashboard_server
+from gateway.dashboard.server import DashboardServer, build_dashboard
 from gateway.embeddings.setup import Embeddings, embeddings_from
 from gateway.intake import recovery
 from gateway.intake.admission import Admission, RateLimiter
@@ -314,9 +314,9 @@ class Gateway:
 
     async def _start_dashboard(self) -> None:
         board = self.settings.dashboard
-        if not board.enabled:
+        if board.port is None:
             return
-        self.dashboard = dashboard_server(
+        built = build_dashboard(
             board,
             store=self.store,
             admin=self.admin,
@@ -324,6 +324,7 @@ class Gateway:
             timezone=self.budget.caps.timezone,
             clock=self.now,
         )
+        self.dashboard = DashboardServer(built, host=board.host, port=board.port)
         await self.dashboard.start()
 
     def _start_scheduler(self) -> None:

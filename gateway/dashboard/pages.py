@@ -91,7 +91,7 @@ class Pages:
             "chat.html",
             {
                 "chat": row.chat,
-                "name": views.chat_name(row.chat),
+                "name": views.chat_name(row.chat, row.person),
                 "size": size,
                 "fill": f"{views.fill_percent(size)}%" if size is not None else "0%",
                 "events": events,

@@ -40,8 +40,8 @@ HEADERS = {
     "Cache-Control": "no-store",
 }
 OPEN_PATHS = ("/login", "/static/")
-ORIGIN_KEY = "dashboard_origin"
-SESSION_KEY = "dashboard_session"
+ORIGIN_KEY = web.RequestKey("origin", Origin)
+SESSION_KEY = web.RequestKey("session", Session)
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -87,7 +87,7 @@ class Dashboard:
         return app
 
     def render(self, request: web.Request, name: str, context: dict[str, Any]) -> web.Response:
-        session: Session | None = request.get(SESSION_KEY)
+        session = request.get(SESSION_KEY)
         body = self.env.get_template(name).render(
             csrf=session.csrf if session else "",
             logged_in=session is not None and not self.guard.open_without_login,
@@ -175,15 +175,14 @@ class Dashboard:
             return response
         self.guard.close_session(request.cookies.get(COOKIE))
         key, _ = self.guard.open_session()
-        response = web.HTTPSeeOther("/")
-        response.headers.update(HEADERS)
+        response = _see_other("/")
         self._set_cookie(response, key, origin)
         logger.info("dashboard: login from %s", origin.client)
         return response
 
     async def _logout(self, request: web.Request) -> web.StreamResponse:
         self.guard.close_session(request.cookies.get(COOKIE))
-        response = web.HTTPSeeOther("/login")
+        response = _see_other("/login")
         response.del_cookie(COOKIE, path="/")
         return response
 
@@ -206,6 +205,11 @@ class Dashboard:
         if not raw.isdigit() or await self.pages.reads.chat(int(raw)) is None:
             raise web.HTTPNotFound(text="no such chat")
         return int(raw)
+
+
+def _see_other(location: str) -> web.Response:
+    """A redirect returned (to set a cookie on it) rather than raised."""
+    return web.Response(status=303, headers={"Location": location})
 
 
 class DashboardServer:
@@ -251,7 +255,7 @@ class DashboardServer:
             self._runner = None
 
 
-def dashboard_server(
+def build_dashboard(
     settings: DashboardSettings,
     *,
     store: Store,
@@ -259,9 +263,10 @@ def dashboard_server(
     budget: Budget | None,
     timezone: str,
     clock: Callable[[], datetime],
-) -> DashboardServer:
+) -> Dashboard:
     """The dashboard of a running gateway: its store, its `/compact` code, its budget and clock."""
-    assert settings.port is not None
+    if settings.port is None:
+        raise ValueError("the dashboard needs DASHBOARD__PORT")
     guard = Guard(
         password=settings.password.get_secret_value() if settings.password else None,
         bind_host=settings.host,
@@ -284,8 +289,7 @@ def dashboard_server(
         render=_unset_render,
         clock=clock,
     )
-    dashboard = Dashboard(guard, pages, Actions(admin, audit))
-    return DashboardServer(dashboard, host=settings.host, port=settings.port)
+    return Dashboard(guard, pages, Actions(admin, audit))
 
 
 def _unset_render(request: web.Request, name: str, context: dict[str, Any]) -> web.Response:

@@ -17,11 +17,13 @@ from gateway.store.dashboard import CallPoint, ChatRow, CompactionEvent, Overvie
 from gateway.store.records import ChatRecord
 
 
-def chat_name(chat: ChatRecord) -> str:
+def chat_name(chat: ChatRecord, person: str | None = None) -> str:
     """A group by its title exactly as the platform gave it; a private chat by the person's name, else
     its id. Shown as text (the template escapes it)."""
     if chat.title:
         return chat.title
+    if person:
+        return person
     return f"{chat.platform} {chat.kind} {chat.chat_id}"
 
 
@@ -102,7 +104,7 @@ class ChatLine:
 def chat_line(row: ChatRow, size: ContextSize | None, now: datetime) -> ChatLine:
     return ChatLine(
         id=row.chat.id,
-        name=chat_name(row.chat),
+        name=chat_name(row.chat, row.person),
         kind=row.chat.kind,
         platform=row.chat.platform,
         fill=f"{fill_percent(size)}%" if size is not None else "0%",

@@ -53,6 +53,8 @@ class ChatRow:
     session: SessionRecord | None
     cost_today_usd: float
     last_activity_at: datetime | None
+    person: str | None = None
+    """The name the newest user message in the chat was sent under (a private chat's name)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,6 +190,7 @@ class DashboardReads(StoreBase):
                 r.chat_pk: to_session(r)
                 for r in (await conn.execute(select(sessions).where(sessions.c.active))).all()
             }
+            people = await _people(conn, None)
         found = []
         for row in rows:
             session = active.get(row.id)
@@ -197,6 +200,7 @@ class DashboardReads(StoreBase):
                     session=session,
                     cost_today_usd=float(row.cost or 0.0),
                     last_activity_at=session.last_activity_at if session else None,
+                    person=people.get(row.id),
                 )
             )
         found.sort(key=lambda c: c.last_activity_at or c.chat.created_at, reverse=True)
@@ -210,8 +214,11 @@ class DashboardReads(StoreBase):
             session_row = (
                 await conn.execute(select(sessions).where(sessions.c.chat_pk == chat_pk, sessions.c.active))
             ).one_or_none()
+            people = await _people(conn, chat_pk)
         session = to_session(session_row) if session_row is not None else None
-        return ChatRow(to_chat(row), session, 0.0, session.last_activity_at if session else None)
+        return ChatRow(
+            to_chat(row), session, 0.0, session.last_activity_at if session else None, people.get(chat_pk)
+        )
 
     async def calls(self, chat_pk: int, *, since: datetime) -> list[CallPoint]:
         query = (
@@ -277,3 +284,16 @@ class DashboardReads(StoreBase):
         async with self._tx("dashboard_messages") as conn:
             rows = (await conn.execute(query)).all()
         return [MessageLine(r.created_at, r.role, r.author_name, r.text, r.state) for r in rows]
+
+
+async def _people(conn: Any, chat_pk: int | None) -> dict[int, str]:
+    """chat -> the author name of its newest user message (all chats, or one)."""
+    newest = select(func.max(messages.c.id)).where(
+        messages.c.role == "user", messages.c.author_name.is_not(None)
+    )
+    if chat_pk is not None:
+        newest = newest.where(messages.c.chat_pk == chat_pk)
+    query = select(messages.c.chat_pk, messages.c.author_name).where(
+        messages.c.id.in_(newest.group_by(messages.c.chat_pk).scalar_subquery())
+    )
+    return {int(r.chat_pk): str(r.author_name) for r in (await conn.execute(query)).all()}
