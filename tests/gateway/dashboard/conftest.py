@@ -66,6 +66,6 @@ async def open_board(fake: FakeAnthropic, db_url: str, **dashboard: Any) -> Asyn
 
 
 @pytest.fixture
-async def board(fake: FakeAnthropic, sqlite_url: str) -> AsyncIterator[Board]:
-    async for opened in open_board(fake, sqlite_url, password=PASSWORD):
+async def board(fake: FakeAnthropic, db_url: str) -> AsyncIterator[Board]:
+    async for opened in open_board(fake, db_url, password=PASSWORD):
         yield opened
