@@ -58,7 +58,3 @@ class DashboardSettings(Section):
             except ValueError:
                 raise ValueError(f"expected IP addresses or networks, got {item!r}") from None
         return tuple(str(item) for item in value)
-
-    @property
-    def enabled(self) -> bool:
-        return self.port is not None

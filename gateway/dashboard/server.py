@@ -1,7 +1,7 @@
 """The dashboard's web server (aiohttp): the guard on every request, the routes, the templates.
 
 Every response carries a strict Content-Security-Policy (`default-src 'self'`, no inline script),
-`X-Frame-Options: DENY`, `no-store` caching and no referrer. Pages need a session (after `/login`, or
+`X-Frame-Options: DENY`, `no-store` caching and no referrer to other sites. Pages need a session (after `/login`, or
 handed out on loopback without a password); a POST needs the page's own Origin and the session's CSRF
 token, else 403 and nothing changes.
 """
@@ -36,7 +36,7 @@ HEADERS = {
     ),
     "X-Frame-Options": "DENY",
     "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "no-referrer",
+    "Referrer-Policy": "same-origin",  # no-referrer would make browsers send `Origin: null`
     "Cache-Control": "no-store",
 }
 OPEN_PATHS = ("/login", "/static/")

@@ -137,6 +137,7 @@ def _is_gateway_setting(name: str) -> bool:
         "EMBEDDINGS__",
         "STREAMING__",
         "FLEET__",
+        "DASHBOARD__",
     )
     return upper.startswith(prefixes) or upper in {
         "DATABASE_URL",

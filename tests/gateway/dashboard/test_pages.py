@@ -10,7 +10,7 @@ import pytest
 from markupsafe import escape
 
 from tests.fakes.anthropic import FakeAnthropic
-from tests.gateway.dashboard.conftest import Board, open_board
+from tests.gateway.dashboard.conftest import PASSWORD, Board, open_board
 from tests.support.memory_adapter import ADMIN, ALICE, group_chat
 
 EVIL_TITLE = "<b>Ops</b> & co"
@@ -57,7 +57,7 @@ async def test_every_response_carries_the_security_headers(board: Board) -> None
 async def test_login_cookie_is_httponly_and_strict(board: Board) -> None:
     response = await board.client.post(
         "/login",
-        data={"password": "correct horse battery staple"},
+        data={"password": PASSWORD},
         headers={"Origin": board.origin},
         allow_redirects=False,
     )
@@ -192,3 +192,29 @@ async def test_loopback_without_a_password_needs_no_login_but_still_a_token(
         f"/chats/{chat_pk}/compact", data={}, headers={"Origin": board.origin}, allow_redirects=False
     )
     assert response.status == 403
+
+
+@pytest.fixture
+async def proxied_board(fake: FakeAnthropic, sqlite_url: str) -> AsyncIterator[Board]:
+    async for opened in open_board(fake, sqlite_url, password=PASSWORD, trusted_proxies=("127.0.0.1",)):
+        yield opened
+
+
+async def test_behind_a_trusted_tls_proxy_the_cookie_is_secure(proxied_board: Board) -> None:
+    proxy = {
+        "X-Forwarded-Proto": "https",
+        "X-Forwarded-Host": "dash.example.org",
+        "X-Forwarded-For": "198.51.100.4",
+    }
+    response = await proxied_board.client.post(
+        "/login",
+        data={"password": PASSWORD},
+        headers={**proxy, "Origin": "https://dash.example.org"},
+        allow_redirects=False,
+    )
+    assert response.status == 303
+    assert "Secure" in response.headers["Set-Cookie"]
+    refused = await proxied_board.client.post(
+        "/login", data={"password": PASSWORD}, headers={**proxy, "Origin": proxied_board.origin}
+    )
+    assert refused.status == 403, "the page's origin is the proxy's, not the backend's"
