@@ -1,9 +1,9 @@
 """The dashboard's web server (aiohttp): the guard on every request, the routes, the templates.
 
 Every response carries a strict Content-Security-Policy (`default-src 'self'`, no inline script),
-`X-Frame-Options: DENY`, `no-store` caching and no referrer to other sites. Pages need a session (after `/login`, or
-handed out on loopback without a password); a POST needs the page's own Origin and the session's CSRF
-token, else 403 and nothing changes.
+`X-Frame-Options: DENY`, `no-store` caching and no referrer to other sites. Pages need a session
+(after `/login`, or handed out on loopback without a password); a POST needs the page's own Origin and
+the session's CSRF token, else 403 and nothing changes.
 """
 
 from __future__ import annotations
