@@ -42,9 +42,7 @@ class DashboardSettings(Section):
             value = None
         host = str(info.data.get("host", "127.0.0.1"))
         if info.data.get("port") is not None and value is None and not is_loopback(host):
-            raise ValueError(
-                f"DASHBOARD__PASSWORD must be set when the dashboard listens on {host} (not loopback)"
-            )
+            raise ValueError(f"must be set when DASHBOARD__HOST ({host}) is not a loopback address")
         return value
 
     @field_validator("trusted_proxies", mode="before")
