@@ -323,6 +323,7 @@ class Gateway:
             budget=self.budget,
             timezone=self.budget.caps.timezone,
             clock=self.now,
+            worker=self.settings.fleet.worker_name or default_worker_name(),
         )
         self.dashboard = DashboardServer(built, host=board.host, port=board.port)
         await self.dashboard.start()

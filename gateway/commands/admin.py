@@ -12,7 +12,7 @@ from agent.spending.periods import SpendFor
 from agent.tokens import Calibration, estimate_system
 from gateway.commands import menu as commands
 from gateway.commands.budget_report import budget_lines
-from gateway.commands.context_breakdown import breakdown, format_breakdown
+from gateway.commands.context_breakdown import Breakdown, breakdown, format_breakdown
 from gateway.commands.context_size import ContextSize, context_size
 from gateway.commands.menu import CommandContext, Handler
 from gateway.commands.outcomes_report import outcomes_lines
@@ -122,14 +122,17 @@ class AdminHandlers:
         """The chat's context as the thresholds count it (calibrated as they calibrate it)."""
         return context_size(session, calibrate=self.calibration.apply, window=self.model.context_window)
 
-    async def _window_lines(self, session: SessionRecord, chat_pk: int, context_tokens: int) -> list[Line]:
+    async def window_breakdown(self, session: SessionRecord, chat_pk: int) -> Breakdown:
+        """What fills the chat's window by part (`/stats detail`, the dashboard's chat page)."""
         rows = await self.store.load_window(session.id)
         pins = [p.text for p in await self.store.pins(chat_pk)]
         system = self.kit.system_for(session, pins)
-        parts = breakdown(
+        return breakdown(
             rows, system_tokens=estimate_system(system), tool_tokens=self.kit.tool_tokens(chat_pk), pins=pins
         )
-        return format_breakdown(parts, context_tokens)
+
+    async def _window_lines(self, session: SessionRecord, chat_pk: int, context_tokens: int) -> list[Line]:
+        return format_breakdown(await self.window_breakdown(session, chat_pk), context_tokens)
 
     async def compact(self, ctx: CommandContext) -> str:
         args = ctx.args.strip()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -10,6 +10,7 @@ from typing import Any
 from aiohttp import web
 
 from agent.spending.periods import SpendFor
+from gateway.commands.context_breakdown import Breakdown
 from gateway.commands.context_size import ContextSize
 from gateway.dashboard import views
 from gateway.spending.budget import Budget
@@ -28,6 +29,8 @@ class Figures:
     """What the pages measure with: the owner of the context size, the window and its thresholds."""
 
     context_size: Callable[[SessionRecord], ContextSize]
+    breakdown: Callable[[SessionRecord, int], Awaitable[Breakdown]]
+    """What fills a session's window by part (`AdminHandlers.window_breakdown`)."""
     compressor_threshold: float
     hygiene_threshold: float
     timezone: str
@@ -43,6 +46,8 @@ class Pages:
     budget: Budget | None
     render: Render
     clock: Callable[[], datetime]
+    worker: str = ""
+    """This process's worker name, listed even before it has run a job or taken a lease."""
 
     async def overview(self, request: web.Request) -> web.Response:
         now = self.clock()
@@ -60,7 +65,10 @@ class Pages:
                 "month": views.usd(overview.spent_month_usd),
                 "caps": views.cap_lines(standings),
                 "cache_share": views.cache_read_share(overview),
-                "workers": [(w, views.ago(w.last_job_at, now)) for w in overview.workers],
+                "workers": [
+                    (w, views.ago(w.last_job_at, now))
+                    for w in views.with_worker(overview.workers, self.worker)
+                ],
                 "reminders_due": [],  # reminders are not part of this build; the section stays empty
             },
         )
@@ -86,6 +94,11 @@ class Pages:
         size = self.figures.context_size(row.session) if row.session else None
         window = size.window if size is not None else 0
         pins: list[PinRecord] = await self.pins(chat_pk)
+        parts = (
+            views.window_parts(await self.figures.breakdown(row.session, chat_pk), size.tokens)
+            if row.session is not None and size is not None
+            else []
+        )
         return self.render(
             request,
             "chat.html",
@@ -96,6 +109,7 @@ class Pages:
                 "fill": f"{views.fill_percent(size)}%" if size is not None else "0%",
                 "events": events,
                 "pins": pins,
+                "parts": parts,
                 "days": views.by_day(calls, self.figures.timezone),
                 "messages": await self.reads.recent_messages(chat_pk),
                 "audit": await self.audit.for_chat(chat_pk),

@@ -263,6 +263,7 @@ def build_dashboard(
     budget: Budget | None,
     timezone: str,
     clock: Callable[[], datetime],
+    worker: str = "",
 ) -> Dashboard:
     """The dashboard of a running gateway: its store, its `/compact` code, its budget and clock."""
     if settings.port is None:
@@ -281,6 +282,7 @@ def build_dashboard(
         pins=store.pins,
         figures=Figures(
             context_size=admin.context_size,
+            breakdown=admin.window_breakdown,
             compressor_threshold=admin.compressor_threshold,
             hygiene_threshold=admin.hygiene_threshold,
             timezone=timezone,
@@ -288,6 +290,7 @@ def build_dashboard(
         budget=budget,
         render=_unset_render,
         clock=clock,
+        worker=worker,
     )
     return Dashboard(guard, pages, Actions(admin, audit))
 

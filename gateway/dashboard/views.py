@@ -11,9 +11,10 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
+from gateway.commands.context_breakdown import Breakdown, split
 from gateway.commands.context_size import ContextSize
 from gateway.spending.budget import Standing
-from gateway.store.dashboard import CallPoint, ChatRow, CompactionEvent, Overview
+from gateway.store.dashboard import CallPoint, ChatRow, CompactionEvent, Overview, WorkerLine
 from gateway.store.records import ChatRecord
 
 
@@ -180,3 +181,26 @@ def chart_data(
 def chart_since(now: datetime) -> datetime:
     """How far back a chat's page reads its calls (the chart and the daily figures)."""
     return now - timedelta(days=14)
+
+
+@dataclass(frozen=True, slots=True)
+class PartLine:
+    label: str
+    tokens: int
+    percent: int
+
+
+def window_parts(b: Breakdown, context_tokens: int) -> list[PartLine]:
+    """The context size split by part as `/stats detail` splits it (in proportion to local estimates)."""
+    shown = split(b.parts, context_tokens)
+    return [
+        PartLine(p.label, p.tokens, round(100 * p.tokens / context_tokens) if context_tokens else 0)
+        for p in shown
+    ]
+
+
+def with_worker(workers: Sequence[WorkerLine], this: str) -> list[WorkerLine]:
+    """The fleet's workers, this one first (added when it has neither run a job nor taken a lease)."""
+    if not this or any(w.name == this for w in workers):
+        return sorted(workers, key=lambda w: w.name != this)
+    return [WorkerLine(this, None, None), *workers]

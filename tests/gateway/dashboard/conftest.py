@@ -12,6 +12,7 @@ from aiohttp.test_utils import TestClient, TestServer, unused_port
 
 from gateway.config import DashboardSettings
 from gateway.dashboard.server import build_dashboard
+from gateway.store.locks.leases import default_worker_name
 from tests.fakes.anthropic import FakeAnthropic
 from tests.support.gateway_bot import Bot, running_bot
 
@@ -60,6 +61,7 @@ async def open_board(fake: FakeAnthropic, db_url: str, **dashboard: Any) -> Asyn
             budget=bot.gateway.budget,
             timezone="UTC",
             clock=bot.gateway.now,
+            worker=default_worker_name(),
         )
         async with TestClient(TestServer(built.app(), host="127.0.0.1", port=port)) as client:
             yield Board(bot, client, port)

@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 import pytest
 from markupsafe import escape
 
+from gateway.store.locks.leases import default_worker_name
 from tests.fakes.anthropic import FakeAnthropic
 from tests.gateway.dashboard.conftest import PASSWORD, Board, open_board
 from tests.support.memory_adapter import ADMIN, ALICE, group_chat
@@ -93,6 +94,15 @@ async def test_a_message_with_markup_stays_text(board: Board) -> None:
     assert status == 200
     assert "&lt;img src=x onerror=alert(1)&gt;" in body
     assert "<img" not in body
+    assert re.search(r"<td>user messages</td><td>[\d,]+</td><td>\d+%</td>", body), "the window by part"
+
+
+async def test_unknown_chats_and_paths_outside_static_are_not_found(board: Board) -> None:
+    await board.login()
+    for path in ("/chats/999", "/chats/abc", "/static/../guard.py", "/static/%2e%2e/guard.py", "/static/"):
+        status, body = await board.page(path)
+        assert status in (403, 404), (path, status)
+        assert "compare_digest" not in body
 
 
 async def test_compact_and_undo_from_the_page_are_audited(board: Board) -> None:
@@ -171,6 +181,8 @@ async def test_overview_shows_spend_workers_backlog_and_the_reminders_spot(board
     for part in ("today", "this month", "compactions today", "cache read share", "reply parts waiting"):
         assert part in body
     assert 'id="reminders-due"' in body
+    assert board.bot.gateway.settings.fleet.worker_name is None
+    assert "<td>" + default_worker_name() + "</td>" in body, "this worker is listed"
 
 
 @pytest.fixture
