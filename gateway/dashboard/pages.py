@@ -21,7 +21,6 @@ ACTIVE_WITHIN = timedelta(hours=24)
 """A chat counts as active on the overview when a message arrived within this long."""
 
 Render = Callable[[web.Request, str, dict[str, Any]], web.Response]
-Pins = Callable[[int], Any]
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,7 +39,7 @@ class Figures:
 class Pages:
     reads: DashboardReads
     audit: DashboardAudit
-    pins: Callable[[int], Any]
+    pins: Callable[[int], Awaitable[list[PinRecord]]]
     """`Store.pins`: a chat's pinned facts."""
     figures: Figures
     budget: Budget | None
@@ -93,7 +92,7 @@ class Pages:
         events = await self.reads.compactions(chat_pk)
         size = self.figures.context_size(row.session) if row.session else None
         window = size.window if size is not None else 0
-        pins: list[PinRecord] = await self.pins(chat_pk)
+        pins = await self.pins(chat_pk)
         parts = (
             views.window_parts(await self.figures.breakdown(row.session, chat_pk), size.tokens)
             if row.session is not None and size is not None
