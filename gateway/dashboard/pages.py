@@ -20,7 +20,13 @@ from gateway.store.dashboard import DashboardAudit, DashboardReads
 ACTIVE_WITHIN = timedelta(hours=24)
 """A chat counts as active on the overview when a message arrived within this long."""
 
-Render = Callable[[web.Request, str, dict[str, Any]], web.Response]
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    """A template and what it shows; `server.Dashboard` renders it."""
+
+    template: str
+    context: dict[str, Any]
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,20 +49,18 @@ class Pages:
     """`Store.pins`: a chat's pinned facts."""
     figures: Figures
     budget: Budget | None
-    render: Render
     clock: Callable[[], datetime]
     worker: str = ""
     """This process's worker name, listed even before it has run a job or taken a lease."""
 
-    async def overview(self, request: web.Request) -> web.Response:
+    async def overview(self, request: web.Request) -> Page:
         now = self.clock()
         day, month = views.period_starts(now, self.figures.timezone)
         overview = await self.reads.overview(
             day_start=day, month_start=month, active_since=now - ACTIVE_WITHIN
         )
         standings = await self.budget.standing(SpendFor()) if self.budget is not None else []
-        return self.render(
-            request,
+        return Page(
             "overview.html",
             {
                 "o": overview,
@@ -72,7 +76,7 @@ class Pages:
             },
         )
 
-    async def chats(self, request: web.Request) -> web.Response:
+    async def chats(self, request: web.Request) -> Page:
         now = self.clock()
         day, _ = views.period_starts(now, self.figures.timezone)
         rows = await self.reads.chats(day_start=day)
@@ -80,9 +84,9 @@ class Pages:
             views.chat_line(row, self.figures.context_size(row.session) if row.session else None, now)
             for row in rows
         ]
-        return self.render(request, "chats.html", {"chats": lines})
+        return Page("chats.html", {"chats": lines})
 
-    async def chat(self, request: web.Request) -> web.Response:
+    async def chat(self, request: web.Request) -> Page:
         chat_pk = _chat_pk(request)
         row = await self.reads.chat(chat_pk)
         if row is None:
@@ -98,8 +102,7 @@ class Pages:
             if row.session is not None and size is not None
             else []
         )
-        return self.render(
-            request,
+        return Page(
             "chat.html",
             {
                 "chat": row.chat,

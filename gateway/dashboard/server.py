@@ -21,7 +21,7 @@ from gateway.commands.admin import AdminHandlers
 from gateway.config import DashboardSettings
 from gateway.dashboard.actions import Actions
 from gateway.dashboard.guard import COOKIE, Guard, Origin, Seen, Session
-from gateway.dashboard.pages import Figures, Pages
+from gateway.dashboard.pages import Figures, Page, Pages
 from gateway.spending.budget import Budget
 from gateway.store import Store
 from gateway.store.dashboard import DashboardAudit, DashboardReads
@@ -71,20 +71,26 @@ class Dashboard:
         self.pages = pages
         self.actions = actions
         self.env = templates()
-        pages.render = self.render
 
     def app(self) -> web.Application:
         app = web.Application(middlewares=[self._headers, self._guard])
         app.router.add_get("/login", self._login_form)
         app.router.add_post("/login", self._login)
         app.router.add_post("/logout", self._logout)
-        app.router.add_get("/", self.pages.overview)
-        app.router.add_get("/chats", self.pages.chats)
-        app.router.add_get("/chats/{chat_pk}", self.pages.chat)
+        app.router.add_get("/", self._page(self.pages.overview))
+        app.router.add_get("/chats", self._page(self.pages.chats))
+        app.router.add_get("/chats/{chat_pk}", self._page(self.pages.chat))
         app.router.add_post("/chats/{chat_pk}/compact", self._compact)
         app.router.add_post("/chats/{chat_pk}/undo", self._undo)
         app.router.add_static("/static/", HERE / "static", follow_symlinks=False, show_index=False)
         return app
+
+    def _page(self, build: Callable[[web.Request], Awaitable[Page]]) -> Handler:
+        async def handle(request: web.Request) -> web.StreamResponse:
+            page = await build(request)
+            return self.render(request, page.template, page.context)
+
+        return handle
 
     def render(self, request: web.Request, name: str, context: dict[str, Any]) -> web.Response:
         session = request.get(SESSION_KEY)
@@ -288,12 +294,7 @@ def build_dashboard(
             timezone=timezone,
         ),
         budget=budget,
-        render=_unset_render,
         clock=clock,
         worker=worker,
     )
     return Dashboard(guard, pages, Actions(admin, audit))
-
-
-def _unset_render(request: web.Request, name: str, context: dict[str, Any]) -> web.Response:
-    raise RuntimeError("the dashboard sets its pages' renderer")
