@@ -10,7 +10,7 @@ STAMP := $(VENV)/.synced
 export UV_PROJECT_ENVIRONMENT := $(VENV)
 export SSL_CERT_FILE ?= /etc/ssl/certs/ca-certificates.crt
 
-.PHONY: run test setup lint fmt typecheck unit bench chat demo doctor migrate clean
+.PHONY: run test setup lint fmt typecheck unit bench chat demo doctor migrate clean browser
 
 $(UV):
 	$(PYTHON) -m venv $(TOOLS)
@@ -52,7 +52,12 @@ fmt: setup
 typecheck: setup
 	$(PY) -m mypy
 
-test: setup lint typecheck
+# The dashboard's browser test drives Debian's Chromium through its driver (installed once; sudo when not root).
+SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
+browser:
+	@test -x /usr/bin/chromedriver || ($(SUDO) apt-get update && $(SUDO) apt-get install -y chromium chromium-driver)
+
+test: setup lint typecheck browser
 	$(PY) -m pytest -q -n auto --maxschedchunk=1
 
 # A quick run while working: the agent and gateway tests in parallel, without the e2e marker (~2.5 min).

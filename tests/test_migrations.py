@@ -38,6 +38,7 @@ TABLES = {
     "spend_ledger",
     "spend_reservations",
     "webhook_registrations",
+    "dashboard_actions",
 }
 
 

@@ -32,6 +32,7 @@ from gateway.commands.admin import AdminHandlers
 from gateway.commands.pinning import PinHandlers
 from gateway.compaction.compactor import Compactor
 from gateway.config import Settings
+from gateway.dashboard.server import DashboardServer, build_dashboard
 from gateway.embeddings.setup import Embeddings, embeddings_from
 from gateway.intake import recovery
 from gateway.intake.admission import Admission, RateLimiter
@@ -118,6 +119,7 @@ class Gateway:
             self.metrics.track_semantic_recall(self.embeddings.gauges)
         self.scheduler: JobScheduler | None = None
         self.metrics_server: MetricsServer | None = None
+        self.dashboard: DashboardServer | None = None
         self.loop_config = loop_config(settings, self.model, self.calibration)
         self.policy = compaction_policy(settings, self.model)
         self.kit = self._session_kit()
@@ -211,7 +213,7 @@ class Gateway:
 
     def _pipeline(self) -> Pipeline:
         settings = self.settings
-        admin = AdminHandlers(
+        self.admin = admin = AdminHandlers(
             store=self.store,
             locks=self.locks,
             model=self.model,
@@ -276,6 +278,7 @@ class Gateway:
             logger.info("%s", line)
         logger.info("%s", model_status_line(self.settings, self.model))
         await self._start_metrics_server()
+        await self._start_dashboard()
         specs = list(commands.COMMANDS)
         for adapter in self.platforms:
             await adapter.start(self._on_update, specs)
@@ -311,6 +314,22 @@ class Gateway:
             self.metrics, self.store.ping, host=obs.metrics_host, port=obs.metrics_port
         )
         await self.metrics_server.start()
+
+    async def _start_dashboard(self) -> None:
+        board = self.settings.dashboard
+        if board.port is None:
+            return
+        built = build_dashboard(
+            board,
+            store=self.store,
+            admin=self.admin,
+            budget=self.budget,
+            timezone=self.budget.caps.timezone,
+            clock=self.now,
+            worker=self.settings.fleet.worker_name or default_worker_name(),
+        )
+        self.dashboard = DashboardServer(built, host=board.host, port=board.port)
+        await self.dashboard.start()
 
     def _start_scheduler(self) -> None:
         sched = self.settings.scheduler
@@ -396,3 +415,5 @@ class Gateway:
             await self.transcriber.close()
         if self.metrics_server is not None:
             await self.metrics_server.stop()
+        if self.dashboard is not None:
+            await self.dashboard.stop()

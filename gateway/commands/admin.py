@@ -8,10 +8,11 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from agent.models import ModelInfo
+from agent.spending.periods import SpendFor
 from agent.tokens import Calibration, estimate_system
 from gateway.commands import menu as commands
 from gateway.commands.budget_report import budget_lines
-from gateway.commands.context_breakdown import breakdown, format_breakdown
+from gateway.commands.context_breakdown import Breakdown, breakdown, format_breakdown
 from gateway.commands.context_size import ContextSize, context_size
 from gateway.commands.menu import CommandContext, Handler
 from gateway.commands.outcomes_report import outcomes_lines
@@ -100,7 +101,7 @@ class AdminHandlers:
         if args not in ("", "detail"):
             return "Usage: /stats, /stats detail or /stats all"
         session = await self.store.active_session(ctx.chat_pk)  # a chat seen only via commands had none
-        size = self._context_size(session)
+        size = self.context_size(session)
         reports = self.reports
         stats = await reports.chat_stats(ctx.chat_pk)
         today = await reports.cost_since(ctx.chat_pk, self.clock() - timedelta(days=1))
@@ -128,43 +129,68 @@ class AdminHandlers:
             report.extend(budget_lines(standings, self.clock()))
         return report.render(detail=args == "detail")
 
-    def _context_size(self, session: SessionRecord) -> ContextSize:
+    def context_size(self, session: SessionRecord) -> ContextSize:
         """The chat's context as the thresholds count it (calibrated as they calibrate it)."""
         return context_size(session, calibrate=self.calibration.apply, window=self.model.context_window)
 
-    async def _window_lines(self, session: SessionRecord, chat_pk: int, context_tokens: int) -> list[Line]:
+    async def window_breakdown(self, session: SessionRecord, chat_pk: int) -> Breakdown:
+        """What fills the chat's window by part (`/stats detail`, the dashboard's chat page)."""
         rows = await self.store.load_window(session.id)
         pins = [p.text for p in await self.store.pins(chat_pk)]
         system = self.kit.system_for(session, pins)
-        parts = breakdown(
+        return breakdown(
             rows, system_tokens=estimate_system(system), tool_tokens=self.kit.tool_tokens(chat_pk), pins=pins
         )
-        return format_breakdown(parts, context_tokens)
+
+    async def _window_lines(self, session: SessionRecord, chat_pk: int, context_tokens: int) -> list[Line]:
+        return format_breakdown(await self.window_breakdown(session, chat_pk), context_tokens)
 
     async def compact(self, ctx: CommandContext) -> str:
         args = ctx.args.strip()
-        async with self.locks.hold(ctx.chat_pk):
-            session = await self.store.active_session(ctx.chat_pk)
-            if args.lower() == "undo":
-                started = time.perf_counter()
-                try:
-                    record = await self.store.undo_last_compaction(session.id)
-                except NothingToUndoError:
-                    return "Nothing to undo: this conversation has no compaction that can be restored."
-                return (
-                    f"Undid the {record.trigger} compaction from {record.created_at:%Y-%m-%d %H:%M} UTC: "
-                    f"{record.archived_count:,} messages restored from the archive "
-                    f"({time.perf_counter() - started:.1f} s)."
+        if args.lower() == "undo":
+            return (await self.undo_compaction(ctx.chat_pk)).text
+        return (await self.compact_chat(ctx.chat_pk, spender(ctx.message, ctx.chat_pk), focus=args)).text
+
+    async def undo_compaction(self, chat_pk: int) -> CompactAnswer:
+        """`/compact undo` (and the dashboard's Undo): restore the window before the last compaction."""
+        async with self.locks.hold(chat_pk):
+            session = await self.store.active_session(chat_pk)
+            started = time.perf_counter()
+            try:
+                record = await self.store.undo_last_compaction(session.id)
+            except NothingToUndoError:
+                return CompactAnswer(
+                    False, "Nothing to undo: this conversation has no compaction that can be restored."
                 )
-            pins = [p.text for p in await self.store.pins(ctx.chat_pk)]
-            with spending_for(spender(ctx.message, ctx.chat_pk)):
+        return CompactAnswer(
+            True,
+            f"Undid the {record.trigger} compaction from {record.created_at:%Y-%m-%d %H:%M} UTC: "
+            f"{record.archived_count:,} messages restored from the archive "
+            f"({time.perf_counter() - started:.1f} s).",
+        )
+
+    async def compact_chat(self, chat_pk: int, who: SpendFor, *, focus: str = "") -> CompactAnswer:
+        """`/compact [focus]` (and the dashboard's Compact): one manual compaction, paid for by `who`."""
+        async with self.locks.hold(chat_pk):
+            session = await self.store.active_session(chat_pk)
+            pins = [p.text for p in await self.store.pins(chat_pk)]
+            with spending_for(who):
                 report = await self.compactor.compact(
-                    session, self.kit.engine(session, pins), trigger=MANUAL, focus=args or None
+                    session, self.kit.engine(session, pins), trigger=MANUAL, focus=focus or None
                 )
-            after = await self.store.active_session(ctx.chat_pk)
-        return compaction_result(
+            after = await self.store.active_session(chat_pk)
+        text = compaction_result(
             report,
             self.protect_last_n,
-            context_before=self._context_size(session).tokens,
-            context_after=self._context_size(after).tokens,
+            context_before=self.context_size(session).tokens,
+            context_after=self.context_size(after).tokens,
         )
+        return CompactAnswer(report.changed and not report.idle, text)
+
+
+@dataclass(frozen=True, slots=True)
+class CompactAnswer:
+    """What a manual compaction or undo did: whether it changed the window, and the answer in words."""
+
+    changed: bool
+    text: str

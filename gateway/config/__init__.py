@@ -13,6 +13,7 @@ can say once which name to use instead.
 Invalid values raise `ConfigError` with one line naming the key and what is allowed.
 """
 
+from gateway.config.dashboard import DashboardSettings
 from gateway.config.defaults import (
     DEFAULT_DATABASE_URL,
     DEFAULT_EFFORT,
@@ -59,6 +60,7 @@ __all__ = [
     "ConfigError",
     "ConsoleSettings",
     "ContextSettings",
+    "DashboardSettings",
     "DiscordSettings",
     "EmbeddingsSettings",
     "FleetSettings",

@@ -26,7 +26,8 @@ def _describe(error: Any) -> str:
     key = loc or "configuration"
     env_key = key.upper().replace(".", "__")
     value = error.get("input")
-    shown = "<secret>" if "token" in key or "key" in key or "secret" in key else repr(value)
+    secret = any(w in key for w in ("token", "key", "secret", "password"))
+    shown = "<secret>" if secret and value is not None else repr(value)
     msg = error.get("msg", "invalid value")
     if isinstance(shown, str) and len(shown) > 80:
         shown = shown[:77] + "..."

@@ -21,6 +21,7 @@ from pydantic_settings import (
     YamlConfigSettingsSource,
 )
 
+from gateway.config.dashboard import DashboardSettings
 from gateway.config.defaults import DEFAULT_DATABASE_URL, DEFAULT_MODEL, DEFAULT_SUMMARY_MODEL
 from gateway.config.embeddings import EmbeddingsSettings
 from gateway.config.sections import (
@@ -118,6 +119,7 @@ class Settings(BaseSettings):
     fleet: FleetSettings = FleetSettings()
     discord: DiscordSettings = DiscordSettings()
     tools: ToolsSettings = ToolsSettings()
+    dashboard: DashboardSettings = DashboardSettings()
 
     @field_validator("telegram_webhook_secret")
     @classmethod

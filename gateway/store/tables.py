@@ -468,3 +468,21 @@ class Transcription(Base):
     latency_ms: Mapped[int] = mapped_column(Integer)
     chars: Mapped[int] = mapped_column(Integer)
     created_at: Mapped[datetime]
+
+
+class DashboardAction(Base):
+    """One action taken from the admin dashboard (compact, undo): on which chat, from where, and how it
+    went. Shown on the chat's page; nothing else reads it."""
+
+    __tablename__ = "dashboard_actions"
+    __table_args__ = (Index("ix_dashboard_actions_chat_created", "chat_pk", "created_at"),)
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    chat_pk: Mapped[int] = mapped_column(ForeignKey("chats.id", ondelete="CASCADE"))
+    action: Mapped[str] = mapped_column(String(16))
+    outcome: Mapped[str] = mapped_column(String(16))
+    """"ok", "nothing" (nothing to do or undo) or "failed"."""
+    detail: Mapped[str] = mapped_column(Text)
+    client: Mapped[str] = mapped_column(String(64))
+    """The client's address as the dashboard saw it (after trusted proxies)."""
+    created_at: Mapped[datetime]

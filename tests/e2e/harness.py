@@ -138,6 +138,7 @@ def _is_gateway_setting(name: str) -> bool:
         "STREAMING__",
         "FLEET__",
         "TOOLS__",
+        "DASHBOARD__",
     )
     return upper.startswith(prefixes) or upper in {
         "DATABASE_URL",
