@@ -38,6 +38,9 @@ TABLES = {
     "spend_ledger",
     "spend_reservations",
     "webhook_registrations",
+    "reminders",
+    "reminder_occurrences",
+    "chat_timezones",
 }
 
 

@@ -42,6 +42,7 @@ from gateway.config.sections import (
     StreamingSettings,
     TranscriptionSettings,
 )
+from gateway.config.reminders import RemindersSettings
 from gateway.config.settings import Settings
 
 __all__ = [
@@ -66,6 +67,7 @@ __all__ = [
     "ObservabilitySettings",
     "PinsSettings",
     "PromptCachingSettings",
+    "RemindersSettings",
     "ReplySettings",
     "SchedulerSettings",
     "Settings",

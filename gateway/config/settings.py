@@ -21,6 +21,7 @@ from pydantic_settings import (
     YamlConfigSettingsSource,
 )
 
+from gateway.config.reminders import RemindersSettings
 from gateway.config.defaults import DEFAULT_DATABASE_URL, DEFAULT_MODEL, DEFAULT_SUMMARY_MODEL
 from gateway.config.sections import (
     AgentSettings,
@@ -116,6 +117,7 @@ class Settings(BaseSettings):
     transcription: TranscriptionSettings = TranscriptionSettings()
     fleet: FleetSettings = FleetSettings()
     discord: DiscordSettings = DiscordSettings()
+    reminders: RemindersSettings = RemindersSettings()
 
     @field_validator("telegram_webhook_secret")
     @classmethod
