@@ -92,11 +92,15 @@ def parse_request(
         raise ToolError("`at` is more than five years ahead")
     if repeat is None:
         if at < now - PAST_GRACE:
-            raise ToolError(f"`at` ({raw_at}) has already passed; it is now {now.isoformat(timespec='seconds')}")
+            raise ToolError(
+                f"`at` ({raw_at}) has already passed; it is now {now.isoformat(timespec='seconds')}"
+            )
     else:
         repeat = repeat.strip().removeprefix("RRULE:")
         _check_repeat(repeat, at, tz, min_repeat)
-    return ScheduleRequest(at=max(at, now) if repeat is None else at, text=text.strip(), repeat=repeat, kind=kind)
+    return ScheduleRequest(
+        at=max(at, now) if repeat is None else at, text=text.strip(), repeat=repeat, kind=kind
+    )
 
 
 def _check_repeat(repeat: str, at: datetime, tz: ZoneInfo, min_repeat: timedelta) -> None:
@@ -117,12 +121,17 @@ Schedule = Callable[[ScheduleRequest], Awaitable[str]]
 
 
 def schedule_message_tool(
-    schedule: Schedule, *, clock: Callable[[], datetime], tz: ZoneInfo, min_repeat: timedelta
+    schedule: Schedule,
+    *,
+    clock: Callable[[], datetime],
+    zone: Callable[[], Awaitable[ZoneInfo]],
+    min_repeat: timedelta,
 ) -> Tool:
-    """The tool; `schedule` is the gateway's side (store, confirm) of a request that passed the checks."""
+    """The tool; `schedule` is the gateway's side (store, confirm) of a request that passed the checks,
+    `zone` reads the chat's time zone (repeats are computed on its wall clock)."""
 
     async def handler(tool_input: dict[str, Any]) -> str:
-        request = parse_request(tool_input, now=clock(), tz=tz, min_repeat=min_repeat)
+        request = parse_request(tool_input, now=clock(), tz=await zone(), min_repeat=min_repeat)
         return await schedule(request)
 
     return Tool(
@@ -130,8 +139,9 @@ def schedule_message_tool(
         description=(
             "Schedule a message in this chat for later: a reminder (the text is sent as is at that time) "
             "or a task (at that time you get the text as an instruction and answer it). Call it whenever "
-            "you promise to remind or do something later; without this call nothing will happen. The "
-            f"chat's time zone is {tz.key}. The user is shown the confirmation; do not restate the time."
+            "you promise to remind or do something later; without this call nothing will happen. Times "
+            "the user gives are in the chat's time zone (the tool's result names it). The user is shown "
+            "a confirmation; do not restate the time."
         ),
         input_schema={
             "type": "object",
@@ -146,7 +156,7 @@ def schedule_message_tool(
                 },
                 "repeat": {
                     "type": "string",
-                    "description": "Optional RFC 5545 RRULE from `at` on, e.g. FREQ=DAILY or FREQ=WEEKLY;BYDAY=MO",
+                    "description": "Optional RFC 5545 RRULE from `at` on, e.g. FREQ=WEEKLY;BYDAY=MO",
                 },
                 "kind": {"type": "string", "enum": list(KINDS), "description": "default: reminder"},
             },

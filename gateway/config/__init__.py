@@ -22,6 +22,7 @@ from gateway.config.defaults import (
     OLDER_NAMES,
 )
 from gateway.config.loading import ConfigError, load_settings, older_names
+from gateway.config.reminders import RemindersSettings
 from gateway.config.sections import (
     AgentSettings,
     AuxiliaryModelSettings,
@@ -42,7 +43,6 @@ from gateway.config.sections import (
     StreamingSettings,
     TranscriptionSettings,
 )
-from gateway.config.reminders import RemindersSettings
 from gateway.config.settings import Settings
 
 __all__ = [

@@ -21,8 +21,8 @@ from pydantic_settings import (
     YamlConfigSettingsSource,
 )
 
-from gateway.config.reminders import RemindersSettings
 from gateway.config.defaults import DEFAULT_DATABASE_URL, DEFAULT_MODEL, DEFAULT_SUMMARY_MODEL
+from gateway.config.reminders import RemindersSettings
 from gateway.config.sections import (
     AgentSettings,
     AuxiliarySettings,
