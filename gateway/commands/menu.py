@@ -35,7 +35,16 @@ PIN = CommandSpec(
 )
 PINS = CommandSpec("pins", "List this chat's pinned facts", admin_only=False)
 UNPIN = CommandSpec("unpin", "Remove a pinned fact by its number in /pins", admin_only=False, args_hint="N")
-COMMANDS: tuple[CommandSpec, ...] = (HELP, NEW, STATS, COMPACT, PIN, PINS, UNPIN)
+REMINDERS = CommandSpec(
+    "reminders",
+    "List this chat's pending reminders, or cancel one by its id",
+    admin_only=False,
+    args_hint="[cancel <id>]",
+)
+TIMEZONE = CommandSpec(
+    "timezone", "Set this chat's time zone for reminders (IANA name)", admin_only=False, args_hint="<zone>"
+)
+COMMANDS: tuple[CommandSpec, ...] = (HELP, NEW, STATS, COMPACT, PIN, PINS, UNPIN, REMINDERS, TIMEZONE)
 BY_NAME = {c.name: c for c in COMMANDS}
 
 
