@@ -15,6 +15,7 @@ from gateway.commands.context_breakdown import breakdown, format_breakdown
 from gateway.commands.context_size import ContextSize, context_size
 from gateway.commands.menu import CommandContext, Handler
 from gateway.commands.outcomes_report import outcomes_lines
+from gateway.commands.reminders import reminder_stats
 from gateway.commands.stats_report import (
     Line,
     Report,
@@ -112,6 +113,7 @@ class AdminHandlers:
         report.extend([waste_line(await reports.cache_waste(ctx.chat_pk))])
         report.extend(voice_lines(await reports.transcription_counts(ctx.chat_pk)))
         report.extend(outcomes_lines(await reports.call_outcomes(ctx.chat_pk)))
+        report.extend(reminder_stats(await self.store.reminder_counts(ctx.chat_pk)))
         if self.budget is not None:
             standings = await self.budget.standing(spender(ctx.message, ctx.chat_pk))
             report.extend(budget_lines(standings, self.clock()))

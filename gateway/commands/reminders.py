@@ -12,6 +12,7 @@ from datetime import datetime
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from gateway.commands.menu import CommandContext, Handler
+from gateway.commands.stats_report import Line
 from gateway.reply.wording import (
     reminder_cancelled,
     reminder_line,
@@ -69,3 +70,16 @@ class ReminderHandlers:
             return timezone_unknown(name)
         await self.store.set_chat_timezone(ctx.chat_pk, zone.key)
         return timezone_set(zone.key, self.clock())
+
+
+def reminder_stats(counts: dict[str, int]) -> list[Line]:
+    """The `/stats` line: pending reminders, and how their due times went."""
+    if not any(counts.values()):
+        return []
+    failed = counts.get("failed", 0)
+    text = (
+        f"{counts.get('pending', 0):,} pending, {counts.get('delivered', 0):,} delivered "
+        f"({counts.get('late', 0):,} late), {counts.get('missed', 0):,} missed"
+        + (f", {failed:,} failed" if failed else "")
+    )
+    return [Line("Reminders", text)]
