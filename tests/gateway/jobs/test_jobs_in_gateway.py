@@ -23,6 +23,7 @@ JOBS = {
     "archive-retention",
     "cache-keepalive",
     "budget-reset",
+    "reminders",
 }
 
 
