@@ -157,7 +157,8 @@ async def test_due_while_every_worker_was_down_it_comes_late_once_naming_its_tim
     await worker.ticker.tick()
     await worker.ticker.tick()
     assert worker.texts() == [
-        "⏰ Reminder: call the bank\n(sent late: it was due Mon 7 Dec 2026, 09:01 CET, while the bot was down)"
+        "⏰ Reminder: call the bank\n"
+        "(sent late: it was due Mon 7 Dec 2026, 09:01 CET, while the bot was down)"
     ]
     counts = await worker.store.reminder_counts(reminder.chat_pk)
     assert reminder_stats(counts)[0].render() == "Reminders: 0 pending, 1 delivered (1 late), 0 missed"
