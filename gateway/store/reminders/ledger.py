@@ -296,12 +296,11 @@ class ReminderMethods(StoreBase):
         return counts
 
     async def latest_author(self, chat_pk: int) -> tuple[str | None, str | None]:
-        """(id, name) of who wrote the chat's newest user message: whom a scheduling turn answers."""
+        """(id, name) of the author of the chat's newest message that asked for an answer: whom a
+        scheduling turn answers (a scheduled task's instruction has a name and no id)."""
         query = (
             select(messages.c.author_id, messages.c.author_name)
-            .where(
-                messages.c.chat_pk == chat_pk, messages.c.role == "user", messages.c.author_id.is_not(None)
-            )
+            .where(messages.c.chat_pk == chat_pk, messages.c.role == "user", messages.c.needs_reply)
             .order_by(messages.c.id.desc())
             .limit(1)
         )
