@@ -98,8 +98,8 @@ async def test_metrics_move_after_a_turn(tmp_path: Path, sqlite_url: str) -> Non
                     break
                 await asyncio.sleep(0.1)
         log = gw.log_text()
-        assert "scheduler started: 4 job(s)" in log
-        for job in ("cache-keepalive", "idle-compaction", "usage-rollup", "spend-sweep"):
+        assert "scheduler started: 5 job(s)" in log
+        for job in ("cache-keepalive", "idle-compaction", "usage-rollup", "spend-sweep", "reminders"):
             assert f"job {job}: every" in log
         assert "PAUSED" not in log
 

@@ -338,11 +338,16 @@ async def test_old_photos_stop_travelling_once_they_add_up_and_stay_viewable(
 
 async def test_view_media_is_offered_only_in_chats_with_media(bot: Bot) -> None:
     await bot.adapter.say("just text")
-    assert {t["name"] for t in bot.replies()[-1].body["tools"]} == {"recall", "current_time"}
+    assert {t["name"] for t in bot.replies()[-1].body["tools"]} == {
+        "recall",
+        "current_time",
+        "schedule_message",
+    }
     await bot.adapter.say(
         "", caption="now a photo", media=("photo",), attachments=(photo(image_bytes(64, 64)),)
     )
-    assert {t["name"] for t in bot.replies()[-1].body["tools"]} == {"recall", "current_time", "view_media"}
+    offered = {t["name"] for t in bot.replies()[-1].body["tools"]}
+    assert offered == {"recall", "current_time", "schedule_message", "view_media"}
 
 
 async def test_demoting_old_photos_on_sonnet_5_5_leaves_out_the_thinking_it_invalidates(
