@@ -16,6 +16,8 @@ from tests.support.memory_adapter import ALICE, group_chat
 
 CAP = 0.03
 ROUNDS = 12
+TOOLS = {"reminders": {"enabled": False}}
+"""The rounds a cap allows are tuned to the prompt these tools make (its size decides what is cached)."""
 
 
 def billed(fake: FakeAnthropic) -> float:
@@ -39,7 +41,7 @@ async def spent_on(bot: Bot, scope: str) -> float:
 async def test_a_tool_heavy_turn_stops_before_the_call_that_would_cross_the_cap(db_url: str) -> None:
     async with (
         FakeAnthropic() as fake,
-        running_bot(fake, db_url, limits={"chat_daily_budget_usd": CAP}) as bot,
+        running_bot(fake, db_url, limits={"chat_daily_budget_usd": CAP}, **TOOLS) as bot,
     ):
         tool_rounds(fake)
         replies = await bot.adapter.say("what time is it? check it again and again")
@@ -69,7 +71,7 @@ async def test_a_tool_heavy_turn_stops_before_the_call_that_would_cross_the_cap(
 
 async def test_a_users_budget_follows_them_into_other_chats(db_url: str) -> None:
     limits = {"user_daily_budget_usd": CAP, "chat_daily_budget_usd": 0}
-    async with FakeAnthropic() as fake, running_bot(fake, db_url, limits=limits) as bot:
+    async with FakeAnthropic() as fake, running_bot(fake, db_url, limits=limits, **TOOLS) as bot:
         tool_rounds(fake)
         await bot.adapter.say("keep checking the time")
         sent = len(fake.requests)
@@ -81,7 +83,7 @@ async def test_a_users_budget_follows_them_into_other_chats(db_url: str) -> None
 
 async def test_with_answer_after_reset_the_messages_wait_and_are_answered_after_midnight(db_url: str) -> None:
     limits = {"chat_daily_budget_usd": CAP, "answer_after_reset": True}
-    async with FakeAnthropic() as fake, running_bot(fake, db_url, limits=limits) as bot:
+    async with FakeAnthropic() as fake, running_bot(fake, db_url, limits=limits, **TOOLS) as bot:
         now = [datetime.now(UTC).replace(hour=22, minute=0, second=0, microsecond=0)]
         bot.gateway.clock = lambda: now[0]
         bot.adapter.clock = lambda: now[0]
