@@ -42,9 +42,8 @@ from gateway.intake.spool import Spool
 from gateway.intake.voice import VoiceNotes
 from gateway.jobs.cache_keeper import CacheKeeper
 from gateway.jobs.maintenance import standard_jobs
-from gateway.jobs.reminders import JOB_NAME as REMINDERS_JOB
-from gateway.jobs.reminders import ReminderTicker
-from gateway.jobs.scheduler import JobScheduler, JobSpec
+from gateway.jobs.reminders import ReminderTicker, reminders_every
+from gateway.jobs.scheduler import JobScheduler
 from gateway.media.aging import MediaAging
 from gateway.media.intake import MediaIntake
 from gateway.media.prepare import MB, MediaLimits
@@ -355,10 +354,8 @@ class Gateway:
             answer_after_reset=self._answer_held if self.settings.limits.answer_after_reset else None,
             clock=self.now,
             calibration=self.calibration,
+            reminders=(self.reminders.tick, every) if (every := reminders_every(self.settings)) else None,
         )
-        if self.settings.reminders.enabled:
-            every = timedelta(seconds=self.settings.reminders.tick_s)
-            jobs.append(JobSpec(REMINDERS_JOB, self.reminders.tick, every))
         for job in jobs:
             self.scheduler.add(job)
         self.scheduler.start()

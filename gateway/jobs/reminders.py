@@ -21,7 +21,7 @@ from zoneinfo import ZoneInfo
 
 from agent.tokens import estimate_text
 from agent.tools.schedule_message import last_until, next_after
-from gateway.config import RemindersSettings
+from gateway.config import RemindersSettings, Settings
 from gateway.errors import SendError, SendGone, SendRejected
 from gateway.metrics import Metrics
 from gateway.platforms.base import ChatRef
@@ -41,7 +41,13 @@ LATE_AFTER = timedelta(seconds=60)
 """Sent later than this after its due time, a reminder says when it was due."""
 MAX_SEND_TRIES = 5
 """A transient send failure leaves the occurrence due for the next ticks, this many claims at most."""
-JOB_NAME = "reminders"
+
+
+def reminders_every(settings: Settings) -> timedelta | None:
+    """How often the ticker runs with these settings (None: reminders are off)."""
+    if not settings.reminders.enabled:
+        return None
+    return timedelta(seconds=settings.reminders.tick_s)
 
 
 def advance(record: ReminderRecord, now: datetime) -> tuple[datetime, datetime | None]:
