@@ -77,11 +77,15 @@ class ReminderTicker:
         self.settings = settings
         self.clock = clock
         self.metrics = metrics
+        self.platform_names = frozenset(adapter.name for adapter in poster.platforms)
+        """A worker claims only what it can send: chats of another platform are another worker's."""
 
     async def tick(self) -> int:
         """One pass: record what fell due, claim and deliver it; returns the occurrences handled."""
         await self.store.advance_reminders(advance)
-        claimed = await self.store.claim_occurrences(stale_before=self.clock() - STALE_CLAIM)
+        claimed = await self.store.claim_occurrences(
+            stale_before=self.clock() - STALE_CLAIM, platforms=self.platform_names
+        )
         for occurrence in claimed:
             await self._handle(occurrence)
         return len(claimed)

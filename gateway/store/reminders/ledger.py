@@ -11,7 +11,7 @@ Two steps, each one transaction, each reading only its partial index:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, cast
@@ -20,7 +20,7 @@ from sqlalchemy import Table, and_, delete, func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway.store.db import StoreBase
-from gateway.store.rows import clean_text, messages
+from gateway.store.rows import chats, clean_text, messages
 from gateway.store.tables import ChatTimezone, Reminder, ReminderOccurrence
 
 reminders = cast(Table, Reminder.__table__)
@@ -205,20 +205,23 @@ class ReminderMethods(StoreBase):
         return len(rows)
 
     async def claim_occurrences(
-        self, *, stale_before: datetime, batch: int = BATCH
+        self, *, stale_before: datetime, platforms: Collection[str] | None = None, batch: int = BATCH
     ) -> list[ClaimedOccurrence]:
-        """Claim due occurrences, and those left `sending` since before `stale_before`."""
+        """Claim due occurrences, and those left `sending` since before `stale_before`; with
+        `platforms`, only those of chats on these platforms (the ones this worker can send to)."""
         now = self.now()
         o = occurrences
-        query = self._locked(
-            select(o.c.id, o.c.state, o.c.error)
-            .where(
-                o.c.due_at <= now,
-                or_(o.c.state == "due", and_(o.c.state == "sending", o.c.claimed_at < stale_before)),
-            )
-            .order_by(o.c.due_at)
-            .limit(batch)
+        query = select(o.c.id, o.c.state, o.c.error).where(
+            o.c.due_at <= now,
+            or_(o.c.state == "due", and_(o.c.state == "sending", o.c.claimed_at < stale_before)),
         )
+        if platforms is not None:
+            query = (
+                query.join(reminders, reminders.c.id == o.c.reminder_id)
+                .join(chats, chats.c.id == reminders.c.chat_pk)
+                .where(chats.c.platform.in_(list(platforms)))
+            )
+        query = self._locked(query.order_by(o.c.due_at).limit(batch))
         async with self._tx("claim_occurrences") as conn:
             rows = (await conn.execute(query)).all()
             if not rows:

@@ -46,9 +46,9 @@ class Worker:
         return self.adapter.texts()
 
 
-async def open_worker(db_url: str, clock: Clock, **settings: object) -> Worker:
+async def open_worker(db_url: str, clock: Clock, *, platform: str = "telegram", **settings: object) -> Worker:
     store = await Store.open(db_url, clock=clock)
-    adapter = MemoryAdapter()
+    adapter = MemoryAdapter(name=platform)
     poster = ChatPoster(store=store, platforms=Platforms([adapter]))
     ticker = ReminderTicker(
         store=store, poster=poster, tasks=None, settings=RemindersSettings(**settings), clock=clock
@@ -131,6 +131,19 @@ async def test_two_workers_at_the_due_time_send_it_once(db_url: str, clock: Cloc
         await first.store.close()
         await second.store.close()
     assert sorted(sent) == [f"⏰ Reminder: note {n}" for n in range(5)]
+
+
+async def test_a_worker_of_another_platform_leaves_the_chat_to_its_own(db_url: str, clock: Clock) -> None:
+    discord, telegram = await open_worker(db_url, clock, platform="discord"), await open_worker(db_url, clock)
+    try:
+        await remind(discord.store, T0 + timedelta(seconds=5))
+        clock.move(seconds=6)
+        assert await discord.ticker.tick() == 0  # not claimed, not failed: a Telegram chat
+        assert await telegram.ticker.tick() == 1
+    finally:
+        await discord.store.close()
+        await telegram.store.close()
+    assert (discord.texts(), telegram.texts()) == ([], ["⏰ Reminder: call the bank"])
 
 
 async def test_a_worker_killed_before_the_time_leaves_it_to_the_other(db_url: str, clock: Clock) -> None:
