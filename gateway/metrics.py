@@ -65,6 +65,7 @@ class Metrics:
         self._cache_metrics(self.registry)
         self._delivery_metrics(self.registry)
         self._spend_metrics(self.registry)
+        self._reminder_metrics(self.registry)
         self.arrivals = _Arrivals()
         self._prompt_tokens = (0, 0)
         """(cache-read, all prompt) tokens since start, for the hit ratio."""
@@ -181,6 +182,27 @@ class Metrics:
             buckets=LATENCY_BUCKETS,
             registry=r,
         )
+
+    def _reminder_metrics(self, r: CollectorRegistry) -> None:
+        self.reminders = Counter(
+            "gateway_reminders",
+            "Reminder occurrences by outcome (due, delivered, missed, failed, retried)",
+            ["outcome"],
+            registry=r,
+        )
+        for outcome in ("due", "delivered", "missed", "failed"):
+            self.reminders.labels(outcome=outcome)
+        self.reminder_late_seconds = Histogram(
+            "gateway_reminder_late_seconds",
+            "How long after its due time a reminder was sent",
+            buckets=(1, 2, 5, 10, 30, 60, 300, 3600, 86400),
+            registry=r,
+        )
+
+    def observe_reminder(self, outcome: str, late_s: float | None = None) -> None:
+        self.reminders.labels(outcome=outcome).inc()
+        if late_s is not None:
+            self.reminder_late_seconds.observe(max(0.0, late_s))
 
     def _hit_ratio(self) -> float:
         read, prompt = self._prompt_tokens

@@ -39,6 +39,9 @@ TABLES = {
     "spend_reservations",
     "webhook_registrations",
     "dashboard_actions",
+    "reminders",
+    "reminder_occurrences",
+    "chat_timezones",
 }
 
 

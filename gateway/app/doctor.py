@@ -22,6 +22,7 @@ from gateway.config import DEFAULT_PLANNED_WINDOW, Settings
 from gateway.embeddings.setup import client_from
 from gateway.errors import EmbeddingsError, StoreError, TranscriptionError
 from gateway.jobs.maintenance import job_intervals
+from gateway.jobs.reminders import reminders_every
 from gateway.jobs.scheduler import interval_text
 from gateway.platforms.catalog import status_lines
 from gateway.store import Store
@@ -319,6 +320,7 @@ def scheduled_jobs(settings: Settings) -> dict[str, timedelta]:
         retention_days=sched.archive_retention_days,
         keeps_alive=settings.prompt_caching.keeps_alive,
         answers_after_reset=settings.limits.answer_after_reset,
+        reminders_every=reminders_every(settings),
     )
 
 

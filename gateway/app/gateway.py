@@ -30,6 +30,7 @@ from gateway.app.wiring import (
 from gateway.commands import menu as commands
 from gateway.commands.admin import AdminHandlers
 from gateway.commands.pinning import PinHandlers
+from gateway.commands.reminders import ReminderHandlers
 from gateway.compaction.compactor import Compactor
 from gateway.config import Settings
 from gateway.dashboard.server import DashboardServer, build_dashboard
@@ -42,6 +43,7 @@ from gateway.intake.spool import Spool
 from gateway.intake.voice import VoiceNotes
 from gateway.jobs.cache_keeper import CacheKeeper
 from gateway.jobs.maintenance import standard_jobs
+from gateway.jobs.reminders import ReminderTicker, reminders_every
 from gateway.jobs.scheduler import JobScheduler
 from gateway.media.aging import MediaAging
 from gateway.media.intake import MediaIntake
@@ -53,6 +55,7 @@ from gateway.platforms.base import IncomingMessage, PlatformAdapter
 from gateway.platforms.catalog import status_lines
 from gateway.platforms.router import Platforms
 from gateway.reply.outbox import Outbox
+from gateway.reply.posting import ChatPoster
 from gateway.spending.budget import Budget, SpendingClient
 from gateway.store import ChatLocks, PinLimits, Store
 from gateway.store.jobs.runs import JobRunLog
@@ -62,6 +65,7 @@ from gateway.store.messages.media import MediaStore
 from gateway.store.spend.ledger import SpendLedger
 from gateway.transcription.transcriber import Transcriber, transcriber_from
 from gateway.turn.kit import SessionKit
+from gateway.turn.reminder_tool import ReminderDesk
 from gateway.turn.runner import TurnRunner, TurnSettings
 from gateway.turn.tasks import ChatTasks
 from gateway.turn.tools import ChatTools
@@ -122,6 +126,12 @@ class Gateway:
         self.dashboard: DashboardServer | None = None
         self.loop_config = loop_config(settings, self.model, self.calibration)
         self.policy = compaction_policy(settings, self.model)
+        self.poster = ChatPoster(store=store, platforms=self.platforms)
+        self.reminder_desk = (
+            ReminderDesk(store=store, poster=self.poster, settings=settings.reminders, clock=self.now)
+            if settings.reminders.enabled
+            else None
+        )
         self.kit = self._session_kit()
         self.compactor = Compactor(store=store, loop=self.loop_config, metrics=self.metrics)
         self.outbox = Outbox(
@@ -146,6 +156,14 @@ class Gateway:
             budget=self.budget,
         )
         self.tasks = ChatTasks(turns=self.turns, platforms=self.platforms)
+        self.reminders = ReminderTicker(
+            store=store,
+            poster=self.poster,
+            tasks=self.tasks,
+            settings=settings.reminders,
+            clock=self.now,
+            metrics=self.metrics,
+        )
         self.pipeline = self._pipeline()
         self._spool_task: asyncio.Task[None] | None = None
 
@@ -183,6 +201,7 @@ class Gateway:
                 semantic=self.embeddings.ranker.rank if self.embeddings is not None else None,
                 shown_whole_below=int(self.model.context_window * self.loop_config.oversize_fraction),
                 clock=self.now,
+                reminders=self.reminder_desk,
             ),
             clock=self.now,
         )
@@ -232,6 +251,8 @@ class Gateway:
             limits=PinLimits(settings.pins.max_count, settings.pins.max_tokens),
             count_tokens=lambda text: self.calibration.apply(estimate_text(text)),
         )
+        handlers = admin.handlers() | pins.handlers() | self._reminder_handlers()
+        admin.menu = commands.offered(handlers)
         self.media = MediaIntake(
             self.media_store,
             limits=MediaLimits.for_window(
@@ -251,7 +272,7 @@ class Gateway:
             auth=Authorizer(authorization_policy(settings)),
             tasks=self.tasks,
             platforms=self.platforms,
-            command_handlers=admin.handlers() | pins.handlers(),
+            command_handlers=handlers,
             admission=Admission(
                 rate_limiter=RateLimiter(per_minute=settings.limits.user_messages_per_minute),
                 budget=self.budget,
@@ -279,7 +300,7 @@ class Gateway:
         logger.info("%s", model_status_line(self.settings, self.model))
         await self._start_metrics_server()
         await self._start_dashboard()
-        specs = list(commands.COMMANDS)
+        specs = list(self.admin.menu)
         for adapter in self.platforms:
             await adapter.start(self._on_update, specs)
             logger.info("%s: connected", adapter.name)
@@ -331,6 +352,12 @@ class Gateway:
         self.dashboard = DashboardServer(built, host=board.host, port=board.port)
         await self.dashboard.start()
 
+    def _reminder_handlers(self) -> dict[str, commands.Handler]:
+        settings = self.settings.reminders
+        if not settings.enabled:
+            return {}
+        return ReminderHandlers(self.store, settings.default_timezone, self.now).handlers()
+
     def _start_scheduler(self) -> None:
         sched = self.settings.scheduler
         if not sched.enabled:
@@ -351,6 +378,7 @@ class Gateway:
             answer_after_reset=self._answer_held if self.settings.limits.answer_after_reset else None,
             clock=self.now,
             calibration=self.calibration,
+            reminders=(self.reminders.tick, every) if (every := reminders_every(self.settings)) else None,
         )
         for job in jobs:
             self.scheduler.add(job)

@@ -16,6 +16,7 @@ from gateway.commands.context_breakdown import Breakdown, breakdown, format_brea
 from gateway.commands.context_size import ContextSize, context_size
 from gateway.commands.menu import CommandContext, Handler
 from gateway.commands.outcomes_report import outcomes_lines
+from gateway.commands.reminders import reminder_stats
 from gateway.commands.stats_report import (
     Line,
     Report,
@@ -29,7 +30,7 @@ from gateway.commands.voice_report import voice_lines
 from gateway.commands.waste_report import waste_line
 from gateway.compaction.compactor import MANUAL, Compactor
 from gateway.errors import NothingToUndoError
-from gateway.platforms.base import ChatKind
+from gateway.platforms.base import ChatKind, CommandSpec
 from gateway.reply.wording import compaction_result
 from gateway.spending.budget import Budget, spender, spending_for
 from gateway.store import ChatLocks, ReportStore, SessionRecord, Store
@@ -71,6 +72,8 @@ class AdminHandlers:
     """The spending caps `/stats` shows against, and `/compact`'s summary is paid from."""
     semantic_recall: Callable[[], str] | None = None
     """The state of semantic recall for `/stats` (None: it is off)."""
+    menu: tuple[CommandSpec, ...] = commands.COMMANDS
+    """The commands this deployment offers, as `/help` lists them."""
 
     @property
     def reports(self) -> ReportStore:
@@ -81,7 +84,7 @@ class AdminHandlers:
         return {"help": self.help, "new": self.new, "stats": self.stats, "compact": self.compact}
 
     async def help(self, ctx: CommandContext) -> str:
-        return commands.help_text(is_admin=ctx.is_admin, platform=ctx.message.chat.platform)
+        return commands.help_text(is_admin=ctx.is_admin, platform=ctx.message.chat.platform, menu=self.menu)
 
     async def new(self, ctx: CommandContext) -> str:
         async with self.locks.hold(ctx.chat_pk):
@@ -122,6 +125,7 @@ class AdminHandlers:
         outcomes = await reports.call_outcomes(ctx.chat_pk)
         report.extend(outcomes_lines(outcomes))
         report.extend(web_lines(outcomes.web_searches, outcomes.web_fetches))
+        report.extend(reminder_stats(await self.store.reminder_counts(ctx.chat_pk)))
         if self.semantic_recall is not None:
             report.add("Semantic recall", self.semantic_recall())
         if self.budget is not None:

@@ -6,7 +6,7 @@ else before the handler runs (fail closed), and refusals change nothing.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass
 
 from gateway.platforms.base import CommandSpec, IncomingMessage
@@ -35,8 +35,22 @@ PIN = CommandSpec(
 )
 PINS = CommandSpec("pins", "List this chat's pinned facts", admin_only=False)
 UNPIN = CommandSpec("unpin", "Remove a pinned fact by its number in /pins", admin_only=False, args_hint="N")
-COMMANDS: tuple[CommandSpec, ...] = (HELP, NEW, STATS, COMPACT, PIN, PINS, UNPIN)
+REMINDERS = CommandSpec(
+    "reminders",
+    "List this chat's pending reminders, or cancel one by its id",
+    admin_only=False,
+    args_hint="[cancel <id>]",
+)
+TIMEZONE = CommandSpec(
+    "timezone", "Set this chat's time zone for reminders (IANA name)", admin_only=False, args_hint="<zone>"
+)
+COMMANDS: tuple[CommandSpec, ...] = (HELP, NEW, STATS, COMPACT, PIN, PINS, UNPIN, REMINDERS, TIMEZONE)
 BY_NAME = {c.name: c for c in COMMANDS}
+
+
+def offered(names: Collection[str]) -> tuple[CommandSpec, ...]:
+    """The menu a deployment shows: the commands it has a handler for (reminders off: no /reminders)."""
+    return tuple(spec for spec in COMMANDS if spec.name in names)
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,7 +72,7 @@ CONSOLE_FILE = (
 """Read by the console itself, not a command of the menu; its help names it."""
 
 
-def help_text(*, is_admin: bool, platform: str = "") -> str:
+def help_text(*, is_admin: bool, platform: str = "", menu: Sequence[CommandSpec] = COMMANDS) -> str:
     """What `/help` says: the chat assistant in a private chat or group, or the terminal chat."""
     if platform == CONSOLE:
         intro = "I'm a chat assistant in your terminal: I answer every line you type. Ctrl-D quits."
@@ -68,7 +82,7 @@ def help_text(*, is_admin: bool, platform: str = "") -> str:
             "reply to me."
         )
     lines = [intro, "", "Commands:"]
-    for spec in COMMANDS:
+    for spec in menu:
         if spec.admin_only and not is_admin:
             continue
         hint = f" {spec.args_hint}" if spec.args_hint else ""

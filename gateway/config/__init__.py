@@ -24,6 +24,7 @@ from gateway.config.defaults import (
 )
 from gateway.config.embeddings import EmbeddingsSettings
 from gateway.config.loading import ConfigError, load_settings, older_names
+from gateway.config.reminders import RemindersSettings
 from gateway.config.sections import (
     AgentSettings,
     AuxiliaryModelSettings,
@@ -69,6 +70,7 @@ __all__ = [
     "ObservabilitySettings",
     "PinsSettings",
     "PromptCachingSettings",
+    "RemindersSettings",
     "ReplySettings",
     "SchedulerSettings",
     "Settings",

@@ -24,6 +24,7 @@ from pydantic_settings import (
 from gateway.config.dashboard import DashboardSettings
 from gateway.config.defaults import DEFAULT_DATABASE_URL, DEFAULT_MODEL, DEFAULT_SUMMARY_MODEL
 from gateway.config.embeddings import EmbeddingsSettings
+from gateway.config.reminders import RemindersSettings
 from gateway.config.sections import (
     AgentSettings,
     AuxiliarySettings,
@@ -120,6 +121,7 @@ class Settings(BaseSettings):
     discord: DiscordSettings = DiscordSettings()
     tools: ToolsSettings = ToolsSettings()
     dashboard: DashboardSettings = DashboardSettings()
+    reminders: RemindersSettings = RemindersSettings()
 
     @field_validator("telegram_webhook_secret")
     @classmethod

@@ -122,9 +122,15 @@ BUDGET_RESET_EVERY = timedelta(minutes=5)
 
 
 def job_intervals(
-    *, idle: timedelta, retention_days: int, keeps_alive: bool, answers_after_reset: bool = False
+    *,
+    idle: timedelta,
+    retention_days: int,
+    keeps_alive: bool,
+    answers_after_reset: bool = False,
+    reminders_every: timedelta | None = None,
 ) -> dict[str, timedelta]:
-    """Which jobs a gateway with these settings runs, and how often (`doctor` lists them too)."""
+    """Which jobs a gateway with these settings runs, and how often (`doctor` lists them too); the
+    reminders ticker runs when `reminders_every` is given."""
     every = {
         "idle-compaction": min(IDLE_SCAN_EVERY, idle),
         "usage-rollup": ROLLUP_EVERY,
@@ -136,6 +142,8 @@ def job_intervals(
         every["cache-keepalive"] = KEEPALIVE_SCAN_EVERY
     if answers_after_reset:
         every["budget-reset"] = BUDGET_RESET_EVERY
+    if reminders_every is not None:
+        every["reminders"] = reminders_every
     return every
 
 
@@ -152,10 +160,11 @@ def standard_jobs(
     budget: Budget | None = None,
     answer_after_reset: JobBody | None = None,
     calibration: Calibration | None = None,
+    reminders: tuple[JobBody, timedelta] | None = None,
 ) -> list[JobSpec]:
     """The gateway's jobs: idle compaction, the usage rollup, the sweep of holds a dead worker left,
     archive retention (if an age is set), the cache keep-alive and the answers held for a budget's
-    reset (if given)."""
+    reset and the reminders ticker with its interval (if given)."""
 
     async def compaction_job() -> None:
         await compact_idle_sessions(
@@ -193,10 +202,13 @@ def standard_jobs(
         bodies["cache-keepalive"] = keep_alive
     if answer_after_reset is not None:
         bodies["budget-reset"] = answer_after_reset
+    if reminders is not None:
+        bodies["reminders"] = reminders[0]
     every = job_intervals(
         idle=policy.idle,
         retention_days=retention_days,
         keeps_alive=keep_alive is not None,
         answers_after_reset=answer_after_reset is not None,
+        reminders_every=reminders[1] if reminders is not None else None,
     )
     return [JobSpec(name, bodies[name], interval) for name, interval in every.items()]

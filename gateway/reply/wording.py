@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from typing import Protocol
+from zoneinfo import ZoneInfo
 
 from agent.compaction.engine import MIN_TARGET_RATIO, Kept, Outcome
 from agent.errors import (
@@ -318,3 +319,89 @@ def tail_reason(kept: Kept) -> str:
         f"The tail is beyond its budget of {budget} because it always holds the newest question and every "
         f"message still awaiting a reply, and opens with a user message; {START_OVER}."
     )
+
+
+# Reminders -------------------------------------------------------------------------------------------
+
+REMINDER_MARK = "⏰"
+REPEAT_NOTE = "(may be a repeat: the previous attempt was interrupted)"
+
+
+def local_time(when: datetime, tz: str) -> str:
+    """`Tue 8 Dec 2026, 09:00 CET`: a time as the chat reads it, in its zone."""
+    local = when.astimezone(ZoneInfo(tz))
+    return f"{local:%a} {local.day} {local:%b %Y, %H:%M} {local.tzname()}"
+
+
+def repeat_text(rrule: str | None) -> str:
+    return "once" if not rrule else f"repeats {rrule}"
+
+
+def reminder_scheduled(
+    reminder_id: int, kind: str, text: str, first: datetime, tz: str, rrule: str | None
+) -> str:
+    what = "Reminder" if kind == "reminder" else "Task"
+    repeat = f", {repeat_text(rrule)}" if rrule else ""
+    return f'{REMINDER_MARK} {what} #{reminder_id} set for {local_time(first, tz)} ({tz}){repeat}: "{text}"'
+
+
+def reminder_message(text: str, *, late_since: datetime | None, tz: str, interrupted: bool) -> str:
+    """A reminder as the chat receives it: the text as written, framed, with why it is late or may repeat."""
+    lines = [f"{REMINDER_MARK} Reminder: {text}"]
+    if late_since is not None:
+        lines.append(f"(sent late: it was due {local_time(late_since, tz)}, while the bot was down)")
+    if interrupted:
+        lines.append(REPEAT_NOTE)
+    return "\n".join(lines)
+
+
+def task_instruction(text: str, due: datetime, tz: str) -> str:
+    """What a scheduled task's turn reads as its instruction."""
+    return f"[Scheduled task, due {local_time(due, tz)}] {text}"
+
+
+def reminder_missed(text: str, due: datetime, tz: str, window_h: float) -> str:
+    return (
+        f"{REMINDER_MARK} Missed reminder: {text}\n(it was due {local_time(due, tz)}; the bot was down for "
+        f"longer than {window_h:g} h after that, so it was not sent on its own)"
+    )
+
+
+def reminder_limit(max_active: int) -> str:
+    return f"This chat already has {max_active} pending reminders, the most it may have. Cancel one first."
+
+
+def reminders_list(lines: list[str], tz: str) -> str:
+    if not lines:
+        return f"No pending reminders. (Time zone: {tz}.)"
+    return f"Pending reminders ({tz}):\n" + "\n".join(lines) + "\nCancel one with /reminders cancel <id>."
+
+
+def reminder_line(
+    reminder_id: int, kind: str, text: str, due: datetime | None, tz: str, rrule: str | None
+) -> str:
+    when = local_time(due, tz) if due is not None else "-"
+    what = "" if kind == "reminder" else " [task]"
+    short = text if len(text) <= 80 else text[:79] + "…"
+    return f"#{reminder_id} {when}, {repeat_text(rrule)}{what}: {short}"
+
+
+def reminder_cancelled(reminder_id: int) -> str:
+    return f"Reminder #{reminder_id} cancelled."
+
+
+def reminder_not_found(reminder_id: int) -> str:
+    return f"There is no pending reminder #{reminder_id} in this chat (see /reminders)."
+
+
+def reminder_not_yours(reminder_id: int, creator: str | None) -> str:
+    who = creator or "someone else"
+    return f"Reminder #{reminder_id} was set by {who}; only they or an admin can cancel it."
+
+
+def timezone_set(tz: str, now: datetime) -> str:
+    return f"Time zone for this chat: {tz} (now {local_time(now, tz)})."
+
+
+def timezone_unknown(name: str) -> str:
+    return f"Unknown time zone {name!r}. Use an IANA name such as Europe/Berlin, America/New_York or UTC."

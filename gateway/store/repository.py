@@ -45,6 +45,7 @@ from gateway.store.records import (
     StoredMessage,
     TurnSnapshot,
 )
+from gateway.store.reminders.ledger import ReminderMethods
 from gateway.store.reports.reporting import ReportingMethods
 from gateway.store.reports.usage import UsageMethods
 from gateway.store.rows import (
@@ -84,6 +85,7 @@ class Store(
     JobMethods,
     CacheLookMethods,
     TranscriptMethods,
+    ReminderMethods,
 ):
     """Async access to chats, sessions, messages, compactions and LLM usage."""
 

@@ -486,3 +486,76 @@ class DashboardAction(Base):
     client: Mapped[str] = mapped_column(String(64))
     """The client's address as the dashboard saw it (after trusted proxies)."""
     created_at: Mapped[datetime]
+
+
+class Reminder(Base):
+    """A scheduled message or task of a chat (`schedule_message`): what, when next, how it repeats.
+
+    The chat row is the place it goes to (a forum topic or thread is its own chat). `rrule` repeats
+    from `first_at` on the chat's wall clock in `tz`; `next_due_at` is None once nothing is left.
+    `state`: active, done, cancelled. The ticker reads only the partial index on `next_due_at`.
+    """
+
+    __tablename__ = "reminders"
+    __table_args__ = (
+        Index(
+            "ix_reminders_next_due",
+            "next_due_at",
+            postgresql_where=sql_text("state = 'active'"),
+            sqlite_where=sql_text("state = 'active'"),
+        ),
+        Index("ix_reminders_chat_pk_state", "chat_pk", "state"),
+    )
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    chat_pk: Mapped[int] = mapped_column(ForeignKey("chats.id", ondelete="CASCADE"))
+    creator_id: Mapped[str | None] = mapped_column(String(128))
+    creator_name: Mapped[str | None] = mapped_column(String(256))
+    kind: Mapped[str] = mapped_column(String(16))
+    text: Mapped[str] = mapped_column(Text)
+    rrule: Mapped[str | None] = mapped_column(String(512))
+    tz: Mapped[str] = mapped_column(String(64))
+    first_at: Mapped[datetime]
+    next_due_at: Mapped[datetime | None]
+    state: Mapped[str] = mapped_column(String(16))
+    created_at: Mapped[datetime]
+
+
+class ReminderOccurrence(Base):
+    """One reminder at one due time, sent by exactly one worker.
+
+    `state`: due -> sending (claimed; `attempts` counts claims) -> delivered (with the platform's
+    message id), missed (past the late window: the chat is told instead), or failed (the reason).
+    """
+
+    __tablename__ = "reminder_occurrences"
+    __table_args__ = (
+        UniqueConstraint("reminder_id", "due_at"),
+        Index(
+            "ix_reminder_occurrences_open",
+            "due_at",
+            postgresql_where=sql_text("state IN ('due', 'sending')"),
+            sqlite_where=sql_text("state IN ('due', 'sending')"),
+        ),
+    )
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    reminder_id: Mapped[int] = mapped_column(BigId, ForeignKey("reminders.id", ondelete="CASCADE"))
+    due_at: Mapped[datetime]
+    state: Mapped[str] = mapped_column(String(16))
+    attempts: Mapped[int] = mapped_column(Integer)
+    claimed_at: Mapped[datetime | None]
+    platform_message_id: Mapped[str | None] = mapped_column(String(128))
+    late_s: Mapped[float | None] = mapped_column(Double)
+    error: Mapped[str | None] = mapped_column(Text)
+    updated_at: Mapped[datetime]
+
+
+class ChatTimezone(Base):
+    """A chat's time zone (`/timezone`); a chat without a row uses `reminders.default_timezone`."""
+
+    __tablename__ = "chat_timezones"
+
+    chat_pk: Mapped[int] = mapped_column(ForeignKey("chats.id", ondelete="CASCADE"), primary_key=True)
+    tz: Mapped[str] = mapped_column(String(64))
+    updated_at: Mapped[datetime]

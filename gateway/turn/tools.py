@@ -1,5 +1,6 @@
 """The tools the gateway gives the agent in one chat: `recall` over the chat's own history, the current
-time (the turn's clock), and `view_media` where the chat has media to look at again."""
+time (the turn's clock), `view_media` where the chat has media to look at again, and `schedule_message`
+where reminders are on."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from gateway.media.presence import MediaPresence
 from gateway.store import Store
 from gateway.store.messages.media import MediaStore
 from gateway.turn.recall_history import ChatHistorySearch, SemanticRank
+from gateway.turn.reminder_tool import ReminderDesk
 
 
 class ChatTools:
@@ -29,6 +31,7 @@ class ChatTools:
         semantic: SemanticRank | None,
         shown_whole_below: int,
         clock: Callable[[], datetime],
+        reminders: ReminderDesk | None = None,
     ) -> None:
         self.store = store
         self.media_store = media_store
@@ -37,12 +40,15 @@ class ChatTools:
         self.shown_whole_below = shown_whole_below
         """Recall shows shorter messages whole (longer ones may be cut to head and tail)."""
         self.clock = clock
+        self.reminders = reminders
 
     def __call__(self, chat_pk: int) -> ToolRegistry:
         history = ChatHistorySearch(
             self.store, chat_pk, semantic=self.semantic, shown_whole_below=self.shown_whole_below
         )
         tools = [recall_tool(history), current_time_tool(self.clock)]
+        if self.reminders is not None:
+            tools.append(self.reminders.tool(chat_pk))
         if chat_pk in self.presence:  # only where there is something to look at again
             tools.append(view_media_tool(ChatMediaLookup(self.media_store, chat_pk)))
         return ToolRegistry(tools)

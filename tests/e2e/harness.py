@@ -176,6 +176,8 @@ def base_env(*, database_url: str, anthropic_url: str, tmp: Path, **extra: str) 
         # the API's web tools change every request's tool list: on only where a test asks for them
         "TOOLS__WEB_SEARCH__ENABLED": "false",
         "TOOLS__WEB_FETCH__ENABLED": "false",
+        # so does schedule_message (and it adds /reminders and /timezone): on where a test asks for it
+        "REMINDERS__ENABLED": "false",
     }
     env.update(extra)
     return env

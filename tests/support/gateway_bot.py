@@ -39,6 +39,8 @@ def make_settings(fake: FakeAnthropic, db_url: str, **overrides: Any) -> Setting
         "scheduler": {"enabled": False},
         # the API's web tools change every request's tool list: on only where a test asks for them
         "tools": {"web_search": {"enabled": False}, "web_fetch": {"enabled": False}},
+        # so does schedule_message (and it adds /reminders and /timezone): on where a test asks for it
+        "reminders": {"enabled": False},
         # Never spool into the working directory: each bot gets its own folder.
         "spool_dir": Path(tempfile.mkdtemp(prefix="gateway-spool-")),
     }

@@ -310,6 +310,18 @@ class FakeAnthropic(LocalServer):
             )
         )
 
+    def script_schedule_message(
+        self, at: str, text: str, *, repeat: str | None = None, kind: str | None = None, then: str = "Done."
+    ) -> None:
+        """The model schedules a message (`schedule_message` with these inputs), then answers `then`."""
+        tool_input: dict[str, Any] = {"at": at, "text": text}
+        if repeat is not None:
+            tool_input["repeat"] = repeat
+        if kind is not None:
+            tool_input["kind"] = kind
+        self.script_reply(tool_uses=[{"name": "schedule_message", "input": tool_input}])
+        self.script_reply(then)
+
     def script_fault(
         self,
         kind: FaultKind,

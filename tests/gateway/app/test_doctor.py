@@ -194,6 +194,7 @@ async def test_jobs_are_listed_with_their_last_and_next_run_and_overdue_ones_war
         "job usage-rollup",
         "job cache-keepalive",
         "job spend-sweep",
+        "job reminders",
     }
     rollup = checks["job usage-rollup"]
     assert rollup.ok
@@ -205,6 +206,7 @@ async def test_jobs_are_listed_with_their_last_and_next_run_and_overdue_ones_war
     assert idle.line().startswith("[warn] job idle-compaction: OVERDUE: no successful run for 3 intervals")
     assert "last error: StoreError: gone" in idle.detail
     assert "no run recorded yet" in checks["job cache-keepalive"].detail
+    assert checks["job reminders"].detail.startswith("every 1 s; no run recorded yet")
 
     off = await check_jobs(settings.model_copy(update={"scheduler": SchedulerSettings(enabled=False)}))
     assert [c.line() for c in off] == ["[  ok] jobs: off (SCHEDULER__ENABLED=false): no background job runs"]

@@ -23,6 +23,7 @@ JOBS = {
     "archive-retention",
     "cache-keepalive",
     "budget-reset",
+    "reminders",
 }
 
 
@@ -56,6 +57,7 @@ async def test_every_job_runs_on_its_own_and_a_quiet_group_is_compacted(db_url: 
     group = group_chat("-700", "Night shift")
     settings = {
         "scheduler": {"enabled": True, "idle_minutes": 0.01, "archive_retention_days": 30},
+        "reminders": {"enabled": True},
         "limits": {"answer_after_reset": True},
         "context": {"planned_window": 20_000},
         "gateway_allow_all_users": True,
