@@ -347,6 +347,7 @@ class Gateway:
             budget=self.budget,
             timezone=self.budget.caps.timezone,
             clock=self.now,
+            reminder_timezone=self.settings.reminders.default_timezone,
             worker=self.settings.fleet.worker_name or default_worker_name(),
         )
         self.dashboard = DashboardServer(built, host=board.host, port=board.port)

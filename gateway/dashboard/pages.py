@@ -14,11 +14,14 @@ from gateway.commands.context_breakdown import Breakdown
 from gateway.commands.context_size import ContextSize
 from gateway.dashboard import views
 from gateway.spending.budget import Budget
-from gateway.store import PinRecord, SessionRecord
+from gateway.store import ChatRecord, PinRecord, SessionRecord
 from gateway.store.dashboard import DashboardAudit, DashboardReads
+from gateway.store.reminders import ReminderMethods
 
 ACTIVE_WITHIN = timedelta(hours=24)
 """A chat counts as active on the overview when a message arrived within this long."""
+DUE_WITHIN = timedelta(hours=24)
+"""The overview lists the reminders due within this long (and any overdue)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +53,10 @@ class Pages:
     figures: Figures
     budget: Budget | None
     clock: Callable[[], datetime]
+    reminders: ReminderMethods
+    """The reminders ledger: what is due, a chat's pending ones and its time zone."""
+    reminder_timezone: str
+    """A chat's zone until `/timezone` sets one (`reminders.default_timezone`)."""
     worker: str = ""
     """This process's worker name, listed even before it has run a job or taken a lease."""
 
@@ -72,7 +79,7 @@ class Pages:
                     (w, views.ago(w.last_job_at, now))
                     for w in views.with_worker(overview.workers, self.worker)
                 ],
-                "reminders_due": [],  # reminders are not part of this build; the section stays empty
+                "reminders_due": await self._reminders_due(now),
             },
         )
 
@@ -115,6 +122,7 @@ class Pages:
                 "days": views.by_day(calls, self.figures.timezone),
                 "messages": await self.reads.recent_messages(chat_pk),
                 "audit": await self.audit.for_chat(chat_pk),
+                "reminders": await self._chat_reminders(row.chat, now),
                 "chart": views.chart_data(
                     calls,
                     events,
@@ -125,6 +133,16 @@ class Pages:
                 "now": now,
             },
         )
+
+    async def _reminders_due(self, now: datetime) -> list[views.ReminderView]:
+        due = await self.reminders.upcoming_reminders(until=now + DUE_WITHIN)
+        chats = await self.reads.chats_by_pk({r.chat_pk for r in due})
+        return views.reminder_views(due, chats, now)
+
+    async def _chat_reminders(self, chat: ChatRecord, now: datetime) -> list[views.ReminderView]:
+        tz = await self.reminders.chat_timezone(chat.id) or self.reminder_timezone
+        pending = await self.reminders.pending_reminders(chat.id)
+        return views.reminder_views(pending, {chat.id: chat}, now, tz)
 
 
 def _chat_pk(request: web.Request) -> int:

@@ -269,6 +269,7 @@ def build_dashboard(
     budget: Budget | None,
     timezone: str,
     clock: Callable[[], datetime],
+    reminder_timezone: str = "UTC",
     worker: str = "",
 ) -> Dashboard:
     """The dashboard of a running gateway: its store, its `/compact` code, its budget and clock."""
@@ -295,6 +296,8 @@ def build_dashboard(
         ),
         budget=budget,
         clock=clock,
+        reminders=store,
+        reminder_timezone=reminder_timezone,
         worker=worker,
     )
     return Dashboard(guard, pages, Actions(admin, audit))

@@ -13,9 +13,11 @@ from zoneinfo import ZoneInfo
 
 from gateway.commands.context_breakdown import Breakdown, split
 from gateway.commands.context_size import ContextSize
+from gateway.reply.wording import reminder_line
 from gateway.spending.budget import Standing
 from gateway.store.dashboard import CallPoint, ChatRow, CompactionEvent, Overview, WorkerLine
 from gateway.store.records import ChatRecord
+from gateway.store.reminders import ReminderRecord
 
 
 def chat_name(chat: ChatRecord, person: str | None = None) -> str:
@@ -121,6 +123,7 @@ class DayLine:
     cost: str
     prompt_tokens: int
     cache_read: str
+    web_lookups: int = 0
 
 
 def by_day(calls: Sequence[CallPoint], timezone: str) -> list[DayLine]:
@@ -141,6 +144,7 @@ def by_day(calls: Sequence[CallPoint], timezone: str) -> list[DayLine]:
                 cost=usd(sum(c.cost_usd for c in group)),
                 prompt_tokens=prompt,
                 cache_read=f"{100 * read / prompt:.0f}%" if prompt else "-",
+                web_lookups=sum(c.web_lookups for c in group),
             )
         )
     return lines
@@ -204,3 +208,27 @@ def with_worker(workers: Sequence[WorkerLine], this: str) -> list[WorkerLine]:
     if not this or any(w.name == this for w in workers):
         return sorted(workers, key=lambda w: w.name != this)
     return [WorkerLine(this, None, None), *workers]
+
+
+@dataclass(frozen=True, slots=True)
+class ReminderView:
+    """A pending reminder as a page shows it: its chat (on the overview) and the `/reminders` line."""
+
+    chat_pk: int
+    chat: str
+    line: str
+    overdue: bool
+
+
+def reminder_views(
+    records: Sequence[ReminderRecord], chats: dict[int, ChatRecord], now: datetime, tz: str | None = None
+) -> list[ReminderView]:
+    """Each reminder in the words `/reminders` uses, its time in `tz` (a chat's zone) or else the zone
+    it was set in; a due time already past is marked overdue (the ticker has not sent it yet)."""
+    views = []
+    for r in records:
+        chat = chats.get(r.chat_pk)
+        line = reminder_line(r.id, r.kind, r.text, r.next_due_at, tz or r.tz, r.rrule)
+        overdue = r.next_due_at is not None and r.next_due_at < now
+        views.append(ReminderView(r.chat_pk, chat_name(chat) if chat else f"chat {r.chat_pk}", line, overdue))
+    return views

@@ -3,6 +3,7 @@ method is one transaction over the tables the gateway writes anyway (no figures 
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, cast
@@ -67,6 +68,8 @@ class CallPoint:
     cache_read_tokens: int
     cache_write_tokens: int
     cost_usd: float
+    web_lookups: int = 0
+    """Web searches and fetches the call ran (the API's server tools)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -220,6 +223,14 @@ class DashboardReads(StoreBase):
             to_chat(row), session, 0.0, session.last_activity_at if session else None, people.get(chat_pk)
         )
 
+    async def chats_by_pk(self, chat_pks: Collection[int]) -> dict[int, ChatRecord]:
+        """The chats named by their keys (the overview's reminders name their chats)."""
+        if not chat_pks:
+            return {}
+        async with self._tx("dashboard_chats_by_pk") as conn:
+            rows = (await conn.execute(select(chats).where(chats.c.id.in_(list(chat_pks))))).all()
+        return {row.id: to_chat(row) for row in rows}
+
     async def calls(self, chat_pk: int, *, since: datetime) -> list[CallPoint]:
         query = (
             select(llm_calls)
@@ -236,6 +247,7 @@ class DashboardReads(StoreBase):
                 cache_read_tokens=r.cache_read_tokens,
                 cache_write_tokens=r.cache_creation_tokens,
                 cost_usd=float(r.cost_usd),
+                web_lookups=r.web_searches + r.web_fetches,
             )
             for r in rows
         ]

@@ -136,6 +136,17 @@ class ReminderMethods(StoreBase):
         async with self._tx("pending_reminders") as conn:
             return [_reminder(r) for r in (await conn.execute(query)).all()]
 
+    async def upcoming_reminders(self, *, until: datetime, limit: int = 20) -> list[ReminderRecord]:
+        """Every chat's active reminders due by `until` (overdue ones included), soonest first."""
+        query = (
+            select(reminders)
+            .where(reminders.c.state == "active", reminders.c.next_due_at <= until)
+            .order_by(reminders.c.next_due_at, reminders.c.id)
+            .limit(limit)
+        )
+        async with self._tx("upcoming_reminders") as conn:
+            return [_reminder(r) for r in (await conn.execute(query)).all()]
+
     async def get_reminder(self, chat_pk: int, reminder_id: int) -> ReminderRecord | None:
         query = select(reminders).where(reminders.c.id == reminder_id, reminders.c.chat_pk == chat_pk)
         async with self._tx("get_reminder") as conn:

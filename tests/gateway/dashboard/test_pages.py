@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import AsyncIterator
+from datetime import timedelta
 
 import pytest
 from markupsafe import escape
 
 from gateway.store.locks.leases import default_worker_name
+from gateway.store.reminders import NewReminder
 from tests.fakes.anthropic import FakeAnthropic
 from tests.gateway.dashboard.conftest import PASSWORD, Board, open_board
 from tests.support.memory_adapter import ADMIN, ALICE, group_chat
@@ -173,16 +175,50 @@ async def test_a_foreign_host_name_is_refused(board: Board) -> None:
     assert response.status == 421
 
 
-async def test_overview_shows_spend_workers_backlog_and_the_reminders_spot(board: Board) -> None:
+async def test_overview_shows_spend_workers_backlog_and_nothing_due(board: Board) -> None:
     await board.bot.adapter.say("hello", user=ALICE)
     await board.login()
     status, body = await board.page("/")
     assert status == 200
     for part in ("today", "this month", "compactions today", "cache read share", "reply parts waiting"):
         assert part in body
-    assert 'id="reminders-due"' in body
+    assert re.search(r'id="reminders-due">.*nothing due', body, re.S)
     assert board.bot.gateway.settings.fleet.worker_name is None
     assert "<td>" + default_worker_name() + "</td>" in body, "this worker is listed"
+
+
+async def remind(board: Board, chat_pk: int, text: str, due: timedelta, rrule: str | None = None) -> int:
+    new = NewReminder(chat_pk, "reminder", text, rrule, "Europe/Berlin", board.bot.gateway.now() + due)
+    record = await board.bot.store.add_reminder(new, max_active=10)
+    assert record is not None
+    return record.id
+
+
+async def test_reminders_due_today_are_on_the_overview_and_each_chats_on_its_page(board: Board) -> None:
+    await board.bot.adapter.say("hello", user=ALICE)
+    await board.bot.adapter.say("@bot hi", user=ALICE, chat=group_chat("-5", EVIL_TITLE), mentions_bot=True)
+    private = await board.bot.chat_pk("telegram", "42")
+    group = await board.bot.chat_pk("telegram", "-5")
+    soon = await remind(board, group, "call the bank " + XSS, timedelta(hours=2))
+    later = await remind(board, private, "renew the passport", timedelta(days=3), "FREQ=WEEKLY")
+    await board.bot.store.set_chat_timezone(private, "Asia/Tokyo")
+    await board.login()
+
+    _, overview = await board.page("/")
+    due = overview.split('id="reminders-due"', 1)[1]
+    assert f'<a href="/chats/{group}">{escape(EVIL_TITLE)}</a>' in due, "the chat, by its title, linked"
+    assert f"#{soon} " in due
+    assert "call the bank &lt;img src=x" in due
+    assert "<img" not in overview
+    assert "renew the passport" not in due, "three days away is not due today"
+
+    _, page = await board.page(f"/chats/{private}")
+    section = page.split('id="reminders"', 1)[1].split("</section>", 1)[0]
+    assert f"#{later} " in section
+    assert "renew the passport" in section
+    assert " JST" in section, "times in the chat's own zone"
+    _, group_page = await board.page(f"/chats/{group}")
+    assert "renew the passport" not in group_page
 
 
 @pytest.fixture

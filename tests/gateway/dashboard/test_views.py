@@ -68,10 +68,12 @@ def test_chart_data_aligns_calls_and_compactions_with_flat_thresholds() -> None:
 
 
 def test_by_day_groups_in_the_caps_time_zone() -> None:
-    late = CallPoint(datetime(2026, 3, 10, 23, 30, tzinfo=UTC), "reply", 1000, 800, 0, 0.02)
-    early = CallPoint(datetime(2026, 3, 10, 1, 0, tzinfo=UTC), "reply", 1000, 0, 0, 0.01)
+    late = CallPoint(datetime(2026, 3, 10, 23, 30, tzinfo=UTC), "reply", 1000, 800, 0, 0.02, web_lookups=2)
+    early = CallPoint(datetime(2026, 3, 10, 1, 0, tzinfo=UTC), "reply", 1000, 0, 0, 0.01, web_lookups=1)
     utc = views.by_day([early, late], "UTC")
-    assert [(d.day.isoformat(), d.calls, d.cache_read) for d in utc] == [("2026-03-10", 2, "40%")]
+    assert [(d.day.isoformat(), d.calls, d.cache_read, d.web_lookups) for d in utc] == [
+        ("2026-03-10", 2, "40%", 3)
+    ]
     berlin = views.by_day([early, late], "Europe/Berlin")
     assert [d.day.isoformat() for d in berlin] == ["2026-03-11", "2026-03-10"]
 
