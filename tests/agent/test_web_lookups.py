@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -16,6 +17,7 @@ from agent.models import lookup_model
 from agent.server_tools import FETCH_BETA, ServerTools, WebFetch, WebSearch
 from agent.spending.prices import billed_usd, worst_case_usd
 from agent.tokens import Calibration
+from agent.tools.current_time import current_time_tool
 from agent.tools.registry import ToolRegistry
 from tests.agent.test_loop import SYSTEM, Hooks, KeepTail, user
 from tests.agent.test_loop_thinking import Sink
@@ -39,7 +41,12 @@ async def client(fake: FakeAnthropic) -> AsyncIterator[AnthropicClient]:
 
 
 async def turn(
-    client: AnthropicClient, hooks: Hooks, window: list[Entry[Any]], *, sink: Sink | None = None
+    client: AnthropicClient,
+    hooks: Hooks,
+    window: list[Entry[Any]],
+    *,
+    sink: Sink | None = None,
+    tools: ToolRegistry | None = None,
 ) -> Any:
     engine = KeepTail()
     hooks.engine = engine
@@ -51,7 +58,7 @@ async def turn(
         engine=engine,
         window=window,
         system=SYSTEM,
-        tools=ToolRegistry(),
+        tools=tools or ToolRegistry(),
         config=config,
         stream=sink,
     )
@@ -115,6 +122,37 @@ async def test_a_paused_turn_goes_on_to_its_answer(fake: FakeAnthropic, client: 
     assert "tide tables (more) is documented" in result.reply_text
     assert "Sources:" in result.reply_text
     assert sum(u[0].usage.web_search_requests for u in hooks.usages) == 2
+
+
+async def test_a_mixed_turn_sends_the_waiting_search_back_with_our_tool_result(
+    fake: FakeAnthropic, client: AnthropicClient
+) -> None:
+    """The search waits in the first answer beside our tool call (no result, `stop_reason: tool_use`);
+    it runs when our result goes back, so the call must go back unchanged with it."""
+    hooks = Hooks()
+    clock = ToolRegistry([current_time_tool(lambda: datetime(2026, 12, 6, 9, 30, tzinfo=UTC))])
+    result = await turn(client, hooks, [Entry(user("search with the time: lisbon weather"), 1)], tools=clock)
+    assert [r.status for r in fake.requests] == [200, 200], "the waiting call was accepted back"
+    first, second = fake.requests
+    assert first.answer["stop_reason"] == "tool_use"
+    assert [b["type"] for b in first.answer["content"]] == ["server_tool_use", "tool_use"]
+    sent_back = second.body["messages"]
+    assert [b["type"] for b in sent_back[-2]["content"]] == ["server_tool_use", "tool_use"]
+    assert sent_back[-1]["content"][0]["type"] == "tool_result"
+    assert second.answer["content"][0]["type"] == "web_search_tool_result"
+    assert result.stop_reason == "end_turn"
+    assert "lisbon weather is documented on docs.example.com" in result.reply_text
+    assert "Sources:" in result.reply_text
+    assert sum(u[0].usage.web_search_requests for u in hooks.usages) == 1
+    # stored as answered, the call and its result (a message apart) stay a pair: the next turn is accepted
+    window = [Entry(user("search with the time: lisbon weather"), 1)]
+    window += [Entry(m, i + 2) for i, m in enumerate(hooks.persisted)]
+    window.append(Entry(user("thanks"), len(window) + 2))
+    repaired, _ = repair_tool_pairs([e.message for e in window])
+    assert repaired == [e.message for e in window], "nothing to repair in a finished mixed turn"
+    again = await turn(client, Hooks(), window, tools=clock)
+    assert again.reply_text == "echo: thanks"
+    assert fake.requests[-1].status == 200
 
 
 async def test_altered_or_orphaned_server_blocks_are_refused_and_repair_drops_them_whole(

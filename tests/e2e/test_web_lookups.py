@@ -1,6 +1,7 @@
 """Web search and fetch run by the API, through the real gateway process: a cited answer reaches
 Telegram (HTML links) and Discord (markdown links) with its sources, a paused turn goes on to its answer,
-a search survives `/compact` and later turns without a request refused, and the search fee shows in
+a search survives `/compact` and later turns without a request refused, a search beside our own tool
+call waits for its result and runs, and the search fee shows in
 `/stats` and in the spending ledger."""
 
 from __future__ import annotations
@@ -72,10 +73,14 @@ async def test_telegram_search_compaction_stats_and_budget(telegram_world: World
         assert "Sources:" in after
         last = await _say(world, "and the source of the first search?", 10)
         assert last.startswith("echo:")
+        # a mixed turn: the search waits beside our current_time call and runs when its result goes back
+        mixed = await _say(world, "search with the time: ferry timetable", 11)
+        assert "ferry timetable is documented on docs.example.com" in mixed
+        assert [b["type"] for b in world.replies()[-2].answer["content"]] == ["server_tool_use", "tool_use"]
         assert _refused(world) == [], "a request was refused for an altered or orphaned server block"
 
-        stats = await _say(world, "/stats", 11)
-        assert "Web lookups: 4 searches, 0 pages fetched; search fee $0.04" in stats
+        stats = await _say(world, "/stats", 12)
+        assert "Web lookups: 5 searches, 0 pages fetched; search fee $0.05" in stats
 
     store = await Store.open(db_url, pool_size=1, max_overflow=1)
     try:
@@ -86,9 +91,9 @@ async def test_telegram_search_compaction_stats_and_budget(telegram_world: World
             searches = (await conn.execute(sa.text("SELECT SUM(web_searches) FROM llm_calls"))).scalar_one()
     finally:
         await store.close()
-    assert searches == 4
+    assert searches == 5
     assert spent is not None
-    assert spent >= 0.04, "the search fees count toward the bot's daily budget"
+    assert spent >= 0.05, "the search fees count toward the bot's daily budget"
 
 
 async def test_discord_shows_the_sources_as_markdown_links(tmp_path: Path, db_url: str) -> None:

@@ -5,7 +5,11 @@ A reply request that offers ``web_search`` and whose newest user text says ``sea
 with opaque ``encrypted_content``) and text whose ``citations`` point at the results; ``usage.
 server_tool_use.web_search_requests`` counts the search. ``deep search: <query>`` pauses after the
 first search (``stop_reason: "pause_turn"``); sent again with that answer appended, the call goes on
-with a second search and the cited text. ``fetch: <url>`` (with ``web_fetch`` offered) fetches the page.
+with a second search and the cited text. ``search with the time: <query>`` (with our own ``current_time``
+tool offered too) is a mixed turn: the ``server_tool_use`` comes back without its result beside a client
+``tool_use`` and ``stop_reason: "tool_use"``; the search runs when the request carrying our
+``tool_result`` arrives, its result opening the next answer. ``fetch: <url>`` (with ``web_fetch``
+offered) fetches the page.
 ``WebLookups.next_error`` makes the next lookup fail inside its result block (HTTP 200, not billed).
 
 Later requests are checked as the real API checks them (400 otherwise): every server block and citation
@@ -29,6 +33,8 @@ from tests.fakes.anthropic.tokens import output_tokens
 from tests.fakes.anthropic.validation import InvalidRequest
 
 SEARCH = re.compile(r"(?:^|\s)(deep search|search|look up):\s*(\S[^\n]*)", re.IGNORECASE)
+MIXED = re.compile(r"(?:^|\s)search with the time:\s*(\S[^\n]*)", re.IGNORECASE)
+CLIENT_TOOL = "current_time"
 FETCH = re.compile(r"(?:^|\s)fetch:\s*(https?://\S+)", re.IGNORECASE)
 SERVER_USE = "server_tool_use"
 RESULT_TYPES = frozenset({"web_search_tool_result", "web_fetch_tool_result"})
@@ -84,11 +90,21 @@ class WebLookups:
         tools = {str(t.get("name")): t for t in body.get("tools") or [] if _is_server_tool(t)}
         messages = body.get("messages") or []
         last = messages[-1] if messages else {}
+        waiting = _waiting_uses(messages)
+        if waiting and "web_search" in tools:  # a mixed turn: our tool results are in, run its search
+            return self._search(
+                tools["web_search"], str(waiting[0]["input"]["query"]), final=True, use=waiting[0]
+            )
         if last.get("role") == "assistant" and _ends_with_server_block(last):
             match = SEARCH.search(question)
             if match and "web_search" in tools:  # a paused turn sent again: go on
                 return self._search(tools["web_search"], match.group(2).strip() + " (more)", final=True)
             return None
+        mixed = MIXED.search(question)
+        if mixed and "web_search" in tools and _offers_client_tool(body) and not _has_tool_results(last):
+            use = self._use("web_search", {"query": mixed.group(1).strip()})
+            call = {"type": "tool_use", "id": new_id("toolu"), "name": CLIENT_TOOL, "input": {}}
+            return Lookup([use, call], "tool_use")
         match = SEARCH.search(question)
         if match and "web_search" in tools:
             deep = match.group(1).lower() == "deep search"
@@ -120,8 +136,13 @@ class WebLookups:
             }
         )
 
-    def _search(self, tool: Mapping[str, Any], query: str, *, final: bool) -> Lookup:
-        use = self._use("web_search", {"query": query})
+    def _search(
+        self, tool: Mapping[str, Any], query: str, *, final: bool, use: dict[str, Any] | None = None
+    ) -> Lookup:
+        """A search and its cited text; given the `use` of a mixed turn's earlier answer, the result
+        opens this answer instead (the call is already in the conversation)."""
+        ran_earlier = use is not None
+        use = use if use is not None else self._use("web_search", {"query": query})
         failed = self._error("web_search", use)
         if failed is not None:
             text = {"type": "text", "text": f"The search for {query} failed."}
@@ -157,7 +178,7 @@ class WebLookups:
             for r in results
         ]
         content = [
-            use,
+            *([] if ran_earlier else [use]),
             result,
             {"type": "text", "text": f"Here is what I found about {query}: "},
             {"type": "text", "text": f"{query} is documented on {hosts[0]}", "citations": [cited[0]]},
@@ -221,10 +242,10 @@ class WebLookups:
                         if _canonical(citation) not in self.citations:
                             raise InvalidRequest(f"{where}.citations: Invalid `encrypted_index` in citation")
         last = messages[-1] if messages else {}
-        pending = set()
+        pending = {str(b.get("id")) for b in _waiting_uses(messages)}
         if last.get("role") == "assistant":
             content = last.get("content")
-            pending = {
+            pending |= {
                 str(b.get("id"))
                 for b in content or []
                 if isinstance(b, Mapping) and b.get("type") == SERVER_USE
@@ -237,6 +258,32 @@ class WebLookups:
         for ident, where in results.items():
             if ident not in uses:
                 raise InvalidRequest(f"{where}: result block without a preceding `server_tool_use`: {ident}")
+
+
+def _blocks(message: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    content = message.get("content")
+    return [b for b in content if isinstance(b, Mapping)] if isinstance(content, list) else []
+
+
+def _has_tool_results(message: Mapping[str, Any]) -> bool:
+    return message.get("role") == "user" and any(b.get("type") == "tool_result" for b in _blocks(message))
+
+
+def _waiting_uses(messages: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The server calls of a mixed turn that wait for our tool results: in the assistant message just
+    before a final user message of tool results, with no result anywhere yet."""
+    if len(messages) < 2 or not _has_tool_results(messages[-1]) or messages[-2].get("role") != "assistant":
+        return []
+    answered = {
+        str(b.get("tool_use_id")) for m in messages for b in _blocks(m) if b.get("type") in RESULT_TYPES
+    }
+    return [
+        b for b in _blocks(messages[-2]) if b.get("type") == SERVER_USE and str(b.get("id")) not in answered
+    ]
+
+
+def _offers_client_tool(body: Mapping[str, Any]) -> bool:
+    return any(t.get("name") == CLIENT_TOOL and not _is_server_tool(t) for t in body.get("tools") or [])
 
 
 def _is_server_tool(tool: Mapping[str, Any]) -> bool:
