@@ -77,6 +77,14 @@ class Metrics:
         for kind in TOKEN_KINDS:
             self.tokens.labels(kind=kind)
         self.llm_calls = Counter("gateway_llm_calls", "LLM requests by purpose", ["purpose"], registry=r)
+        self.web_lookups = Counter(
+            "gateway_web_lookups",
+            "Web searches and page fetches the API ran inside model calls (searches are billed per 1,000)",
+            ["kind"],
+            registry=r,
+        )
+        for kind in ("search", "fetch"):
+            self.web_lookups.labels(kind=kind)
         self.refusals = Counter(
             "gateway_llm_refusals",
             "Replies the model declined (stop_reason refusal), by category",
@@ -216,6 +224,8 @@ class Metrics:
         self.tokens.labels(kind="cache_read").inc(usage.cache_read_input_tokens)
         self.tokens.labels(kind="cache_write").inc(usage.cache_creation_input_tokens)
         self.tokens.labels(kind="output").inc(usage.output_tokens)
+        self.web_lookups.labels(kind="search").inc(usage.web_search_requests)
+        self.web_lookups.labels(kind="fetch").inc(usage.web_fetch_requests)
         read, prompt = self._prompt_tokens
         self._prompt_tokens = (read + usage.cache_read_input_tokens, prompt + usage.prompt_tokens)
 

@@ -40,6 +40,17 @@ def test_cache_hit_ratio_is_read_over_all_prompt_tokens() -> None:
     assert values[("gateway_llm_tokens_total", (("kind", "output"),))] == 5
 
 
+def test_web_lookups_are_counted_by_kind() -> None:
+    metrics = Metrics()
+    assert samples(metrics.exposition().decode())[("gateway_web_lookups_total", (("kind", "search"),))] == 0
+    both = Usage(input_tokens=10, web_search_requests=2, web_fetch_requests=1)
+    metrics.observe_usage(both, purpose="reply")
+    metrics.observe_usage(Usage(input_tokens=10, web_search_requests=1), purpose="reply")
+    values = samples(metrics.exposition().decode())
+    assert values[("gateway_web_lookups_total", (("kind", "search"),))] == 3
+    assert values[("gateway_web_lookups_total", (("kind", "fetch"),))] == 1
+
+
 async def test_healthz_reflects_the_database_ping() -> None:
     healthy = True
 

@@ -137,12 +137,12 @@ class WebLookups:
         )
 
     def _search(
-        self, tool: Mapping[str, Any], query: str, *, final: bool, use: dict[str, Any] | None = None
+        self, tool: Mapping[str, Any], query: str, *, final: bool, use: Mapping[str, Any] | None = None
     ) -> Lookup:
         """A search and its cited text; given the `use` of a mixed turn's earlier answer, the result
         opens this answer instead (the call is already in the conversation)."""
         ran_earlier = use is not None
-        use = use if use is not None else self._use("web_search", {"query": query})
+        use = dict(use) if use is not None else self._use("web_search", {"query": query})
         failed = self._error("web_search", use)
         if failed is not None:
             text = {"type": "text", "text": f"The search for {query} failed."}
