@@ -23,6 +23,7 @@ from agent.caching.waste import CacheWaste
 from agent.llm import LLMClient, LLMRequest, LLMResponse, ask
 from agent.streaming import TextSink
 from agent.usage import Usage
+from gateway.http_site import LocalSite
 from gateway.platforms.base import ChatRef, PlatformAdapter, WebhookReceiver
 
 logger = logging.getLogger(__name__)
@@ -418,39 +419,22 @@ class MetricsServer:
     def __init__(self, metrics: Metrics, ping: Ping, *, host: str, port: int) -> None:
         self._metrics = metrics
         self._ping = ping
-        self._host = host
-        self._port = port
-        self._runner: web.AppRunner | None = None
+        self._site = LocalSite(host, port)
 
     async def start(self) -> None:
         app = web.Application()
         app.router.add_get("/metrics", self._serve_metrics)
         app.router.add_get("/healthz", self._serve_health)
-        runner = web.AppRunner(app, access_log=None)
-        await runner.setup()
-        site = web.TCPSite(runner, self._host, self._port)
-        try:
-            await site.start()
-        except OSError:
-            await runner.cleanup()
-            raise
-        self._runner = runner
-        logger.info("metrics and health on http://%s:%d (/metrics, /healthz)", self._host, self.port)
+        await self._site.serve(app)
+        logger.info("metrics and health on http://%s:%d (/metrics, /healthz)", self._site.host, self.port)
 
     @property
     def port(self) -> int:
         """The bound port (useful when started with port 0)."""
-        if self._runner is None:
-            return self._port
-        for address in self._runner.addresses:
-            if isinstance(address, tuple):
-                return int(address[1])
-        return self._port
+        return self._site.port
 
     async def stop(self) -> None:
-        if self._runner is not None:
-            await self._runner.cleanup()
-            self._runner = None
+        await self._site.stop()
 
     async def _serve_metrics(self, _request: web.Request) -> web.Response:
         body = self._metrics.exposition()

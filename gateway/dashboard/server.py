@@ -22,6 +22,7 @@ from gateway.config import DashboardSettings
 from gateway.dashboard.actions import Actions
 from gateway.dashboard.guard import COOKIE, Guard, Origin, Seen, Session
 from gateway.dashboard.pages import Figures, Page, Pages
+from gateway.http_site import LocalSite
 from gateway.spending.budget import Budget
 from gateway.store import Store
 from gateway.store.dashboard import DashboardAudit, DashboardReads
@@ -223,42 +224,26 @@ class DashboardServer:
 
     def __init__(self, dashboard: Dashboard, *, host: str, port: int) -> None:
         self._dashboard = dashboard
-        self._host = host
-        self._port = port
-        self._runner: web.AppRunner | None = None
+        self._site = LocalSite(host, port)
 
     async def start(self) -> None:
-        runner = web.AppRunner(self._dashboard.app(), access_log=None)
-        await runner.setup()
-        site = web.TCPSite(runner, self._host, self._port)
-        try:
-            await site.start()
-        except OSError:
-            await runner.cleanup()
-            raise
-        self._runner = runner
-        logger.info("dashboard on http://%s:%d", self._host, self.port)
+        await self._site.serve(self._dashboard.app())
+        host = self._site.host
+        logger.info("dashboard on http://%s:%d", host, self.port)
         if self._dashboard.guard.open_without_login:
             logger.warning(
                 "dashboard: no DASHBOARD__PASSWORD; anyone who can reach %s:%d sees it (loopback only: "
                 "use an SSH tunnel)",
-                self._host,
+                host,
                 self.port,
             )
 
     @property
     def port(self) -> int:
-        if self._runner is None:
-            return self._port
-        for address in self._runner.addresses:
-            if isinstance(address, tuple):
-                return int(address[1])
-        return self._port
+        return self._site.port
 
     async def stop(self) -> None:
-        if self._runner is not None:
-            await self._runner.cleanup()
-            self._runner = None
+        await self._site.stop()
 
 
 def build_dashboard(

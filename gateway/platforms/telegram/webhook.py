@@ -22,6 +22,8 @@ from typing import Any
 
 from aiohttp import web
 
+from gateway.http_site import LocalSite
+
 logger = logging.getLogger(__name__)
 
 SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"  # noqa: S105 - a header name, not a secret
@@ -43,13 +45,10 @@ class WebhookServer:
         receive: Receive,
         shutdown_timeout: float,
     ) -> None:
-        self._listen = listen
-        self._shutdown_timeout = shutdown_timeout
-        self._port = port
+        self._site = LocalSite(listen, port, shutdown_timeout=shutdown_timeout)
         self._path = "/" + path.lstrip("/")
         self._secret = secret
         self._receive = receive
-        self._runner: web.AppRunner | None = None
         self.refused = 0
         """Requests refused for a missing or wrong secret token since start."""
         self._refusing = 0
@@ -61,23 +60,12 @@ class WebhookServer:
         """Bind and serve; raises OSError when the port cannot be bound."""
         app = web.Application(client_max_size=MAX_BODY)
         app.router.add_post(self._path, self._post)
-        runner = web.AppRunner(
-            app, access_log=None, handle_signals=False, shutdown_timeout=self._shutdown_timeout
-        )
-        await runner.setup()
-        try:
-            await web.TCPSite(runner, self._listen, self._port).start()
-        except BaseException:
-            await runner.cleanup()
-            raise
-        self._runner = runner
+        await self._site.serve(app)
 
     async def stop(self) -> None:
         """Stop accepting; requests in flight get `shutdown_timeout` to finish storing, then are cut off
         (unanswered, so Telegram delivers them again)."""
-        runner, self._runner = self._runner, None
-        if runner is not None:
-            await runner.cleanup()
+        await self._site.stop()
 
     async def _post(self, request: web.Request) -> web.Response:
         if self._secret is not None and not hmac.compare_digest(
