@@ -15,6 +15,9 @@ pytestmark = pytest.mark.e2e
 FORUM = -100700
 ALICE = 4242
 TOPIC = 31
+LEAD_S = 8
+LATE_S = 8
+"""The ticker looks every 0.5 s here; the slack is for a machine busy with other tests."""
 FORUM_KW = {
     "chat_type": "supergroup",
     "chat_title": "Forum",
@@ -32,7 +35,8 @@ async def test_a_reminder_the_model_schedules_arrives_in_its_topic_once(telegram
         REMINDERS__DEFAULT_TIMEZONE="Europe/Berlin",
     ) as world:
         assert {"reminders", "timezone"} <= {c["command"] for c in world.tg.commands}
-        at = (datetime.now(UTC) + timedelta(seconds=4)).replace(microsecond=0)
+        # far enough ahead that the turn and /reminders are done first on a loaded machine
+        at = (datetime.now(UTC) + timedelta(seconds=LEAD_S)).replace(microsecond=0)
         world.llm.script_schedule_message(at.isoformat(), "Drink water", then="I'll remind you.")
         world.tg.push_message(
             FORUM, f"@{BOT_USERNAME} remind me to drink water in a moment", user_id=ALICE, **FORUM_KW
@@ -50,10 +54,10 @@ async def test_a_reminder_the_model_schedules_arrives_in_its_topic_once(telegram
         assert listing.endswith("once: Drink water\nCancel one with /reminders cancel <id>.")
 
         reminder = (await world.wait_replies(FORUM, 4, thread_id=TOPIC, timeout=30))[3]
+        arrived = datetime.now(UTC)
         assert reminder.visible_text == "⏰ Reminder: Drink water"
         assert reminder.message_thread_id == TOPIC
-        arrived = datetime.now(UTC)
-        assert arrived - at < timedelta(seconds=5)
+        assert arrived - at < timedelta(seconds=LATE_S), "sent within seconds of its time"
         calls = len(world.replies())  # no model call made the reminder
 
         # A reply to the reminder (once it is recorded): the model sees it in the history.
