@@ -98,6 +98,23 @@ def _newest(versions: Sequence[str], date: str) -> str:
     return usable[-1] if usable else versions[0]
 
 
+def pins_too_new(tools: ServerTools, model: ModelInfo) -> list[tuple[str, str, str]]:
+    """The pinned versions `model` does not take, each as (tool name, pinned, the newest it takes): the
+    API would refuse every request offering them. Only for models the table knows; `auto` never is."""
+    if not model.known:
+        return []
+    date = web_tools_date(model)
+    pinned = [
+        (SEARCH_NAME, tools.search.version if tools.search is not None else AUTO, SEARCH_VERSIONS),
+        (FETCH_NAME, tools.fetch.version if tools.fetch is not None else AUTO, FETCH_VERSIONS),
+    ]
+    return [
+        (name, version, _newest(versions, date))
+        for name, version, versions in pinned
+        if version != AUTO and version.rsplit("_", 1)[1] > date
+    ]
+
+
 def search_version(search: WebSearch, model: ModelInfo) -> str:
     return search.version if search.version != AUTO else _newest(SEARCH_VERSIONS, web_tools_date(model))
 

@@ -16,8 +16,10 @@ import anthropic
 from pydantic import SecretStr
 from sqlalchemy.engine import make_url
 
+from agent.models import lookup_model
+from agent.server_tools import pins_too_new
 from agent.spending.periods import SpendFor
-from gateway.app.wiring import caps_text, spending_caps
+from gateway.app.wiring import caps_text, server_tools, spending_caps
 from gateway.config import DEFAULT_PLANNED_WINDOW, Settings
 from gateway.embeddings.setup import client_from
 from gateway.errors import EmbeddingsError, StoreError, TranscriptionError
@@ -360,6 +362,31 @@ async def check_jobs(settings: Settings, *, now: datetime | None = None) -> list
     return checks
 
 
+def check_web_tools(settings: Settings) -> Check:
+    """The API's web tools as every reply request will offer them: versions, limits and domain rules."""
+    tools = server_tools(settings)
+    if not tools.enabled:
+        return Check("web tools", True, "off: the model cannot search the web or open pages", required=False)
+    model = lookup_model(settings.model)
+    too_new = pins_too_new(tools, model)
+    if too_new:
+        detail = "; ".join(
+            f"{pinned} is newer than {model.name} takes ({newest})" for _, pinned, newest in too_new
+        )
+        return Check("web tools", False, detail + ": the API would refuse every request", required=False)
+    parts = []
+    for definition in tools.definitions(model):
+        rules = [f"up to {definition['max_uses']} per request"]
+        if "allowed_domains" in definition:
+            rules.append("only " + ", ".join(definition["allowed_domains"]))
+        if "blocked_domains" in definition:
+            rules.append("never " + ", ".join(definition["blocked_domains"]))
+        if "max_content_tokens" in definition:
+            rules.append(f"pages cut at {definition['max_content_tokens']:,} tokens")
+        parts.append(f"{definition['type']} ({'; '.join(rules)})")
+    return Check("web tools", True, ", ".join(parts), required=False)
+
+
 async def check_spend(settings: Settings, *, now: datetime | None = None) -> Check:
     """The bot's spend today and this month against its caps, and the calls in flight."""
     caps = spending_caps(settings)
@@ -410,7 +437,7 @@ async def run_checks(settings: Settings, *, request_timeout: float = 5.0) -> lis
         check_anthropic(settings, request_timeout=request_timeout),
         check_transcription(settings, request_timeout=max(request_timeout, settings.transcription.timeout_s)),
     )
-    checks = [database, api, check_platforms(settings), heard]
+    checks = [database, api, check_platforms(settings), heard, check_web_tools(settings)]
     checks.append(await check_embeddings(settings, request_timeout=request_timeout))
     webhook = await check_telegram_webhook(settings, request_timeout=request_timeout)
     if webhook is not None:

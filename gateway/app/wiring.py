@@ -14,7 +14,7 @@ from agent.compaction.registry import EngineFactory, UnknownEngineError, resolve
 from agent.compaction.server import ServerCompaction
 from agent.loop import LoopConfig
 from agent.models import MODELS, CacheTTL, ModelInfo, lookup_model
-from agent.server_tools import ServerTools, WebFetch, WebSearch
+from agent.server_tools import ServerTools, WebFetch, WebSearch, pins_too_new
 from agent.spending.periods import Caps
 from agent.tokens import Calibration
 from gateway.compaction.triggers import CompactionPolicy
@@ -78,8 +78,14 @@ def summary_model(settings: Settings, main: ModelInfo) -> ModelInfo:
 
 
 def check_models(settings: Settings) -> None:
-    """The start-up checks of the reply and summary models (before any connection is made)."""
+    """The start-up checks of the reply and summary models (before any connection is made), and that
+    the reply model takes the web tool versions pinned for it."""
     summary_model(settings, main_model(settings))
+    for name, pinned, newest in pins_too_new(server_tools(settings), lookup_model(settings.model)):
+        raise ConfigError(
+            f"tools.{name}.version (TOOLS__{name.upper()}__VERSION) = {pinned}: {settings.model} takes "
+            f"{name} versions up to {newest}; set auto or an older version"
+        )
 
 
 def model_status_line(settings: Settings, model: ModelInfo) -> str:

@@ -18,6 +18,7 @@ from gateway.app.doctor import (
     check_jobs,
     check_telegram_webhook,
     check_transcription,
+    check_web_tools,
     doctor,
 )
 from gateway.config import SchedulerSettings, Settings, TranscriptionSettings
@@ -277,3 +278,21 @@ async def test_embeddings_are_checked_with_the_query_prefix(sqlite_url: str, fak
         assert not broken.ok
         assert not broken.required
         assert "503" in broken.detail
+
+
+def test_the_web_tools_line_names_versions_limits_and_domain_rules(sqlite_url: str) -> None:
+    base = {"database_url": sqlite_url, "model": "claude-sonnet-5-5"}
+    only = {"web_search": {"allowed_domains": ["a.org"]}}
+    on = check_web_tools(Settings(_env_file=None, **base, tools=only))
+    assert on.ok
+    assert on.line().endswith(
+        "web tools: web_search_20260318 (up to 5 per request; only a.org), "
+        "web_fetch_20260318 (up to 5 per request; pages cut at 20,000 tokens)"
+    )
+    off = {"web_search": {"enabled": False}, "web_fetch": {"enabled": False}}
+    assert "off:" in check_web_tools(Settings(_env_file=None, **base, tools=off)).line()
+    pinned = {"web_search": {"version": "web_search_20260318"}}
+    haiku_settings = Settings(_env_file=None, database_url=sqlite_url, model="claude-haiku-4-5", tools=pinned)
+    haiku = check_web_tools(haiku_settings)
+    assert not haiku.ok
+    assert "web_search_20260318 is newer than claude-haiku-4-5 takes (web_search_20250305)" in haiku.line()

@@ -123,3 +123,24 @@ async def test_a_summary_model_on_its_own_endpoint_keeps_the_agent_timeouts() ->
     finally:
         await summary.close()
         await main.close()
+
+
+def test_a_web_tool_version_newer_than_the_model_takes_stops_the_start() -> None:
+    pinned = {"web_search": {"version": "web_search_20260209"}}
+    with pytest.raises(ConfigError) as caught:
+        check_models(settings(model="claude-haiku-4-5", tools=pinned))
+    assert str(caught.value) == (
+        "tools.web_search.version (TOOLS__WEB_SEARCH__VERSION) = web_search_20260209: claude-haiku-4-5 takes "
+        "web_search versions up to web_search_20250305; set auto or an older version"
+    )
+    fetch = {"web_fetch": {"version": "web_fetch_20260318"}}
+    with pytest.raises(ConfigError, match=r"^tools.web_fetch.version .* up to web_fetch_20260209;"):
+        check_models(settings(model="claude-sonnet-4-6", tools=fetch))
+    # what the model takes, an older pin, auto, a switched-off tool and an unknown model all start
+    check_models(settings(model="claude-sonnet-4-6", tools=pinned))
+    older = {"web_search": {"version": "web_search_20250305"}}
+    check_models(settings(model="claude-sonnet-5-5", tools=older))
+    check_models(settings(model="claude-haiku-4-5"))
+    switched_off = {"web_search": {**pinned["web_search"], "enabled": False}}
+    check_models(settings(model="claude-haiku-4-5", tools=switched_off))
+    check_models(settings(model="claude-future-9", tools=pinned))
