@@ -23,6 +23,14 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def _is_ip(text: str) -> bool:
+    try:
+        ipaddress.ip_address(text)
+    except ValueError:
+        return False
+    return True
+
+
 class DashboardSettings(Section):
     """Served by `gateway run` when `port` is set. A host other than loopback needs a password; on
     loopback without one the pages are open to whoever reaches the port (an SSH tunnel), said at start."""
@@ -32,6 +40,9 @@ class DashboardSettings(Section):
     password: SecretStr | None = Field(None, validate_default=True)
     trusted_proxies: ProxyList = Field(
         (), description="addresses (or networks) of reverse proxies whose X-Forwarded-* headers count"
+    )
+    allowed_hosts: ProxyList = Field(
+        (), description="host names a request may name (the Host header, or X-Forwarded-Host via a proxy)"
     )
     session_hours: float = Field(12.0, gt=0.0, le=24.0 * 30)
 
@@ -44,6 +55,17 @@ class DashboardSettings(Section):
         if info.data.get("port") is not None and value is None and not is_loopback(host):
             raise ValueError(f"must be set when DASHBOARD__HOST ({host}) is not a loopback address")
         return value
+
+    @field_validator("allowed_hosts", mode="before")
+    @classmethod
+    def _host_list(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            value = value.replace(";", ",").split(",")
+        names = tuple(str(h).strip().strip("[]").lower() for h in value if str(h).strip())
+        for name in names:
+            if ":" in name and not _is_ip(name):
+                raise ValueError(f"expected host names without a port, got {name!r}")
+        return names
 
     @field_validator("trusted_proxies", mode="before")
     @classmethod

@@ -9,7 +9,8 @@ trusted proxies and the login rate limit. Pure decisions over a request's header
 - **Host.** Bound to loopback, a request must name a loopback host with the dashboard's port (a web page
   that rebinds its own name to 127.0.0.1 is refused). Bound to one address, that address or any name
   resolving to it through a trusted proxy; bound to every address (`0.0.0.0`), any Host, since the
-  password is then required.
+  password is then required. With `DASHBOARD__ALLOWED_HOSTS` set, only those names, however it is bound
+  or reached (a name someone else points at the server is refused).
 - **Origin.** Every POST must carry an Origin (or, failing that, a Referer) equal to the page's own
   origin, and every POST but the login the session's CSRF token.
 - **Proxies.** `X-Forwarded-For`, `-Proto` and `-Host` count only from an address in
@@ -76,6 +77,8 @@ class Guard:
     port: int
     session_s: float
     trusted_proxies: tuple[str, ...] = ()
+    allowed_hosts: tuple[str, ...] = ()
+    """Lower-case host names without a port; empty: the rules by bind address alone."""
     clock: Callable[[], float] = time.monotonic
     _sessions: dict[str, Session] = field(default_factory=dict)
     _failures: dict[str, deque[float]] = field(default_factory=dict)
@@ -116,6 +119,9 @@ class Guard:
         """The request names this dashboard (see the module docstring)."""
         if not origin.host:
             return False
+        if self.allowed_hosts:
+            name, _ = _split_host(origin.host)
+            return name.lower() in self.allowed_hosts
         if origin.proxied or self.bind_host in WILDCARD_HOSTS:
             return True
         name, port = _split_host(origin.host)

@@ -266,6 +266,7 @@ def build_dashboard(
         port=settings.port,
         session_s=settings.session_hours * 3600,
         trusted_proxies=settings.trusted_proxies,
+        allowed_hosts=settings.allowed_hosts,
     )
     audit = DashboardAudit(store.engine, clock=clock)
     pages = Pages(

@@ -56,6 +56,32 @@ def test_a_bound_address_must_be_named() -> None:
     assert not g.host_allowed(g.origin(seen(peer="10.0.0.9", Host="other.example:8080")))
 
 
+def test_allowed_hosts_narrow_a_wildcard_bind_and_a_proxy_to_their_names() -> None:
+    names = DashboardSettings(
+        port=8080, host="0.0.0.0", password="pw", allowed_hosts="Board.Example.org, 10.0.0.5"
+    ).allowed_hosts
+    assert names == ("board.example.org", "10.0.0.5")
+    open_ = guard("0.0.0.0")
+    assert open_.host_allowed(open_.origin(seen(peer="10.0.0.9", Host="rebound.attacker:8080")))
+    g = Guard(password="pw", bind_host="0.0.0.0", port=8080, session_s=60, allowed_hosts=names)
+    assert g.host_allowed(g.origin(seen(peer="10.0.0.9", Host="board.example.org:8080")))
+    assert g.host_allowed(g.origin(seen(peer="10.0.0.9", Host="10.0.0.5:8080")))
+    assert not g.host_allowed(g.origin(seen(peer="10.0.0.9", Host="rebound.attacker:8080")))
+    proxied = Guard(
+        password="pw",
+        bind_host="127.0.0.1",
+        port=8080,
+        session_s=60,
+        trusted_proxies=("127.0.0.1",),
+        allowed_hosts=names,
+    )
+    via = {"Host": "127.0.0.1:8080", "X_Forwarded_Proto": "https"}
+    assert proxied.host_allowed(proxied.origin(seen(**via, X_Forwarded_Host="board.example.org")))
+    assert not proxied.host_allowed(proxied.origin(seen(**via, X_Forwarded_Host="evil.example")))
+    with pytest.raises(ValueError, match="without a port"):
+        DashboardSettings(port=8080, allowed_hosts="board.example.org:443")
+
+
 def test_forwarded_headers_count_only_from_a_trusted_proxy() -> None:
     g = guard(proxies=("10.1.0.0/16",))
     direct = g.origin(
