@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tests.fakes.anthropic.replies import new_id
-from tests.fakes.anthropic.tokens import output_tokens
+from tests.fakes.anthropic.tokens import output_tokens, text_tokens
 from tests.fakes.anthropic.validation import InvalidRequest
 
 SEARCH = re.compile(r"(?:^|\s)(deep search|search|look up):\s*(\S[^\n]*)", re.IGNORECASE)
@@ -41,6 +41,7 @@ RESULT_TYPES = frozenset({"web_search_tool_result", "web_fetch_tool_result"})
 RESULT_TOKENS = 180
 """Input tokens one search result adds to the call (its page content, billed as input)."""
 PAGE_TOKENS = 600
+"""Input tokens a fetch is billed by default (its page text itself is one short line)."""
 
 
 def _canonical(block: Mapping[str, Any]) -> str:
@@ -82,6 +83,10 @@ class WebLookups:
     next_error: str | None = None
     """The error code the next lookup fails with (``max_uses_exceeded``, ``unavailable``, ...)."""
     searches: int = 0
+    page_tokens: int | None = None
+    """A fetched page's text at about this many tokens, carried in the result block as a real page is (so
+    every later request that sends the block back pays for it); None: one short line, billed as
+    `PAGE_TOKENS`."""
 
     # -- answering -------------------------------------------------------------------------------
 
@@ -194,6 +199,12 @@ class WebLookups:
         if failed is not None:
             return Lookup([use, failed, {"type": "text", "text": f"I could not open {url}."}], "end_turn")
         title = f"Page at {url}"
+        page = f"The text of {url}."
+        billed = PAGE_TOKENS
+        if self.page_tokens is not None:
+            words = " ".join(f"line{i} of the page says something" for i in range(self.page_tokens // 10))
+            page = f"{page} {words}"
+            billed = text_tokens(page)
         result = self._result(
             {
                 "type": "web_fetch_tool_result",
@@ -203,7 +214,7 @@ class WebLookups:
                     "url": url,
                     "content": {
                         "type": "document",
-                        "source": {"type": "text", "media_type": "text/plain", "data": f"The text of {url}."},
+                        "source": {"type": "text", "media_type": "text/plain", "data": page},
                         "title": title,
                     },
                     "retrieved_at": "2026-12-01T00:00:00Z",
@@ -211,7 +222,7 @@ class WebLookups:
             }
         )
         text = {"type": "text", "text": f"The page {url} says hello."}
-        return Lookup([use, result, text], "end_turn", fetches=1, input_tokens=PAGE_TOKENS)
+        return Lookup([use, result, text], "end_turn", fetches=1, input_tokens=billed)
 
     def _cite(self, citation: dict[str, Any]) -> dict[str, Any]:
         self.citations.add(_canonical(citation))
