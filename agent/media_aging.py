@@ -1,4 +1,4 @@
-"""When images and PDFs stop travelling with every request (pure).
+"""When images, PDFs and web lookups stop travelling with every request (pure).
 
 A picture matters most in the turns right after it is sent. Keeping it in every later request costs a
 cache read of all its tokens on every turn; dropping it changes the prompt from that point on, so the
@@ -11,6 +11,11 @@ user turns are demoted together, and only when it pays:
 
 A demoted item stays stored and labelled (`[photo m12]`); the model can look at it again with
 `view_media`. Demotion marks the stored row `pruned`, so every later request renders it the same way.
+
+A web lookup (a page fetched, a search's results) is carried the same way: its result blocks go back
+byte for byte with every request until they are left out, whole, with their calls (a note names the
+addresses, so the model can fetch again). They count toward the same budget, and are demoted together
+with the media (`bench/bench_fetch_aging.py`: 0.73-0.82x the cost of keeping them, by page size).
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from typing import Any, Final
 
 from agent.media import is_media_ref, media_ref_tokens
 from agent.messages import StoredRow
+from agent.server_blocks import lookup_tokens
 
 KEEP_TURNS: Final = 4
 """Media sent within the last this many user turns always travel as images."""
@@ -28,11 +34,12 @@ BUDGET: Final = 5_000
 benchmark, budgets from 3,000 to 6,000 tokens cost within 3% of each other and 12,000 costs 15% more."""
 
 
-def media_tokens(content: Any) -> int:
-    """Tokens of the media references in stored content (tool results included)."""
+def demotable_tokens(content: Any) -> int:
+    """Tokens of the media references in stored content (tool results included) and of the web
+    lookups' results in it: what re-sending the content costs beyond its words."""
     if not isinstance(content, list):
         return 0
-    total = 0
+    total = lookup_tokens(b for b in content if isinstance(b, dict))
     for block in content:
         if not isinstance(block, Mapping):
             continue
@@ -62,7 +69,7 @@ def rows_to_demote(
     if len(turn_starts) <= keep_turns:
         return []
     boundary = turn_starts[-keep_turns]
-    candidates = [(row.id, media_tokens(row.content)) for row in rows[:boundary] if not row.pruned]
+    candidates = [(row.id, demotable_tokens(row.content)) for row in rows[:boundary] if not row.pruned]
     candidates = [(row_id, tokens) for row_id, tokens in candidates if tokens > 0]
     if not candidates:
         return []

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Final
 
+from agent.tokens import estimate_block
 from agent.types import Block, Message, blocks_of
 
 SERVER_USE: Final = "server_tool_use"
@@ -93,6 +94,32 @@ def _uncited(block: Block) -> Block:
     if block.get("type") == "text" and "citations" in block:
         return {k: v for k, v in block.items() if k != "citations"}
     return block
+
+
+def lookup_tokens(blocks: Iterable[Block]) -> int:
+    """Estimated tokens of the lookups' results among `blocks` (what re-sending them costs each time)."""
+    return sum(estimate_block(b) for b in blocks if b.get("type") in RESULT_TYPES)
+
+
+def aged_note(blocks: Iterable[Block]) -> str:
+    """What stands for the lookups of a message once they no longer travel (see `agent.media_aging`):
+    the pages and results by address, so the model can fetch one again."""
+    urls: list[str] = []
+    for block in blocks:
+        if block.get("type") == SERVER_USE and isinstance(block.get("input"), dict):
+            given = block["input"].get("url") or block["input"].get("query")
+            if given and str(given) not in urls:
+                urls.append(str(given))
+        content = block.get("content")
+        if block.get("type") in RESULT_TYPES:
+            found = content if isinstance(content, list) else [content]
+            for item in found:
+                url = item.get("url") if isinstance(item, dict) else None
+                if url and str(url) not in urls:
+                    urls.append(str(url))
+    shown = ", ".join(urls[:8]) + (f" and {len(urls) - 8} more" if len(urls) > 8 else "")
+    what = shown or "its results"
+    return f"(earlier web lookup no longer attached: {what}; fetch or search again to read it)"
 
 
 def without_server_blocks(message: Message) -> Message:

@@ -1,4 +1,4 @@
-"""Whether fetched pages should stop travelling with every request, as old photos do.
+"""What leaving old fetched pages out of later requests saves, as old photos are (`agent.media_aging`).
 
 Run: `python -m bench.bench_fetch_aging` (about a minute). A page the model fetched stays in the chat's
 history as the API returned it (`web_fetch_tool_result`, sent back byte for byte), so every later request
@@ -11,10 +11,10 @@ One private chat on Claude Sonnet 5.5 goes through the agent loop and the real S
 ~2,000-token system prompt, `--turns` turns `--gap` seconds apart, and a `fetch:` of a new page every
 `--every` turns. Two policies, side by side on the same chat:
 
-- `keep`: every lookup stays (what the gateway does today);
-- `age`: a lookup older than the last `KEEP_TURNS` user turns is left out of every later request (the
-  media policy's rule, `agent.media_aging.KEEP_TURNS`; with pages this large its 5,000-token budget is
-  met at once, so the first later turn drops it).
+- `keep`: every lookup stays, sent back byte for byte until a compaction;
+- `age`: the gateway's policy (`agent.media_aging`, shared with photos): lookups older than the last
+  `KEEP_TURNS` user turns are left out together, whole, with a note naming their addresses, once the
+  cache has expired (gaps of 5 minutes or more) or they add up to its 5,000-token budget.
 
 Each call is billed at the model table's prices (`agent.models.cost_usd`), as the spending caps bill it.
 What it cannot say: how often people ask about a page again after four turns (then `age` pays for a
@@ -27,18 +27,19 @@ import argparse
 import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from agent.compaction.compressor import ContextCompactor
 from agent.compaction.engine import CompactionConfig
 from agent.llm import AnthropicClient
 from agent.loop import Conversation, Entry, LoopConfig, run_turn
-from agent.media_aging import KEEP_TURNS
+from agent.media_aging import KEEP_TURNS, rows_to_demote
 from agent.models import cost_usd, lookup_model
-from agent.server_blocks import has_server_blocks, without_server_blocks
+from agent.server_blocks import aged_note, has_server_blocks, without_server_blocks
 from agent.server_tools import ServerTools, WebFetch
 from agent.tokens import Calibration, estimate_message
 from agent.tools.registry import ToolRegistry
-from agent.types import Message
+from agent.types import Message, blocks_of
 from bench.bench_search import SYSTEM, _Hooks, _no_summary
 from tests.fakes.anthropic import FakeAnthropic
 
@@ -55,17 +56,26 @@ class Outcome:
     largest: int
 
 
-def _aged(history: list[Message], keep_turns: int) -> list[Message]:
-    """`history` with the lookups of assistant messages older than the last `keep_turns` user turns
-    left out (the message's text stays)."""
-    starts = [i for i, m in enumerate(history) if m["role"] == "user"]
-    if len(starts) <= keep_turns:
-        return history
-    boundary = starts[-keep_turns]
-    return [
-        without_server_blocks(m) if i < boundary and m["role"] == "assistant" and has_server_blocks(m) else m
-        for i, m in enumerate(history)
-    ]
+@dataclass(frozen=True, slots=True)
+class _Row:
+    id: int
+    role: str
+    content: Any
+    pruned: bool
+
+
+def _aged(history: list[Message], pruned: set[int], *, cache_cold: bool) -> list[Message]:
+    """`history` as the gateway sends it under the media policy (`agent.media_aging.rows_to_demote`,
+    which adds to `pruned`): an aged lookup left out whole, a note in its place, the text kept."""
+    rows = [_Row(i, m["role"], m["content"], i in pruned) for i, m in enumerate(history)]
+    pruned.update(rows_to_demote(rows, cache_cold=cache_cold))
+    out: list[Message] = []
+    for i, m in enumerate(history):
+        if i in pruned and m["role"] == "assistant" and has_server_blocks(m):
+            note = {"type": "text", "text": aged_note(blocks_of(m))}
+            m = {"role": "assistant", "content": [*without_server_blocks(m)["content"], note]}
+        out.append(m)
+    return out
 
 
 async def run_chat(policy: str, *, turns: int, every: int, gap_s: float, page_tokens: int) -> Outcome:
@@ -76,6 +86,7 @@ async def run_chat(policy: str, *, turns: int, every: int, gap_s: float, page_to
         client = AnthropicClient(api_key="bench", base_url=fake.base_url)
         hooks = _Hooks()
         history: list[Message] = []
+        pruned: set[int] = set()
         try:
             for n in range(turns):
                 text = (
@@ -84,8 +95,7 @@ async def run_chat(policy: str, *, turns: int, every: int, gap_s: float, page_to
                     else f"Tell me one thing about the tide on day {n}."
                 )
                 history.append({"role": "user", "content": text})
-                if policy == "age":
-                    history = _aged(history, KEEP_TURNS)
+                sent = _aged(history, pruned, cache_cold=gap_s >= 300) if policy == "age" else history
                 engine = ContextCompactor(
                     context_length=MODEL.context_window,
                     config=CompactionConfig(),
@@ -100,7 +110,7 @@ async def run_chat(policy: str, *, turns: int, every: int, gap_s: float, page_to
                     Conversation(
                         llm=client,
                         engine=engine,
-                        window=[Entry(m, i) for i, m in enumerate(history)],
+                        window=[Entry(m, i) for i, m in enumerate(sent)],
                         system=SYSTEM + "\n\n" + WEB.prompt_note(),
                         tools=ToolRegistry(),
                         config=config,

@@ -15,6 +15,7 @@ from typing import TypeVar
 
 from agent.media import demoted_note, is_media_ref
 from agent.messages import INTERRUPTED_RESULT, PRUNED_MARKER, StoredRow, is_blank_text, repair_tool_pairs
+from agent.server_blocks import aged_note, is_server_block, without_server_blocks
 from agent.types import Block, Message, Role
 
 CONVERSATION_START = "(earlier conversation continues)"
@@ -31,6 +32,9 @@ def _blocks(row: StoredRow) -> list[Block]:
     blocks = [{"type": "text", "text": content}] if isinstance(content, str) else [dict(b) for b in content]
     if row.pruned:
         blocks = [_prune(b) for b in blocks]
+        if any(is_server_block(b) for b in blocks):  # aged web lookups: left out whole, their calls too
+            note: Block = {"type": "text", "text": aged_note(blocks)}
+            blocks = [*without_server_blocks({"role": "assistant", "content": blocks})["content"], note]
     return [b for b in blocks if not is_blank_text(b)]
 
 

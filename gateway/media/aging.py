@@ -31,7 +31,7 @@ class MediaAging:
             return list(rows)
         changed = set(await self._store.demote(session_pk, wanted))
         logger.info(
-            "session %s: media of %d message(s) no longer attached (%s)",
+            "session %s: media or web lookups of %d message(s) no longer attached (%s)",
             session_pk,
             len(changed),
             "prompt cache expired" if cache_cold else "over the media budget",

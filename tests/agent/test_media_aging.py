@@ -6,7 +6,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from agent.media import media_ref
-from agent.media_aging import media_tokens, rows_to_demote
+from agent.media_aging import demotable_tokens, rows_to_demote
+from agent.server_blocks import aged_note
 
 
 @dataclass(frozen=True)
@@ -56,7 +57,33 @@ def test_already_demoted_rows_are_left_alone() -> None:
 def test_tool_results_do_not_count_as_turns_but_their_media_do() -> None:
     ref = media_ref(media_id=5, kind="image", media_type="image/png", tokens=700)
     result = Row(3, "user", [{"type": "tool_result", "tool_use_id": "t", "content": [ref]}])
-    assert media_tokens(result.content) == 700
+    assert demotable_tokens(result.content) == 700
     rows = [Row(1, "user", "look"), Row(2, "assistant", [{"type": "tool_use", "id": "t"}]), result]
     rows += chat(turns=4)
     assert rows_to_demote(rows, cache_cold=True, keep_turns=4, budget=1) == [3]
+
+
+def fetched(row_id: int, url: str, words: int) -> Row:
+    use = {"type": "server_tool_use", "id": f"srv{row_id}", "name": "web_fetch", "input": {"url": url}}
+    page = {"type": "document", "source": {"type": "text", "data": "word " * words}}
+    result = {
+        "type": "web_fetch_tool_result",
+        "tool_use_id": f"srv{row_id}",
+        "content": {"type": "web_fetch_result", "url": url, "content": page},
+    }
+    return Row(row_id, "assistant", [use, result, {"type": "text", "text": "The page says hello."}])
+
+
+def test_a_fetched_page_ages_like_a_photo_and_its_note_names_the_address() -> None:
+    rows = chat(turns=8)
+    rows[1] = fetched(101, "https://docs.example.com/guide", words=8_000)
+    assert demotable_tokens(rows[1].content) > 5_000
+    assert rows_to_demote(rows, cache_cold=False, keep_turns=4, budget=5_000) == [101]
+    assert rows_to_demote(rows[:8], cache_cold=True, keep_turns=4, budget=5_000) == []  # still recent
+    small = chat(turns=8)
+    small[1] = fetched(101, "https://docs.example.com/guide", words=200)
+    assert rows_to_demote(small, cache_cold=False, keep_turns=4, budget=5_000) == []
+    assert rows_to_demote(small, cache_cold=True, keep_turns=4, budget=5_000) == [101]
+    note = aged_note(rows[1].content)
+    assert "https://docs.example.com/guide" in note
+    assert "fetch or search again" in note
