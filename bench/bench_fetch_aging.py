@@ -29,18 +29,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from agent.compaction.compressor import ContextCompactor
-from agent.compaction.engine import CompactionConfig
 from agent.llm import AnthropicClient
-from agent.loop import Conversation, Entry, LoopConfig, run_turn
 from agent.media_aging import KEEP_TURNS, rows_to_demote
 from agent.models import cost_usd, lookup_model
 from agent.server_blocks import aged_note, has_server_blocks, without_server_blocks
 from agent.server_tools import ServerTools, WebFetch
-from agent.tokens import Calibration, estimate_message
-from agent.tools.registry import ToolRegistry
 from agent.types import Message, blocks_of
-from bench.bench_search import SYSTEM, _Hooks, _no_summary
+from bench.bench_search import BenchHooks, one_turn
 from tests.fakes.anthropic import FakeAnthropic
 
 MODEL = lookup_model("claude-sonnet-5-5")
@@ -84,7 +79,7 @@ async def run_chat(policy: str, *, turns: int, every: int, gap_s: float, page_to
     async with FakeAnthropic(api_key="bench") as fake:
         fake.web.page_tokens = page_tokens
         client = AnthropicClient(api_key="bench", base_url=fake.base_url)
-        hooks = _Hooks()
+        hooks = BenchHooks()
         history: list[Message] = []
         pruned: set[int] = set()
         try:
@@ -96,29 +91,9 @@ async def run_chat(policy: str, *, turns: int, every: int, gap_s: float, page_to
                 )
                 history.append({"role": "user", "content": text})
                 sent = _aged(history, pruned, cache_cold=gap_s >= 300) if policy == "age" else history
-                engine = ContextCompactor(
-                    context_length=MODEL.context_window,
-                    config=CompactionConfig(),
-                    summarizer=_no_summary,
-                    count_tokens=estimate_message,
-                )
-                config = LoopConfig(
-                    model=MODEL, calibration=Calibration(MODEL.name), max_tokens=4_096, server_tools=WEB
-                )
-                before, stored_before = len(hooks.calls), len(hooks.stored)
-                await run_turn(
-                    Conversation(
-                        llm=client,
-                        engine=engine,
-                        window=[Entry(m, i) for i, m in enumerate(sent)],
-                        system=SYSTEM + "\n\n" + WEB.prompt_note(),
-                        tools=ToolRegistry(),
-                        config=config,
-                    ),
-                    hooks=hooks,
-                )
-                history.extend(hooks.stored[stored_before:])
-                for response in hooks.calls[before:]:
+                responses, stored = await one_turn(client, hooks, sent, WEB)
+                history.extend(stored)
+                for response in responses:
                     u = response.usage
                     usd += cost_usd(MODEL, u)
                     written += u.cache_creation_input_tokens

@@ -60,7 +60,7 @@ class Call:
         return self.uncached + self.written + self.read
 
 
-class _Hooks:
+class BenchHooks:
     def __init__(self) -> None:
         self.stored: list[Message] = []
         self.calls: list[LLMResponse] = []
@@ -84,12 +84,41 @@ async def _no_summary(request: SummaryRequest) -> SummaryResponse:
     raise RuntimeError("the benchmark never compacts")
 
 
+async def one_turn(
+    client: AnthropicClient, hooks: BenchHooks, window: Sequence[Message], tools: ServerTools
+) -> tuple[list[LLMResponse], list[Message]]:
+    """One turn of the chat through the loop (the built-in compressor, which never fires here, and the
+    default cache markers): the reply calls it made and the messages it stored."""
+    engine = ContextCompactor(
+        context_length=MODEL.context_window,
+        config=CompactionConfig(),
+        summarizer=_no_summary,
+        count_tokens=estimate_message,
+    )
+    config = LoopConfig(
+        model=MODEL, calibration=Calibration(MODEL.name), max_tokens=4_096, server_tools=tools
+    )
+    calls, stored = len(hooks.calls), len(hooks.stored)
+    await run_turn(
+        Conversation(
+            llm=client,
+            engine=engine,
+            window=[Entry(m, i) for i, m in enumerate(window)],
+            system=SYSTEM + ("\n\n" + tools.prompt_note() if tools.enabled else ""),
+            tools=ToolRegistry(),
+            config=config,
+        ),
+        hooks=hooks,
+    )
+    return hooks.calls[calls:], hooks.stored[stored:]
+
+
 async def run_chat(mode: str) -> list[Call]:
     """One chat (see the module docstring); every reply call of turns A, B and C."""
     out: list[Call] = []
     async with FakeAnthropic(api_key="bench") as fake:
         client = AnthropicClient(api_key="bench", base_url=fake.base_url)
-        hooks = _Hooks()
+        hooks = BenchHooks()
         history: list[Message] = []
         turns = [(f"w{i}", f"Tell me one thing about the tide on day {i}.") for i in range(WARMUP)]
         turns += [("A", "When is high tide in Brest?"), ("B", "search: high tide in Brest"), ("C", "Thanks!")]
@@ -98,34 +127,10 @@ async def run_chat(mode: str) -> list[Call]:
                 if mode == "off" and label == "B":
                     text = "high tide in Brest, please"
                 on = mode == "on" or (mode == "toggled" and not label.startswith("w"))
-                engine = ContextCompactor(
-                    context_length=MODEL.context_window,
-                    config=CompactionConfig(),
-                    summarizer=_no_summary,
-                    count_tokens=estimate_message,
-                )
-                config = LoopConfig(
-                    model=MODEL,
-                    calibration=Calibration(MODEL.name),
-                    max_tokens=4_096,
-                    server_tools=WEB if on else ServerTools(),
-                )
                 history.append({"role": "user", "content": text})
-                before = len(hooks.calls)
-                stored_before = len(hooks.stored)
-                await run_turn(
-                    Conversation(
-                        llm=client,
-                        engine=engine,
-                        window=[Entry(m, i) for i, m in enumerate(history)],
-                        system=SYSTEM + ("\n\n" + WEB.prompt_note() if on else ""),
-                        tools=ToolRegistry(),
-                        config=config,
-                    ),
-                    hooks=hooks,
-                )
-                history.extend(hooks.stored[stored_before:])
-                for response in hooks.calls[before:]:
+                responses, stored = await one_turn(client, hooks, history, WEB if on else ServerTools())
+                history.extend(stored)
+                for response in responses:
                     u = response.usage
                     out.append(
                         Call(
