@@ -19,7 +19,6 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
-from agent.tokens import estimate_text
 from agent.tools.schedule_message import last_until, next_after
 from gateway.config import RemindersSettings, Settings
 from gateway.errors import SendError, SendGone, SendRejected
@@ -27,7 +26,7 @@ from gateway.metrics import Metrics
 from gateway.platforms.base import ChatRef
 from gateway.reply.posting import ChatPoster
 from gateway.reply.wording import reminder_message, reminder_missed, task_instruction
-from gateway.store import NewMessage, Store
+from gateway.store import Store
 from gateway.store.reminders import ClaimedOccurrence, ReminderRecord
 from gateway.store.reminders.ledger import INTERRUPTED
 from gateway.turn.reminder_tool import TASK_AUTHOR
@@ -163,15 +162,6 @@ class ReminderTicker:
         if self.tasks is None:
             raise SendRejected("scheduled tasks need the turn machinery, which this process does not run")
         text = task_instruction(reminder.text, occ.due_at, reminder.tz)
-        session = await self.store.active_session(reminder.chat_pk)
-        row = NewMessage(
-            role="user",
-            content=text,
-            text=text,
-            token_estimate=estimate_text(text),
-            author_name=TASK_AUTHOR,
-            needs_reply=True,
-        )
-        await self.store.append_messages(session.id, [row])
+        await self.poster.record(reminder.chat_pk, "user", text, author=TASK_AUTHOR, needs_reply=True)
         self.tasks.schedule(chat, reminder.chat_pk)
         return None

@@ -8,7 +8,7 @@ from agent.tokens import estimate_text
 from gateway.platforms.base import ChatKind, ChatRef, OutgoingMessage
 from gateway.platforms.router import Platforms
 from gateway.store import NewMessage, Store
-from gateway.store.records import ChatRecord
+from gateway.store.records import ChatRecord, Role
 
 POSTED_AUTHOR = "gateway:reminder"
 """The author name of a posted message kept in history (the text itself carries its label)."""
@@ -36,14 +36,31 @@ class ChatPoster:
         sent = await self.platforms.send(OutgoingMessage(chat, text))
         message_id = sent.platform_message_ids[0] if sent.platform_message_ids else None
         if keep:
-            session = await self.store.active_session(chat_pk)
-            row = NewMessage(
-                role="assistant",
-                content=text,
-                text=text,
-                token_estimate=estimate_text(text),
-                author_name=POSTED_AUTHOR,
-                platform_message_id=message_id,
+            await self.record(
+                chat_pk, "assistant", text, author=POSTED_AUTHOR, platform_message_id=message_id
             )
-            await self.store.append_messages(session.id, [row])
         return message_id
+
+    async def record(
+        self,
+        chat_pk: int,
+        role: Role,
+        text: str,
+        *,
+        author: str,
+        platform_message_id: str | None = None,
+        needs_reply: bool = False,
+    ) -> None:
+        """Keep a text the gateway wrote in the chat's active session (a posted reminder, a scheduled
+        task's instruction for its turn)."""
+        session = await self.store.active_session(chat_pk)
+        row = NewMessage(
+            role=role,
+            content=text,
+            text=text,
+            token_estimate=estimate_text(text),
+            author_name=author,
+            platform_message_id=platform_message_id,
+            needs_reply=needs_reply,
+        )
+        await self.store.append_messages(session.id, [row])
